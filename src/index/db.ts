@@ -1,0 +1,118 @@
+import Database from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Logger } from '../log.ts';
+
+export type Db = Database.Database;
+
+/**
+ * Bump when the schema or the meaning of a column changes: an index file with
+ * another version is rebuilt from the disk, never migrated in place.
+ */
+export const SCHEMA_VERSION = 1;
+
+// Keyset order: `uri` is TEXT with BINARY collation, and canonical URIs are
+// ASCII, so SQLite order == JS string order == byte order. Every ordering in the
+// project relies on this one fact (see src/uri.ts).
+const SCHEMA = `
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE entries (
+  uri    TEXT PRIMARY KEY,        -- canonical file URI; collections end in '/'
+  parent TEXT,                    -- URI of the containing collection; NULL for a root
+  root   INTEGER NOT NULL,        -- position of the served root in the roots list
+  name   TEXT NOT NULL,           -- basename (a root: its folder name), decoded
+  ext    TEXT NOT NULL,           -- text after the last '.' of name ('' when none), case kept
+  kind   INTEGER NOT NULL,        -- 0 = document, 1 = collection
+  size   INTEGER NOT NULL,        -- bytes (0 for collections)
+  mtime  REAL NOT NULL,           -- modification time, ms since the epoch
+  mime   TEXT NOT NULL            -- primary MIME type
+) WITHOUT ROWID;
+
+CREATE INDEX entries_by_parent ON entries (parent, uri);
+CREATE INDEX entries_by_ext ON entries (ext, uri);
+CREATE INDEX entries_by_name ON entries (name, uri);
+`;
+
+export interface OpenedDb {
+  db: Db;
+  /** True when the file held a current index from an earlier run. */
+  warm: boolean;
+}
+
+/**
+ * Opens (or creates) the index database. A file that is not a database, is
+ * corrupt, or has another schema version is deleted and rebuilt with a warning:
+ * the index is a cache of the disk, so nothing is lost.
+ */
+export function openDb(file: string, log: Logger): OpenedDb {
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  try {
+    return openExisting(file);
+  } catch (error) {
+    log.warn(`index at ${file} is unusable (${(error as Error).message}); rebuilding it`);
+    removeDbFiles(file);
+    return openExisting(file);
+  }
+}
+
+function openExisting(file: string): OpenedDb {
+  const db = new Database(file);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('temp_store = MEMORY');
+    db.pragma('cache_size = -65536');
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version === SCHEMA_VERSION && scanCompleted(db)) return { db, warm: true };
+    if (version !== 0 && version !== SCHEMA_VERSION) {
+      throw new Error(`schema version ${version}, expected ${SCHEMA_VERSION}`);
+    }
+    resetSchema(db);
+    return { db, warm: false };
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+function scanCompleted(db: Db): boolean {
+  const row = db.prepare(`SELECT value FROM meta WHERE key = 'scan_completed'`).get() as
+    | { value: string }
+    | undefined;
+  return row !== undefined;
+}
+
+function resetSchema(db: Db): void {
+  db.transaction(() => {
+    const tables = db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+      .all() as { name: string }[];
+    for (const { name } of tables) db.exec(`DROP TABLE IF EXISTS "${name}"`);
+    db.exec(SCHEMA);
+    db.prepare(`INSERT INTO meta (key, value) VALUES ('cursor_secret', ?)`).run(
+      randomBytes(32).toString('hex'),
+    );
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  })();
+}
+
+function removeDbFiles(file: string): void {
+  if (file === ':memory:') return;
+  for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+}
+
+export function getMeta(db: Db, key: string): string | undefined {
+  const row = db.prepare(`SELECT value FROM meta WHERE key = ?`).get(key) as
+    | { value: string }
+    | undefined;
+  return row?.value;
+}
+
+export function setMeta(db: Db, key: string, value: string): void {
+  db.prepare(`INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(key, value);
+}
