@@ -1,0 +1,44 @@
+import type { Config } from './config.ts';
+import { FolderIndex } from './index/folder-index.ts';
+import type { Logger } from './log.ts';
+import type { ServerContext } from './protocol/context.ts';
+import { createServer, type ServerInfo } from './server.ts';
+import type { Root } from './uri.ts';
+
+export interface App {
+  server: ReturnType<typeof createServer>;
+  index: FolderIndex;
+  close(): Promise<void>;
+}
+
+/**
+ * Assembles index and server for resolved roots. Nothing here touches the
+ * process (argv, stdio, exit): cli.ts does, and tests can build an App directly.
+ */
+export function createApp(config: Config, roots: readonly Root[], dbFile: string, log: Logger, info: ServerInfo): App {
+  const index = new FolderIndex({
+    roots,
+    dbFile,
+    log,
+    gitignore: config.gitignore,
+    exclude: config.exclude,
+  });
+  const ctx: ServerContext = {
+    index,
+    roots,
+    log,
+    pageSize: config.pageSize,
+    maxReadBytes: config.maxReadBytes,
+    followSymlinks: config.followSymlinks,
+    convert: async () => [],
+  };
+  const server = createServer(ctx, info);
+  return {
+    server,
+    index,
+    async close() {
+      await server.close();
+      index.close();
+    },
+  };
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { realpathSync, statSync, accessSync, constants } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createApp } from './app.ts';
+import { USAGE, UsageError, defaultDbPath, parseCliArgs } from './config.ts';
+import { createLogger } from './log.ts';
+import { isPathInside, makeRoot, type Root } from './uri.ts';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+  .version;
+
+/** The only module that touches argv, stdio and the exit code. */
+async function main(): Promise<void> {
+  let parsed;
+  let roots: Root[];
+  try {
+    parsed = parseCliArgs(process.argv.slice(2));
+    if (parsed.kind === 'help') return void process.stdout.write(USAGE);
+    if (parsed.kind === 'version') return void process.stdout.write(`${VERSION}\n`);
+    roots = resolveRoots(parsed.config.folders);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`folder-mcp: ${error.message}\n${error.message.startsWith('no folder') ? USAGE : ''}`);
+    process.exitCode = 2;
+    return;
+  }
+  const { config } = parsed;
+  const log = createLogger(config.logLevel, (line) => process.stderr.write(line));
+  const dbFile = config.db ?? defaultDbPath(roots.map((r) => r.path), config);
+  if (dbFile !== ':memory:' && roots.some((root) => isPathInside(root.path, resolve(dbFile)))) {
+    process.stderr.write(`folder-mcp: --db ${dbFile} is inside a served folder; the server never writes there\n`);
+    process.exitCode = 2;
+    return;
+  }
+  log.info(`serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile})`);
+  const app = createApp(config, roots, dbFile, log, { name: 'folder-mcp', version: VERSION });
+  let closing = false;
+  const shutdown = async () => {
+    if (closing) return;
+    closing = true;
+    await app.close();
+    process.exit(0);
+  };
+  process.stdin.on('end', shutdown);
+  process.stdin.on('close', shutdown);
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+  await app.server.connect(new StdioServerTransport());
+}
+
+/** Real paths of the folders given, deduplicated; a bad folder is a usage error. */
+function resolveRoots(folders: readonly string[]): Root[] {
+  const roots = new Map<string, Root>();
+  for (const folder of folders) {
+    let real: string;
+    try {
+      real = realpathSync(resolve(folder));
+      if (!statSync(real).isDirectory()) throw new UsageError(`not a folder: ${folder}`);
+      accessSync(real, constants.R_OK | constants.X_OK);
+    } catch (error) {
+      if (error instanceof UsageError) throw error;
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new UsageError(
+        code === 'ENOENT' ? `no such folder: ${folder}` : `cannot read folder ${folder}: ${code ?? (error as Error).message}`,
+      );
+    }
+    roots.set(real, makeRoot(real));
+  }
+  return [...roots.values()];
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`folder-mcp: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

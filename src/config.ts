@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { isPathInside } from './uri.ts';
+
+export const WATCHER_KINDS = ['auto', 'chokidar', 'parcel', 'poll', 'none'] as const;
+export type WatcherKind = (typeof WATCHER_KINDS)[number];
+
+export interface Config {
+  /** Folders as given on the command line (resolved to real paths by the caller). */
+  folders: string[];
+  /** Index file; undefined means the default location in the user's cache dir. */
+  db: string | undefined;
+  pageSize: number;
+  exclude: string[];
+  gitignore: boolean;
+  followSymlinks: boolean;
+  maxReadBytes: number;
+  logLevel: LogLevel;
+  watcher: WatcherKind;
+}
+
+/** Keeps a whole read well under the SDK's 10 MiB stdio message limit, even as base64. */
+export const DEFAULT_MAX_READ_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_PAGE_SIZE = 200;
+export const MAX_PAGE_SIZE = 10_000;
+
+export const USAGE = `Usage: folder-mcp [options] <folder>...
+
+Serve one or more folders as MCP resources over stdio.
+
+Options:
+  --db PATH              index file (default: one per set of folders and options
+                         under $XDG_CACHE_HOME/folder-mcp or ~/.cache/folder-mcp);
+                         ':memory:' keeps it in memory
+  --page-size N          items per list page (default ${DEFAULT_PAGE_SIZE}, max ${MAX_PAGE_SIZE})
+  --exclude PATTERN      leave out paths matching a .gitignore-style pattern
+                         (repeatable)
+  --no-gitignore         do not honour .gitignore files
+  --follow-symlinks      resolve URIs through symlinks whose target is inside a
+                         served folder (links out of the folders never resolve)
+  --max-read-bytes N     largest file resources/read returns (default ${DEFAULT_MAX_READ_BYTES})
+  --watcher KIND         auto | chokidar | parcel | poll | none (default auto)
+  --log-level LEVEL      error | warn | info | debug (default info); logs go to stderr
+  -h, --help             show this help
+  -v, --version          show the version
+`;
+
+/** A command-line mistake: the CLI prints the message and exits with code 2. */
+export class UsageError extends Error {}
+
+export type ParsedArgs = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: Config };
+
+export function parseCliArgs(argv: readonly string[]): ParsedArgs {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        db: { type: 'string' },
+        'page-size': { type: 'string' },
+        exclude: { type: 'string', multiple: true },
+        'no-gitignore': { type: 'boolean' },
+        'follow-symlinks': { type: 'boolean' },
+        'max-read-bytes': { type: 'string' },
+        watcher: { type: 'string' },
+        'log-level': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message.split('\n')[0]!);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { kind: 'help' };
+  if (values.version) return { kind: 'version' };
+  if (positionals.length === 0) throw new UsageError('no folder given');
+  const logLevel = values['log-level'] ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  const watcher = values.watcher ?? 'auto';
+  if (!(WATCHER_KINDS as readonly string[]).includes(watcher)) {
+    throw new UsageError(`--watcher must be one of ${WATCHER_KINDS.join(', ')}`);
+  }
+  return {
+    kind: 'run',
+    config: {
+      folders: positionals,
+      db: values.db,
+      pageSize: positiveInt(values['page-size'], '--page-size', DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE),
+      exclude: values.exclude ?? [],
+      gitignore: !values['no-gitignore'],
+      followSymlinks: values['follow-symlinks'] ?? false,
+      maxReadBytes: positiveInt(values['max-read-bytes'], '--max-read-bytes', DEFAULT_MAX_READ_BYTES),
+      logLevel: logLevel as LogLevel,
+      watcher: watcher as WatcherKind,
+    },
+  };
+}
+
+function positiveInt(text: string | undefined, flag: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (text === undefined) return fallback;
+  if (!/^\d+$/.test(text)) throw new UsageError(`${flag} must be a positive integer, got '${text}'`);
+  const n = Number(text);
+  if (n < 1 || n > max) throw new UsageError(`${flag} must be between 1 and ${max}, got ${text}`);
+  return n;
+}
+
+/**
+ * Where the index lives by default: one file per set of roots and the options
+ * that change what is indexed, in the user's cache dir. Never inside a served
+ * root (the server never writes there): if the cache dir is inside one, the
+ * system temp dir is used, and if that is too, the index stays in memory.
+ */
+export function defaultDbPath(
+  rootPaths: readonly string[],
+  config: Pick<Config, 'exclude' | 'gitignore'>,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
+  const key = createHash('sha256')
+    .update(JSON.stringify({ roots: rootPaths, exclude: config.exclude, gitignore: config.gitignore }))
+    .digest('hex')
+    .slice(0, 16);
+  const candidates = [
+    join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'folder-mcp'),
+    join(tmpdir(), 'folder-mcp-cache'),
+  ];
+  for (const dir of candidates) {
+    if (!rootPaths.some((root) => isPathInside(root, dir))) return join(dir, `${key}.db`);
+  }
+  return ':memory:';
+}

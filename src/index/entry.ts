@@ -1,0 +1,16 @@
+/** Kinds of entry, as stored in `entries.kind`. */
+export const EntryKind = { document: 0, collection: 1 } as const;
+export type EntryKind = (typeof EntryKind)[keyof typeof EntryKind];
+
+/** One row of `entries`: what list, metadata and children queries need. */
+export interface EntryRow {
+  uri: string;
+  parent: string | null;
+  root: number;
+  name: string;
+  ext: string;
+  kind: EntryKind;
+  size: number;
+  mtime: number;
+  mime: string;
+}

@@ -1,0 +1,154 @@
+import fg from 'fast-glob';
+import { open, stat } from 'node:fs/promises';
+import { readdir, readFile, type Dirent, type Stats } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Logger } from '../log.ts';
+import { pathToUri, type Root } from '../uri.ts';
+import { BINARY_FALLBACK_MIME, COLLECTION_MIME, TEXT_FALLBACK_MIME, extOf, mimeFromName } from '../content/mime.ts';
+import { SNIFF_BYTES, detectTextEncoding } from '../content/sniff.ts';
+import { EntryKind, type EntryRow } from './entry.ts';
+import { ALWAYS_EXCLUDED, type IgnoreRules } from './ignore.ts';
+
+export interface ScanOptions {
+  roots: readonly Root[];
+  rules: IgnoreRules;
+  log: Logger;
+  /** Rows are handed over in batches of about this many. */
+  batchSize?: number;
+}
+
+type ReaddirCallback = (error: NodeJS.ErrnoException | null, entries: Dirent[]) => void;
+
+/**
+ * Walks every root with fast-glob (stats on) and yields index rows in batches.
+ * The walk is pruned as it goes: fast-glob reads directories through our
+ * `readdir`, which drops ignored entries before fast-glob sees them (so an
+ * ignored `build/` is never walked), records each directory's `.gitignore`
+ * for the rules, and turns an unreadable subdirectory into one warning.
+ * Symlinks are never followed: URIs are real paths, so a link adds no
+ * resource that its target does not already give.
+ */
+export async function* scanRoots(options: ScanOptions): AsyncGenerator<EntryRow[]> {
+  const { roots, log } = options;
+  const batchSize = options.batchSize ?? 2000;
+  for (let rootIndex = 0; rootIndex < roots.length; rootIndex++) {
+    const root = roots[rootIndex]!;
+    let batch: EntryRow[] = [rootRow(root, rootIndex, await statRoot(root))];
+    let pendingSniffs: Promise<void>[] = [];
+    let lastDir = '';
+    let lastDirUri = '';
+    const stream = fg.stream('**', {
+      cwd: root.path,
+      absolute: true,
+      onlyFiles: false,
+      dot: true,
+      stats: true,
+      followSymbolicLinks: false,
+      objectMode: true,
+      fs: { readdir: prunedReaddir(root, options) as never },
+    });
+    for await (const item of stream as AsyncIterable<{ path: string; name: string; stats: Stats }>) {
+      const { stats } = item;
+      const isDirectory = stats.isDirectory();
+      if (!isDirectory && !stats.isFile()) continue; // symlinks, sockets, fifos, devices
+      const dir = dirname(item.path);
+      if (dir !== lastDir) {
+        lastDir = dir;
+        lastDirUri = pathToUri(dir, true);
+      }
+      const row = entryRow(item.path, item.name, isDirectory, stats, lastDirUri, rootIndex);
+      if (row.mime === '') pendingSniffs.push(sniffMime(item.path, row));
+      batch.push(row);
+      if (batch.length >= batchSize) {
+        await Promise.all(pendingSniffs);
+        yield batch;
+        batch = [];
+        pendingSniffs = [];
+      }
+    }
+    await Promise.all(pendingSniffs);
+    if (batch.length > 0) yield batch;
+  }
+}
+
+/** One row for a path, from its stats; `mime` is '' when the name cannot tell and content must. */
+export function entryRow(
+  path: string,
+  name: string,
+  isDirectory: boolean,
+  stats: Pick<Stats, 'size' | 'mtimeMs'>,
+  parentUri: string | null,
+  rootIndex: number,
+): EntryRow {
+  const ext = extOf(name);
+  return {
+    uri: pathToUri(path, isDirectory),
+    parent: parentUri,
+    root: rootIndex,
+    name,
+    ext,
+    kind: isDirectory ? EntryKind.collection : EntryKind.document,
+    size: isDirectory ? 0 : stats.size,
+    mtime: stats.mtimeMs,
+    mime: isDirectory ? COLLECTION_MIME : (mimeFromName(name, ext) ?? ''),
+  };
+}
+
+export function rootRow(root: Root, rootIndex: number, stats: Pick<Stats, 'mtimeMs'>): EntryRow {
+  return entryRow(root.path, root.name, true, { size: 0, mtimeMs: stats.mtimeMs }, null, rootIndex);
+}
+
+function statRoot(root: Root): Promise<Stats> {
+  return stat(root.path);
+}
+
+/** Fills in `row.mime` from the first bytes of the file. */
+export async function sniffMime(path: string, row: EntryRow): Promise<void> {
+  row.mime = BINARY_FALLBACK_MIME;
+  let handle;
+  try {
+    handle = await open(path, 'r');
+    const buffer = Buffer.alloc(Math.min(SNIFF_BYTES, Math.max(row.size, 1)));
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    const sample = buffer.subarray(0, bytesRead);
+    if (detectTextEncoding(sample, bytesRead >= row.size) !== null) row.mime = TEXT_FALLBACK_MIME;
+  } catch {
+    // Unreadable right now: it stays listed as binary; a read reports the real error.
+  } finally {
+    await handle?.close();
+  }
+}
+
+/**
+ * fast-glob's `fs.readdir`, pruned. With `stats: true` fast-glob asks for
+ * names only and lstats each one; we read with file types anyway (same
+ * syscall) so that directory-only rules like `build/` can be judged.
+ */
+function prunedReaddir(root: Root, { rules, log }: ScanOptions) {
+  return (dir: string, optionsOrCallback: unknown, maybeCallback?: ReaddirCallback): void => {
+    const callback = (typeof optionsOrCallback === 'function' ? optionsOrCallback : maybeCallback) as ReaddirCallback;
+    const wantTypes = typeof optionsOrCallback === 'object' && optionsOrCallback !== null;
+    readdir(dir, { withFileTypes: true }, (error, entries) => {
+      if (error) {
+        if (dir === root.path) return callback(error, []);
+        log.warn(`skipping unreadable directory ${dir}: ${error.code ?? error.message}`);
+        return callback(null, []);
+      }
+      const hand = () => {
+        const kept = entries.filter(
+          (e) => !ALWAYS_EXCLUDED.has(e.name) && !rules.isIgnored(join(dir, e.name), e.isDirectory()),
+        );
+        callback(null, (wantTypes ? kept : kept.map((e) => e.name)) as Dirent[]);
+      };
+      if (!entries.some((e) => e.name === '.gitignore' && e.isFile())) {
+        rules.setDirRules(dir, null);
+        return hand();
+      }
+      readFile(join(dir, '.gitignore'), 'utf8', (readError, text) => {
+        if (readError) log.warn(`cannot read ${join(dir, '.gitignore')}: ${readError.code}`);
+        rules.setDirRules(dir, readError ? null : text);
+        hand();
+      });
+    });
+  };
+}

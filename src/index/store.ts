@@ -1,0 +1,76 @@
+import type { Db } from './db.ts';
+import type { EntryRow } from './entry.ts';
+
+const COLUMNS = 'uri, parent, root, name, ext, kind, size, mtime, mime';
+
+/**
+ * Writes and point reads of the index. Statements are prepared once; writes
+ * go in one transaction per batch (better-sqlite3 transactions are
+ * synchronous, so callers do their awaiting before calling in).
+ */
+export class Store {
+  private readonly getStmt;
+  private readonly upsertStmt;
+  private readonly deleteStmt;
+  private readonly deleteRangeStmt;
+  private readonly countStmt;
+  private readonly childrenStmt;
+  private readonly countChildrenStmt;
+  readonly upsertMany: (rows: readonly EntryRow[]) => void;
+  readonly deleteMany: (uris: readonly string[]) => void;
+
+  constructor(readonly db: Db) {
+    this.getStmt = db.prepare(`SELECT ${COLUMNS} FROM entries WHERE uri = ?`);
+    this.upsertStmt = db.prepare(
+      `INSERT INTO entries (${COLUMNS}) VALUES (@uri, @parent, @root, @name, @ext, @kind, @size, @mtime, @mime)
+       ON CONFLICT (uri) DO UPDATE SET parent = excluded.parent, root = excluded.root, name = excluded.name,
+         ext = excluded.ext, kind = excluded.kind, size = excluded.size, mtime = excluded.mtime, mime = excluded.mime`,
+    );
+    this.deleteStmt = db.prepare(`DELETE FROM entries WHERE uri = ?`);
+    // Keyset range, never LIKE: a collection and everything under it share its URI as a prefix.
+    this.deleteRangeStmt = db.prepare(`DELETE FROM entries WHERE uri >= ? AND uri < ?`);
+    this.countStmt = db.prepare(`SELECT count(*) AS n FROM entries`);
+    this.childrenStmt = db.prepare(
+      `SELECT ${COLUMNS} FROM entries WHERE parent = ? AND uri > ? ORDER BY uri LIMIT ?`,
+    );
+    this.countChildrenStmt = db.prepare(`SELECT count(*) AS n FROM entries WHERE parent = ?`);
+    this.upsertMany = db.transaction((rows: readonly EntryRow[]) => {
+      for (const row of rows) this.upsertStmt.run(row);
+    });
+    this.deleteMany = db.transaction((uris: readonly string[]) => {
+      for (const uri of uris) this.deleteStmt.run(uri);
+    });
+  }
+
+  get(uri: string): EntryRow | undefined {
+    return this.getStmt.get(uri) as EntryRow | undefined;
+  }
+
+  /** Deletes `uri` and, for a collection URI (ending in '/'), everything beneath it. */
+  deleteTree(uri: string): number {
+    if (!uri.endsWith('/')) return this.deleteStmt.run(uri).changes;
+    return this.deleteRangeStmt.run(uri, successor(uri)).changes;
+  }
+
+  count(): number {
+    return (this.countStmt.get() as { n: number }).n;
+  }
+
+  countChildren(parentUri: string): number {
+    return (this.countChildrenStmt.get(parentUri) as { n: number }).n;
+  }
+
+  /** Direct children of a collection in URI order, after `afterUri`. */
+  children(parentUri: string, afterUri: string, limit: number): EntryRow[] {
+    return this.childrenStmt.all(parentUri, afterUri, limit) as EntryRow[];
+  }
+}
+
+/**
+ * The smallest string greater than every string that starts with `prefix`.
+ * Canonical URIs are ASCII, so bumping the last code unit is exact.
+ */
+export function successor(prefix: string): string {
+  const last = prefix.charCodeAt(prefix.length - 1);
+  return prefix.slice(0, -1) + String.fromCharCode(last + 1);
+}

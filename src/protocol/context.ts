@@ -1,0 +1,20 @@
+import type { FileContent } from '../content/read.ts';
+import type { EntryRow } from '../index/entry.ts';
+import type { FolderIndex } from '../index/folder-index.ts';
+import type { Logger } from '../log.ts';
+import type { Root } from '../uri.ts';
+
+/** A format alternative of a document (SEP-2093): same uri, another representation. */
+export type Alternative = { mimeType: string; size: number } & ({ text: string } | { blob: string });
+
+/** What the request handlers need; built once by createServer's caller. */
+export interface ServerContext {
+  index: FolderIndex;
+  roots: readonly Root[];
+  log: Logger;
+  pageSize: number;
+  maxReadBytes: number;
+  followSymlinks: boolean;
+  /** Format alternatives of a document, after its primary content. */
+  convert(entry: EntryRow, content: FileContent): Promise<Alternative[]>;
+}

@@ -1,0 +1,103 @@
+import { DEFAULT_COLLECTION_LIMITS, formatListing, type CollectionReadLimits } from '../content/collection.ts';
+import { ContentError, readFileContent } from '../content/read.ts';
+import { EntryKind, type EntryRow } from '../index/entry.ts';
+import { lookupEntry } from '../index/lookup.ts';
+import { toResource, type ResourceObject } from '../resource.ts';
+import { uriToPath } from '../uri.ts';
+import { internalError, invalidParams, resourceNotFound } from './errors.ts';
+import type { ServerContext } from './context.ts';
+
+export type ContentItem = ResourceObject & ({ text: string } | { blob: string });
+
+/** `resources/metadata` (SEP-2093): the resource object, without reading content. */
+export async function resourceMetadata(ctx: ServerContext, params: unknown): Promise<{ resource: ResourceObject }> {
+  const entry = await findEntry(ctx, uriParam(params));
+  return { resource: toResource(entry, ctx.roots) };
+}
+
+/** `resources/read`: a document with its format alternatives, or a collection (DESIGN.md section 4). */
+export async function readResource(ctx: ServerContext, params: unknown): Promise<{ contents: ContentItem[] }> {
+  const uri = uriParam(params);
+  const entry = await findEntry(ctx, uri);
+  if (entry.kind === EntryKind.collection) return { contents: await readCollection(ctx, entry) };
+  return { contents: await readDocument(ctx, entry) };
+}
+
+export async function findEntry(ctx: ServerContext, uri: unknown): Promise<EntryRow> {
+  await ctx.index.ready;
+  const entry = await lookupEntry(uri, {
+    store: ctx.index.store,
+    roots: ctx.roots,
+    followSymlinks: ctx.followSymlinks,
+  });
+  if (!entry) throw resourceNotFound(uri);
+  return entry;
+}
+
+export function uriParam(params: unknown): string {
+  const uri = (params as { uri?: unknown } | undefined)?.uri;
+  if (typeof uri !== 'string') throw invalidParams('Invalid params: uri must be a string');
+  return uri;
+}
+
+async function readDocument(ctx: ServerContext, entry: EntryRow): Promise<ContentItem[]> {
+  const resource = toResource(entry, ctx.roots);
+  let content;
+  try {
+    content = await readFileContent(uriToPath(entry.uri), ctx.maxReadBytes);
+  } catch (error) {
+    throw contentErrorToProtocol(error, entry.uri);
+  }
+  const primary: ContentItem =
+    content.text !== undefined
+      ? { ...resource, size: content.bytes.length, text: content.text }
+      : { ...resource, size: content.bytes.length, blob: content.bytes.toString('base64') };
+  const alternatives = await ctx.convert(entry, content);
+  return [primary, ...alternatives.map((alt) => ({ ...resource, ...alt }))];
+}
+
+/**
+ * A collection's listing first, then its direct text children in URI order
+ * within a byte and count budget. Incomplete by design: `resources/list` with
+ * `uri` is the complete, paged view.
+ */
+async function readCollection(
+  ctx: ServerContext,
+  entry: EntryRow,
+  limits: CollectionReadLimits = DEFAULT_COLLECTION_LIMITS,
+): Promise<ContentItem[]> {
+  const store = ctx.index.store;
+  const children = store.children(entry.uri, '', limits.listingEntries + 1);
+  const named = children.slice(0, limits.listingEntries);
+  const more = children.length > named.length ? store.countChildren(entry.uri) - named.length : 0;
+  const listing = formatListing(named, more);
+  const items: ContentItem[] = [
+    { ...toResource(entry, ctx.roots), text: listing },
+  ];
+  let bytes = 0;
+  let count = 0;
+  for (const child of named) {
+    if (count >= limits.childCount) break;
+    if (child.kind !== EntryKind.document || child.size > limits.childBytes - bytes) continue;
+    let content;
+    try {
+      content = await readFileContent(uriToPath(child.uri), Math.min(ctx.maxReadBytes, limits.childBytes - bytes));
+    } catch {
+      continue; // vanished, grew, or unreadable since indexing: it is simply not embedded
+    }
+    if (content.text === undefined) continue;
+    items.push({ ...toResource(child, ctx.roots), size: content.bytes.length, text: content.text });
+    bytes += content.bytes.length;
+    count++;
+  }
+  return items;
+}
+
+function contentErrorToProtocol(error: unknown, uri: string): Error {
+  if (error instanceof ContentError) {
+    if (error.reason === 'not-found') return resourceNotFound(uri);
+    if (error.reason === 'too-large') return invalidParams(error.message, { uri, ...error.details });
+    return internalError(error.message, { uri, ...error.details });
+  }
+  return error as Error;
+}

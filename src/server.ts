@@ -1,0 +1,33 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { ServerContext } from './protocol/context.ts';
+import { listResources, listResourceTemplates } from './protocol/list.ts';
+import { readResource, resourceMetadata } from './protocol/read.ts';
+import * as schemas from './protocol/schemas.ts';
+
+export interface ServerInfo {
+  name: string;
+  version: string;
+}
+
+/**
+ * Builds the MCP server: capabilities and handler wiring, nothing else. The
+ * low-level `Server` (not `McpServer`, which ignores list params and cursors)
+ * with loose request schemas, so the handlers see every param.
+ */
+export function createServer(ctx: ServerContext, info: ServerInfo): Server {
+  const server = new Server(info, {
+    capabilities: {
+      resources: {},
+    },
+    instructions:
+      'Files and folders of the served project as MCP resources: every file a document, every directory a collection. ' +
+      'List with resources/list (params: prefix, filters.uri_paths, filter.namePatterns/uriPatterns, uri for the children of a collection).',
+  });
+  server.setRequestHandler(schemas.ListResourcesRequest, (request) => listResources(ctx, request.params));
+  server.setRequestHandler(schemas.ListResourceTemplatesRequest, (request) =>
+    listResourceTemplates(ctx, request.params),
+  );
+  server.setRequestHandler(schemas.ReadResourceRequest, (request) => readResource(ctx, request.params));
+  server.setRequestHandler(schemas.ResourceMetadataRequest, (request) => resourceMetadata(ctx, request.params));
+  return server;
+}

@@ -1,0 +1,308 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { CLI, connect, listAll, rejectsWith, tempDir, writeTree, type Connected, type LooseResult } from './helpers.ts';
+
+const BINARY = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0xff, 0xfe, 0x00, 0x10]);
+const LATIN1 = Buffer.from('caf\xe9 cr\xe8me\n', 'latin1');
+
+const TREE: Record<string, string | Uint8Array> = {
+  'src/main.ts': 'export const main = () => 42;\n',
+  'src/util/strings.ts': 'export const up = (s: string) => s.toUpperCase();\n',
+  'src/util/math.ts': 'export const add = (a: number, b: number) => a + b;\n',
+  'README.md': '# Demo\n',
+  'docs/guide.md': '# Guide\nHello.\n',
+  'docs/café.md': 'crème brûlée\n',
+  'docs/with space.md': 'spaced\n',
+  'assets/logo.png': BINARY,
+  'assets/legacy.txt': LATIN1,
+  'empty.txt': '',
+  'Makefile': 'all:\n\techo hi\n',
+  'big.txt': 'x'.repeat(5000),
+  'empty-dir/': '',
+  '.gitignore': 'ignored/\n*.log\n',
+  'ignored/secret.txt': 'no\n',
+  'debug.log': 'no\n',
+  'node_modules/pkg/index.js': 'no\n',
+  '.git/HEAD': 'ref: refs/heads/main\n',
+};
+
+/** What the server must list, walked from the disk with the test tree's own ignore rules. */
+function expectedUris(root: string): string[] {
+  const out: string[] = [pathToFileURL(root).href + '/'];
+  const walk = (dir: string) => {
+    for (const dirent of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, dirent.name);
+      if (['.git', 'node_modules', 'ignored'].includes(dirent.name) || dirent.name.endsWith('.log')) continue;
+      if (dirent.isDirectory()) {
+        out.push(pathToFileURL(path).href + '/');
+        walk(path);
+      } else if (dirent.isFile()) {
+        out.push(pathToFileURL(path).href);
+      }
+    }
+  };
+  walk(root);
+  return out.sort();
+}
+
+describe('resources over stdio', () => {
+  let root: ReturnType<typeof tempDir>;
+  let state: ReturnType<typeof tempDir>;
+  let conn: Connected;
+  let rootUri: string;
+  const uriOf = (rel: string) => rootUri + rel.split('/').map(encodeURIComponent).join('/');
+
+  before(async () => {
+    root = tempDir();
+    state = tempDir('folder-mcp-state-');
+    writeTree(root.path, TREE);
+    rootUri = pathToFileURL(root.path).href + '/';
+    conn = await connect([root.path, '--db', join(state.path, 'index.db'), '--page-size', '3', '--max-read-bytes', '4096']);
+  });
+  after(async () => {
+    await conn?.close();
+    root.cleanup();
+    state.cleanup();
+  });
+
+  test('lists every file and folder once, in URI order, across pages', async () => {
+    const { items, pages } = await listAll(conn, 'resources/list', 'resources');
+    const uris = items.map((r) => r.uri as string);
+    assert.deepEqual(uris, expectedUris(root.path));
+    assert.ok(pages > 3, `expected several pages of 3, got ${pages}`);
+  });
+
+  test('list items carry the full resource object', async () => {
+    const { items } = await listAll(conn, 'resources/list', 'resources');
+    const byUri = new Map(items.map((r) => [r.uri as string, r]));
+    const main = byUri.get(uriOf('src/main.ts'))!;
+    assert.equal(main.name, 'main.ts');
+    assert.equal(main.title, 'src/main.ts');
+    assert.equal(main.mimeType, 'text/typescript');
+    assert.equal(main.size, statSync(join(root.path, 'src/main.ts')).size);
+    assert.equal(main.resourceType, 'document');
+    assert.deepEqual(main.capabilities, { subscribe: true });
+    const lastModified = (main.annotations as { lastModified: string }).lastModified;
+    assert.equal(new Date(lastModified).getTime(), Math.floor(statSync(join(root.path, 'src/main.ts')).mtimeMs));
+    const src = byUri.get(uriOf('src') + '/')!;
+    assert.equal(src.resourceType, 'collection');
+    assert.equal(src.mimeType, 'inode/directory');
+    assert.equal(src.size, undefined);
+    assert.deepEqual(src.capabilities, { list: true, subscribe: true });
+    const top = byUri.get(rootUri)!;
+    assert.equal(top.resourceType, 'collection');
+    assert.equal(top.name, root.path.split('/').pop());
+    // Sniffed: no extension, text content.
+    assert.equal(byUri.get(uriOf('Makefile'))!.mimeType, 'text/plain');
+    assert.equal(byUri.get(uriOf('docs/café.md'))!.name, 'café.md');
+  });
+
+  test('reads a UTF-8 text document with its metadata', async () => {
+    const result = await conn.request('resources/read', { uri: uriOf('src/main.ts') });
+    const contents = result.contents as LooseResult[];
+    assert.equal(contents.length, 1);
+    assert.equal(contents[0]!.uri, uriOf('src/main.ts'));
+    assert.equal(contents[0]!.text, TREE['src/main.ts']);
+    assert.equal(contents[0]!.mimeType, 'text/typescript');
+    assert.equal(contents[0]!.resourceType, 'document');
+    assert.equal(contents[0]!.title, 'src/main.ts');
+    assert.equal(contents[0]!.size, Buffer.byteLength(TREE['src/main.ts'] as string));
+  });
+
+  test('reads binary, empty and non-UTF-8 files correctly', async () => {
+    const png = ((await conn.request('resources/read', { uri: uriOf('assets/logo.png') })).contents as LooseResult[])[0]!;
+    assert.equal(png.blob, BINARY.toString('base64'));
+    assert.equal(png.mimeType, 'image/png');
+    assert.equal(png.text, undefined);
+    const empty = ((await conn.request('resources/read', { uri: uriOf('empty.txt') })).contents as LooseResult[])[0]!;
+    assert.equal(empty.text, '');
+    assert.equal(empty.size, 0);
+    const legacy = ((await conn.request('resources/read', { uri: uriOf('assets/legacy.txt') })).contents as LooseResult[])[0]!;
+    assert.equal(legacy.blob, LATIN1.toString('base64'), 'invalid UTF-8 is served as bytes, not mangled text');
+  });
+
+  test('the same file is named by percent-encoded and raw non-ASCII URIs', async () => {
+    const encoded = await conn.request('resources/read', { uri: uriOf('docs/café.md') });
+    const raw = await conn.request('resources/read', { uri: `${rootUri}docs/café.md` });
+    const lower = await conn.request('resources/read', { uri: `${rootUri}docs/caf%c3%a9.md` });
+    assert.deepEqual(raw, encoded);
+    assert.deepEqual(lower, encoded);
+    assert.equal((encoded.contents as LooseResult[])[0]!.uri, uriOf('docs/café.md'));
+  });
+
+  test('reads a collection: its listing, then its direct text children', async () => {
+    const contents = (await conn.request('resources/read', { uri: uriOf('docs') + '/' })).contents as LooseResult[];
+    assert.equal(contents[0]!.uri, uriOf('docs') + '/');
+    assert.equal(contents[0]!.resourceType, 'collection');
+    const listing = contents[0]!.text as string;
+    for (const name of ['guide.md', 'café.md', 'with space.md']) assert.match(listing, new RegExp(`^${name}\\tdocument\\t\\d+$`, 'm'));
+    const children = contents.slice(1);
+    assert.deepEqual(
+      children.map((c) => c.uri),
+      [uriOf('docs/café.md'), uriOf('docs/guide.md'), uriOf('docs/with space.md')].sort(),
+    );
+    for (const child of children) {
+      assert.equal(child.resourceType, 'document');
+      assert.equal(child.text, readFileSync(new URL(child.uri as string), 'utf8'));
+    }
+    // A collection without its trailing slash names the same collection.
+    const again = (await conn.request('resources/read', { uri: uriOf('docs') })).contents as LooseResult[];
+    assert.equal(again[0]!.uri, uriOf('docs') + '/');
+    // Binary children are listed but not embedded.
+    const assets = (await conn.request('resources/read', { uri: uriOf('assets') + '/' })).contents as LooseResult[];
+    assert.match(assets[0]!.text as string, /^logo\.png\tdocument\t10$/m);
+    assert.deepEqual(assets.slice(1).map((c) => c.uri), []);
+  });
+
+  test('resources/metadata returns the resource without content', async () => {
+    const { resource } = (await conn.request('resources/metadata', { uri: uriOf('docs/guide.md') })) as {
+      resource: LooseResult;
+    };
+    assert.equal(resource.uri, uriOf('docs/guide.md'));
+    assert.equal(resource.mimeType, 'text/markdown');
+    assert.equal(resource.size, Buffer.byteLength(TREE['docs/guide.md'] as string));
+    assert.equal(resource.text, undefined);
+    const dir = (await conn.request('resources/metadata', { uri: rootUri })) as { resource: LooseResult };
+    assert.equal(dir.resource.resourceType, 'collection');
+  });
+
+  test('templates/list offers one template per root', async () => {
+    const result = await conn.request('resources/templates/list');
+    const templates = result.resourceTemplates as LooseResult[];
+    assert.equal(templates.length, 1);
+    assert.equal(templates[0]!.uriTemplate, `${rootUri}{+path}`);
+  });
+
+  test('anything outside, ignored or missing is not found, with the uri in data', async () => {
+    const secretsDir = `${root.path}-secrets`;
+    const cases = [
+      uriOf('nope.txt'),
+      `${rootUri}../`,
+      `${rootUri}..%2f..%2fetc/passwd`,
+      `${rootUri}%2e%2e/%2e%2e/etc/passwd`,
+      pathToFileURL(secretsDir).href + '/x.txt',
+      'file:///etc/passwd',
+      'file://evil.example/etc/passwd',
+      'http://example.com/',
+      'mcp://groups/nonexistent',
+      'not a uri',
+      uriOf('ignored/secret.txt'),
+      uriOf('debug.log'),
+      uriOf('node_modules/pkg/index.js'),
+      uriOf('.git/HEAD'),
+      uriOf('src/main.ts') + '/',
+      `${rootUri}${'a/'.repeat(5000)}`,
+    ];
+    for (const uri of cases) {
+      const error = await rejectsWith(conn.request('resources/read', { uri }), -32002, 'Resource not found');
+      assert.deepEqual(error.data, { uri }, uri);
+      await rejectsWith(conn.request('resources/metadata', { uri }), -32002);
+    }
+  });
+
+  test('bad params are -32602, and the server keeps serving', async () => {
+    await rejectsWith(conn.request('resources/read', {}), -32602, 'uri');
+    await rejectsWith(conn.request('resources/read', { uri: 42 }), -32602, 'uri');
+    await rejectsWith(conn.request('resources/list', { cursor: 'garbage' }), -32602, 'Invalid cursor');
+    await rejectsWith(conn.request('resources/list', { cursor: 42 }), -32602);
+    const ok = await conn.request('resources/metadata', { uri: uriOf('README.md') });
+    assert.ok(ok.resource);
+  });
+
+  test('a file over --max-read-bytes gets an error naming its size and the limit', async () => {
+    const error = await rejectsWith(conn.request('resources/read', { uri: uriOf('big.txt') }), -32602);
+    assert.match(error.message, /5000 bytes/);
+    assert.match(error.message, /4096/);
+    assert.deepEqual(error.data, { uri: uriOf('big.txt'), size: 5000, limit: 4096 });
+  });
+
+  test('a file deleted after indexing is not found, not a crash', async () => {
+    rmSync(join(root.path, 'README.md'));
+    await rejectsWith(conn.request('resources/read', { uri: uriOf('README.md') }), -32002);
+    writeFileSync(join(root.path, 'README.md'), TREE['README.md'] as string);
+  });
+});
+
+describe('index reuse', () => {
+  test('a second start reuses the database and serves the same listing', async () => {
+    const root = tempDir();
+    const state = tempDir('folder-mcp-state-');
+    try {
+      writeTree(root.path, { 'a.txt': 'a', 'b/c.txt': 'c' });
+      const db = join(state.path, 'index.db');
+      const first = await connect([root.path, '--db', db]);
+      const before = (await listAll(first, 'resources/list', 'resources')).items;
+      await first.close();
+      assert.ok(existsSync(db));
+      const second = await connect([root.path, '--db', db]);
+      const afterList = (await listAll(second, 'resources/list', 'resources')).items;
+      await second.close();
+      assert.deepEqual(afterList, before);
+      assert.equal(before.length, 4);
+      assert.match(first.stderr(), /indexed 4 entries/);
+      assert.doesNotMatch(second.stderr(), /indexed 4 entries/);
+    } finally {
+      root.cleanup();
+      state.cleanup();
+    }
+  });
+
+  test('a corrupt database file is rebuilt with a warning', async () => {
+    const root = tempDir();
+    const state = tempDir('folder-mcp-state-');
+    try {
+      writeTree(root.path, { 'a.txt': 'a' });
+      const db = join(state.path, 'index.db');
+      writeFileSync(db, 'this is not a database, just some bytes that SQLite will refuse'.repeat(100));
+      const conn = await connect([root.path, '--db', db]);
+      const { items } = await listAll(conn, 'resources/list', 'resources');
+      await conn.close();
+      assert.equal(items.length, 2);
+      assert.match(conn.stderr(), /rebuilding/);
+    } finally {
+      root.cleanup();
+      state.cleanup();
+    }
+  });
+});
+
+describe('command line', () => {
+  const run = (args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', input: '' });
+
+  test('bad invocations exit 2 with one line on stderr and nothing on stdout', () => {
+    const root = tempDir();
+    try {
+      writeTree(root.path, { 'file.txt': 'x' });
+      const cases = [
+        [join(root.path, 'missing')],
+        [join(root.path, 'file.txt')],
+        ['--no-such-option', root.path],
+        [],
+        ['--page-size', 'zero', root.path],
+        ['--db', join(root.path, 'inside.db'), root.path],
+      ];
+      for (const args of cases) {
+        const result = run(args);
+        assert.equal(result.status, 2, `${args.join(' ')}: ${result.stderr}`);
+        assert.equal(result.stdout, '', args.join(' '));
+        assert.match(result.stderr, /^folder-mcp: /);
+      }
+      assert.equal(existsSync(join(root.path, 'inside.db')), false);
+    } finally {
+      root.cleanup();
+    }
+  });
+
+  test('--help and --version print to stdout and exit 0', () => {
+    const help = run(['--help']);
+    assert.equal(help.status, 0);
+    assert.match(help.stdout, /--max-read-bytes/);
+    const version = run(['--version']);
+    assert.equal(version.status, 0);
+    assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
+  });
+});
