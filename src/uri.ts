@@ -1,0 +1,269 @@
+// Path <-> URI, canonicalisation and containment. Pure, except resolveUri, whose
+// file system is injected. Everything the server serves is named by the
+// canonical URI built here, and every client URI is checked here before any
+// other module touches the disk.
+import { realpath as fsRealpath, stat as fsStat } from 'node:fs/promises';
+import { posix } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface Root {
+  /** realpath of the served folder, no trailing separator */
+  path: string;
+  /** its collection URI: pathToFileURL(path).href + '/' */
+  uri: string;
+  /** basename of path (the folder name) */
+  name: string;
+}
+
+/** Longest URI we accept from a client; longer ones name nothing (not found). */
+export const MAX_URI_LENGTH = 8192;
+
+function stripTrailingSlashes(p: string): string {
+  const stripped = p.replace(/\/+$/, '');
+  return stripped === '' ? '/' : stripped;
+}
+
+// The canonical spelling must not drift with the Node version (URIs are primary
+// keys of a persisted index, and their order is the listing order), and the
+// set pathToFileURL encodes is Node's choice, with no stability promise. So the
+// set is written out here: what pathToFileURL encodes on Node 20.20 (the test
+// checks they agree): C0 controls, space, DEL, these ASCII chars, and all
+// non-ASCII as UTF-8 with uppercase hex. One deliberate difference: Node drops
+// a trailing C0 control ('/r/a\x01' -> 'file:///r/a'), which would give two
+// files one URI; we encode it.
+const PATH_ENCODE_ASCII = new Set(' "#%<>?[\\]^`{|}~');
+
+function percentEncodePath(path: string): string {
+  let out = '';
+  for (const char of path) {
+    // for..of walks code points: a surrogate pair is one char, never split.
+    const code = char.codePointAt(0)!;
+    if (code < 0x20 || code === 0x7f || PATH_ENCODE_ASCII.has(char)) out += hexByte(code);
+    else if (code < 0x80) out += char;
+    // TextEncoder writes a lone surrogate as U+FFFD (EF BF BD), as pathToFileURL does.
+    else out += utf8Escapes(char);
+  }
+  return out;
+}
+
+function hexByte(byte: number): string {
+  return '%' + byte.toString(16).toUpperCase().padStart(2, '0');
+}
+
+const utf8 = new TextEncoder();
+
+function utf8Escapes(char: string): string {
+  let out = '';
+  for (const byte of utf8.encode(char)) out += hexByte(byte);
+  return out;
+}
+
+/**
+ * Canonical URI of an absolute path: pathToFileURL(path).href, plus a trailing '/' for directories.
+ * ASCII only (non-ASCII percent-encoded, uppercase hex).
+ */
+export function pathToUri(absPath: string, isDirectory: boolean): string {
+  // pathToFileURL would resolve a relative path against process.cwd(): a hidden
+  // input that would make the URI depend on where the server was started.
+  if (!posix.isAbsolute(absPath)) throw new TypeError(`pathToUri needs an absolute path: ${absPath}`);
+  const path = stripTrailingSlashes(posix.normalize(absPath));
+  const href = 'file://' + percentEncodePath(path);
+  if (!isDirectory || href.endsWith('/')) return href; // the root '/' is already 'file:///'
+  return href + '/';
+}
+
+/** Inverse for canonical URIs from our own index (trailing '/' dropped). */
+export function uriToPath(uri: string): string {
+  return stripTrailingSlashes(fileURLToPath(uri));
+}
+
+/**
+ * Pure, lexical: is `candidate` (absolute, already normalised) equal to root or inside it?
+ * Must not admit sibling prefixes (/srv/app vs /srv/app-secrets). Handles root '/' too.
+ */
+export function isPathInside(rootPath: string, candidate: string): boolean {
+  // Security: fail closed on anything that is not an absolute, normalised path;
+  // a stray '..' segment or NUL here would make a string comparison lie.
+  if (!isNormalisedAbsolute(rootPath) || !isNormalisedAbsolute(candidate)) return false;
+  const root = stripTrailingSlashes(rootPath);
+  const cand = stripTrailingSlashes(candidate);
+  if (cand === root) return true;
+  // Security: compare against root + '/', never root alone, or '/srv/app'
+  // would admit '/srv/app-secrets'. The root '/' already ends in '/'.
+  const prefix = root === '/' ? '/' : root + '/';
+  return cand.startsWith(prefix);
+}
+
+function isNormalisedAbsolute(p: string): boolean {
+  return p.startsWith('/') && !p.includes('\0') && posix.normalize(p) === p;
+}
+
+/** The root containing absPath (lexically), or undefined. With nested roots, the deepest. */
+export function findRoot(roots: readonly Root[], absPath: string): Root | undefined {
+  let best: Root | undefined;
+  for (const root of roots) {
+    if (!isPathInside(root.path, absPath)) continue;
+    if (best === undefined || root.path.length > best.path.length) best = root;
+  }
+  return best;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+// Security: an encoded '/' would be a separator only after decoding, so it could
+// smuggle a '..' past a check done on segments; NUL truncates paths in C APIs.
+// Neither can name a file we serve. An encoded '\\' (%5C) is allowed: on POSIX
+// it is an ordinary character, and the canonical URI of such a file uses it.
+const FORBIDDEN_ESCAPE = /%(?:2f|00)/i;
+const BAD_ESCAPE = /%(?![0-9a-fA-F]{2})/;
+const DRIVE_LETTER = /^\/[A-Za-z][:|](?:\/|$)/;
+
+/**
+ * Pure parse of a client-supplied URI. Returns null when it cannot name anything we serve:
+ * not a string, longer than MAX_URI_LENGTH, scheme other than file: (case-insensitive scheme ok),
+ * a host other than '' or 'localhost', a query or fragment, an encoded slash (%2F / %5C), a NUL (raw or %00),
+ * invalid percent-encoding, or not absolute. Otherwise decodes percent-encoding (so `file:///r/caf%C3%A9`,
+ * `file:///r/caf%c3%a9` and `file:///r/café` give the same path), resolves `.`/`..` segments (also
+ * `%2e%2e`) lexically with path.posix semantics, and returns the absolute path and whether the URI ended in '/'.
+ *
+ * `trailingSlash` is also true when the last segment is `.` or `..` (`dir/.` names a directory, as in posix).
+ * The returned path never ends in '/' except for the root '/'.
+ */
+export function parseFileUri(input: unknown): { path: string; trailingSlash: boolean } | null {
+  if (typeof input !== 'string' || input.length > MAX_URI_LENGTH) return null;
+  // Hand-parsed rather than via WHATWG `new URL`: that parser silently drops
+  // tabs and newlines, trims spaces, turns '\\' into '/' and resolves dot
+  // segments before we can see them, so two different strings would name one
+  // file without us noticing.
+  const scheme = /^file:/i.exec(input);
+  if (scheme === null) return null;
+  let rest = input.slice(scheme[0].length);
+  if (rest.startsWith('//')) {
+    const slash = rest.indexOf('/', 2);
+    const authority = slash === -1 ? rest.slice(2) : rest.slice(2, slash);
+    // Security: a host would mean another machine (or a UNC share); we only
+    // serve this one. Hosts are case-insensitive, so 'LOCALHOST' is accepted.
+    if (authority !== '' && authority.toLowerCase() !== 'localhost') return null;
+    rest = slash === -1 ? '' : rest.slice(slash);
+  }
+  // RFC 8089 also allows `file:/path` (no authority); `file:path` is relative.
+  if (!rest.startsWith('/')) return null;
+  // Our canonical URIs never carry a query or fragment ('?' and '#' in names are
+  // encoded), so one here cannot name a file we serve.
+  if (rest.includes('?') || rest.includes('#')) return null;
+  if (rest.includes('\0') || rest.includes('\\')) return null;
+  if (FORBIDDEN_ESCAPE.test(rest) || BAD_ESCAPE.test(rest)) return null;
+  if (LONE_SURROGATE.test(rest)) return null;
+  let decoded: string;
+  try {
+    // Decodes each %XX exactly once; throws on invalid UTF-8 (overlong forms,
+    // encoded surrogates, truncated sequences). Raw non-ASCII passes through.
+    decoded = decodeURIComponent(rest);
+  } catch {
+    return null; // URIError: invalid percent-encoding, by definition names nothing
+  }
+  if (DRIVE_LETTER.test(decoded)) return null; // a Windows path; we are posix only
+  const segments = decoded.split('/');
+  const last = segments[segments.length - 1];
+  const trailingSlash = last === '' || last === '.' || last === '..';
+  // Security: dot segments are resolved after decoding, so '%2e%2e' counts as
+  // '..'; posix.normalize clamps '..' at '/', it can never climb above it.
+  const path = stripTrailingSlashes(posix.normalize(decoded));
+  return { path, trailingSlash };
+}
+
+function isHex(code: number | undefined): boolean {
+  return code !== undefined && ((code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x46) || (code >= 0x61 && code <= 0x66));
+}
+
+/**
+ * Normalises a client-supplied URI *prefix* (prefix / uri_paths / glob literal text) to the spelling of canonical
+ * URIs, without requiring it to be a whole URI: percent-encodes every non-ASCII character (UTF-8) and every
+ * ASCII control or space, and uppercases the hex of existing %xx escapes. Leaves every other ASCII char as is.
+ * It must never split a multi-byte char; a lone surrogate is encoded as U+FFFD.
+ */
+export function canonicalUriText(text: string): string {
+  let out = '';
+  let i = 0;
+  while (i < text.length) {
+    const code = text.codePointAt(i)!;
+    // A code point above U+FFFF is two UTF-16 units; stepping by code point,
+    // not by unit, is what keeps a multi-byte char whole.
+    const char = String.fromCodePoint(code);
+    if (code === 0x25 && isHex(text.charCodeAt(i + 1)) && isHex(text.charCodeAt(i + 2))) {
+      out += text.slice(i, i + 3).toUpperCase();
+      i += 3;
+      continue;
+    }
+    if (code <= 0x20 || code === 0x7f) out += hexByte(code);
+    else if (code < 0x80) out += char;
+    else out += utf8Escapes(char); // a lone surrogate becomes U+FFFD
+    i += char.length;
+  }
+  return out;
+}
+
+export interface ResolvedUri {
+  uri: string;
+  path: string;
+  root: Root;
+  isDirectory: boolean;
+}
+
+export interface ResolveFs {
+  realpath(p: string): Promise<string>;
+  stat(p: string): Promise<{ isFile(): boolean; isDirectory(): boolean }>;
+}
+
+const defaultFs: ResolveFs = { realpath: (p) => fsRealpath(p), stat: (p) => fsStat(p) };
+
+// Errors that mean "this path names nothing we can serve". Anything else (EIO,
+// EMFILE, ...) is a fault of the server and is thrown, not hidden as not found.
+const NOT_FOUND_CODES = new Set(['ENOENT', 'ENOTDIR', 'ELOOP', 'EACCES', 'EPERM', 'ENAMETOOLONG', 'EINVAL']);
+
+async function orNotFound<T>(op: Promise<T>): Promise<T | null> {
+  try {
+    return await op;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException | null)?.code;
+    if (code !== undefined && NOT_FOUND_CODES.has(code)) return null;
+    throw err;
+  }
+}
+
+/**
+ * Full resolution of a client URI against the served roots, following symlinks:
+ * parseFileUri -> lexical containment (findRoot) -> realpath (injected, default fs.promises.realpath)
+ * -> containment again on the real path -> stat (injected, default fs.promises.stat) to know file vs directory.
+ * Returns null for anything outside every root, missing, unparsable, or neither a regular file nor a directory.
+ * Outside and missing are indistinguishable to the caller (never reveal that an outside path exists).
+ * The returned uri is pathToUri(realpath, isDirectory).
+ *
+ * A trailing '/' on a file gives null (as in posix); a directory without one resolves, and its returned
+ * uri has the '/'. The check is a snapshot: callers should open the returned real path, not the client's.
+ */
+export async function resolveUri(input: unknown, roots: readonly Root[], fsImpl: ResolveFs = defaultFs): Promise<ResolvedUri | null> {
+  const parsed = parseFileUri(input);
+  if (parsed === null) return null;
+  // Security: a path outside every root never reaches the file system, so no
+  // errno or timing difference can tell a client whether it exists.
+  if (findRoot(roots, parsed.path) === undefined) return null;
+  const real = await orNotFound(fsImpl.realpath(parsed.path));
+  if (real === null) return null;
+  // Security: a symlink inside a root may point anywhere; only its target
+  // counts. Out of every root answers exactly like missing.
+  const root = findRoot(roots, real);
+  if (root === undefined) return null;
+  const stats = await orNotFound(fsImpl.stat(real));
+  if (stats === null) return null;
+  const isDirectory = stats.isDirectory();
+  if (!isDirectory && !stats.isFile()) return null; // sockets, FIFOs, devices: reading one could block or leak
+  if (parsed.trailingSlash && !isDirectory) return null;
+  return { uri: pathToUri(real, isDirectory), path: real, root, isDirectory };
+}
+
+/** Makes a Root from a folder path the user gave (realpath'd by the caller). */
+export function makeRoot(realPath: string): Root {
+  if (!posix.isAbsolute(realPath)) throw new TypeError(`makeRoot needs an absolute path: ${realPath}`);
+  const path = stripTrailingSlashes(posix.normalize(realPath));
+  return { path, uri: pathToUri(path, true), name: path === '/' ? '/' : posix.basename(path) };
+}
