@@ -3,7 +3,16 @@ import type { Root } from '../uri.ts';
 import { getMeta, openDb, setMeta, type Db } from './db.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { scanRoots } from './scan.ts';
+import type { EntryRow } from './entry.ts';
 import { Store } from './store.ts';
+
+/** What one committed write batch changed: rows written, and URIs removed (a collection URI removes its subtree). */
+export interface IndexChange {
+  upserted: readonly EntryRow[];
+  removed: readonly string[];
+}
+
+export type IndexChangeListener = (change: IndexChange) => void;
 
 export interface FolderIndexOptions extends IgnoreOptions {
   roots: readonly Root[];
@@ -25,6 +34,7 @@ export class FolderIndex {
   /** Entries indexed so far by the running scan (for progress reports). */
   scanned = 0;
   private closed = false;
+  private readonly listeners = new Set<IndexChangeListener>();
 
   constructor(readonly options: FolderIndexOptions) {
     const opened = openDb(options.dbFile, options.log);
@@ -56,6 +66,25 @@ export class FolderIndex {
     // Written last: a server killed mid-scan finds no mark and starts cold again.
     setMeta(this.db, 'scan_completed', new Date().toISOString());
     log.info(`indexed ${this.scanned} entries in ${Math.round(performance.now() - started)} ms`);
+  }
+
+  /**
+   * Calls `listener` after each committed batch of changes made after the
+   * first scan (watcher events, reconcile). Returns the unsubscribe function.
+   */
+  onChange(listener: IndexChangeListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Writes one batch in a transaction, then tells the listeners. */
+  apply(change: IndexChange): void {
+    if (this.closed || (change.upserted.length === 0 && change.removed.length === 0)) return;
+    this.db.transaction(() => {
+      for (const uri of change.removed) this.store.deleteTree(uri);
+      this.store.upsertMany(change.upserted);
+    })();
+    for (const listener of this.listeners) listener(change);
   }
 
   close(): void {
