@@ -1,5 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import type { Config } from './config.ts';
+import { createConvert } from './content/formats.ts';
+import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
+import { createPager } from './query/page.ts';
 import type { Logger } from './log.ts';
 import type { ServerContext } from './protocol/context.ts';
 import { createServer, type ServerInfo } from './server.ts';
@@ -30,7 +34,10 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
     pageSize: config.pageSize,
     maxReadBytes: config.maxReadBytes,
     followSymlinks: config.followSymlinks,
-    convert: async () => [],
+    pager: createPager(index.db),
+    // Always written with the schema; the fallback only keeps cursors signed.
+    cursorSecret: getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
+    convert: createConvert(index, log),
   };
   const server = createServer(ctx, info);
   return {

@@ -1,4 +1,5 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { EXPERIMENTAL, FILTERING } from './protocol/capabilities.ts';
 import type { ServerContext } from './protocol/context.ts';
 import { listResources, listResourceTemplates } from './protocol/list.ts';
 import { readResource, resourceMetadata } from './protocol/read.ts';
@@ -17,7 +18,8 @@ export interface ServerInfo {
 export function createServer(ctx: ServerContext, info: ServerInfo): Server {
   const server = new Server(info, {
     capabilities: {
-      resources: {},
+      resources: { filtering: FILTERING.resources } as Record<string, unknown>,
+      experimental: EXPERIMENTAL,
     },
     instructions:
       'Files and folders of the served project as MCP resources: every file a document, every directory a collection. ' +

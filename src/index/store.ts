@@ -1,3 +1,4 @@
+import { succ } from '../keys.ts';
 import type { Db } from './db.ts';
 import type { EntryRow } from './entry.ts';
 
@@ -49,7 +50,8 @@ export class Store {
   /** Deletes `uri` and, for a collection URI (ending in '/'), everything beneath it. */
   deleteTree(uri: string): number {
     if (!uri.endsWith('/')) return this.deleteStmt.run(uri).changes;
-    return this.deleteRangeStmt.run(uri, successor(uri)).changes;
+    // A collection URI ends in '/', so succ() is never null here.
+    return this.deleteRangeStmt.run(uri, succ(uri)!).changes;
   }
 
   count(): number {
@@ -66,11 +68,3 @@ export class Store {
   }
 }
 
-/**
- * The smallest string greater than every string that starts with `prefix`.
- * Canonical URIs are ASCII, so bumping the last code unit is exact.
- */
-export function successor(prefix: string): string {
-  const last = prefix.charCodeAt(prefix.length - 1);
-  return prefix.slice(0, -1) + String.fromCharCode(last + 1);
-}

@@ -2,6 +2,7 @@ import type { FileContent } from '../content/read.ts';
 import type { EntryRow } from '../index/entry.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
+import type { Pager } from '../query/page.ts';
 import type { Root } from '../uri.ts';
 
 /** A format alternative of a document (SEP-2093): same uri, another representation. */
@@ -15,6 +16,10 @@ export interface ServerContext {
   pageSize: number;
   maxReadBytes: number;
   followSymlinks: boolean;
+  /** Keyset pages over the index (statements prepared once). */
+  pager: Pager;
+  /** Signs cursors, so a tampered one is refused (persisted: cursors survive restarts). */
+  cursorSecret: string;
   /** Format alternatives of a document, after its primary content. */
   convert(entry: EntryRow, content: FileContent): Promise<Alternative[]>;
 }

@@ -1,39 +1,114 @@
-// TEMPORARY: replaced by the filter-model wiring.
-import { toResource } from '../resource.ts';
+import { EntryKind } from '../index/entry.ts';
+import { FilterError, fingerprint, parseListParams, type ListMethod, type ListQuery } from '../query/filter.ts';
+import { matchesTemplate, planQuery } from '../query/plan.ts';
+import { toResource, type ResourceObject } from '../resource.ts';
 import type { ServerContext } from './context.ts';
+import { CursorError, decodeCursor, encodeCursor } from './cursor.ts';
 import { invalidParams } from './errors.ts';
+import { findEntry } from './read.ts';
 
-export async function listResources(ctx: ServerContext, params: unknown) {
-  await ctx.index.ready;
-  const cursor = (params as { cursor?: unknown } | undefined)?.cursor;
-  let after = '';
-  if (cursor !== undefined) {
-    if (typeof cursor !== 'string') throw invalidParams('Invalid cursor');
-    try {
-      after = Buffer.from(cursor, 'base64url').toString();
-    } catch {
-      throw invalidParams('Invalid cursor');
-    }
-    if (!after.startsWith('file:')) throw invalidParams('Invalid cursor');
+/**
+ * Rows a page may examine before it returns early (a short page with a
+ * cursor): a selective glob over a wide range costs bounded time per request.
+ */
+export const SCAN_BUDGET_PER_ITEM = 50;
+export const MIN_SCAN_BUDGET = 10_000;
+
+/** Parses list params with the one filter model; bad input is -32602 with the SEP-2564 message. */
+export function parseQuery(params: unknown, method: ListMethod): ListQuery {
+  try {
+    return parseListParams(params, method);
+  } catch (error) {
+    if (error instanceof FilterError) throw invalidParams(error.message);
+    throw error;
   }
-  const rows = ctx.index.db
-    .prepare('SELECT * FROM entries WHERE uri > ? ORDER BY uri LIMIT ?')
-    .all(after, ctx.pageSize + 1) as never[];
-  const page = rows.slice(0, ctx.pageSize);
-  const last = (page.at(-1) as { uri: string } | undefined)?.uri;
-  return {
-    resources: page.map((row) => toResource(row, ctx.roots)),
-    ...(rows.length > ctx.pageSize && last ? { nextCursor: Buffer.from(last).toString('base64url') } : {}),
-  };
 }
 
-export async function listResourceTemplates(ctx: ServerContext, _params: unknown) {
-  return {
-    resourceTemplates: ctx.roots.map((root) => ({
-      uriTemplate: `${root.uri}{+path}`,
-      name: root.name,
-      title: `Files under ${root.path}`,
-      description: `Any file or folder under ${root.path}; path is relative to the folder.`,
-    })),
+/** The key after which a page starts: the cursor's, checked against this request's filter. */
+export function cursorKey(ctx: ServerContext, query: ListQuery, print: string): string | null {
+  if (query.cursor === undefined) return null;
+  try {
+    return decodeCursor(query.cursor, ctx.cursorSecret, print);
+  } catch (error) {
+    if (error instanceof CursorError) throw invalidParams(error.message);
+    throw error;
+  }
+}
+
+/**
+ * `resources/list` with the filters of DESIGN.md section 3, answered from the
+ * index by key ranges and keyset pages.
+ */
+export async function listResources(
+  ctx: ServerContext,
+  params: unknown,
+): Promise<{ resources: ResourceObject[]; nextCursor?: string }> {
+  const query = parseQuery(params, 'resources/list');
+  const print = fingerprint(query);
+  const afterKey = cursorKey(ctx, query, print);
+  await ctx.index.ready;
+  let parent: string | undefined;
+  if (query.uri !== undefined) {
+    const entry = await findEntry(ctx, query.uri);
+    if (entry.kind !== EntryKind.collection) {
+      throw invalidParams(`Invalid params: uri is not a collection: ${query.uri}`);
+    }
+    parent = entry.uri;
+  }
+  const plan = planQuery(query, parent === undefined ? {} : { parent });
+  const budget = Math.max(MIN_SCAN_BUDGET, ctx.pageSize * SCAN_BUDGET_PER_ITEM);
+  const page = ctx.pager.listPage(plan, afterKey, ctx.pageSize, budget);
+  const result: { resources: ResourceObject[]; nextCursor?: string } = {
+    resources: page.rows.map((row) => toResource(row, ctx.roots)),
   };
+  if (!page.exhausted && page.lastScanned !== null) {
+    result.nextCursor = encodeCursor({ key: page.lastScanned, fingerprint: print }, ctx.cursorSecret);
+  }
+  return result;
+}
+
+/**
+ * One page of a small list held in memory (templates, tools, prompts), with
+ * the same filter model and the same keyset cursors as resources/list.
+ */
+export function pageInMemory<T>(
+  ctx: ServerContext,
+  items: readonly T[],
+  query: ListQuery,
+  keyOf: (item: T) => string,
+  matches: (item: T) => boolean,
+): { items: T[]; nextCursor?: string } {
+  const print = fingerprint(query);
+  const afterKey = cursorKey(ctx, query, print);
+  const sorted = [...items].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
+  const candidates = sorted.filter((item) => (afterKey === null || keyOf(item) > afterKey) && matches(item));
+  const page = candidates.slice(0, ctx.pageSize);
+  if (candidates.length <= page.length) return { items: page };
+  return { items: page, nextCursor: encodeCursor({ key: keyOf(page.at(-1)!), fingerprint: print }, ctx.cursorSecret) };
+}
+
+export interface ResourceTemplate {
+  uriTemplate: string;
+  name: string;
+  title: string;
+  description: string;
+}
+
+/** One `<root-uri>{+path}` template per root. */
+export function resourceTemplates(ctx: ServerContext): ResourceTemplate[] {
+  return ctx.roots.map((root) => ({
+    uriTemplate: `${root.uri}{+path}`,
+    name: root.name,
+    title: `Files under ${root.name}`,
+    description: `Any file or folder under ${root.path}; path is relative to that folder.`,
+  }));
+}
+
+export async function listResourceTemplates(
+  ctx: ServerContext,
+  params: unknown,
+): Promise<{ resourceTemplates: ResourceTemplate[]; nextCursor?: string }> {
+  const query = parseQuery(params, 'resources/templates/list');
+  const page = pageInMemory(ctx, resourceTemplates(ctx), query, (t) => t.uriTemplate, (t) => matchesTemplate(query, t));
+  return { resourceTemplates: page.items, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
 }

@@ -1,0 +1,179 @@
+// Filter -> access plan: key ranges on the URI primary key (from prefix,
+// uri_paths and the literal heads of uriPatterns), an optional extension set
+// (for the (ext, uri) index), and a residual check for what ranges cannot say.
+// Also the same predicate for in-memory lists (tools, prompts, templates).
+//
+// Ranges compare by JS string (UTF-16 unit) order. Canonical URIs are ASCII,
+// where that equals SQLite BINARY (byte) order; see src/index/db.ts.
+import { succ } from '../keys.ts';
+import { compileGlob, type CompiledGlob } from './glob.ts';
+import type { ListQuery } from './filter.ts';
+
+/** `uri >= lo AND (hi IS NULL OR uri < hi)`. */
+export interface KeyRange {
+  lo: string;
+  hi: string | null;
+}
+
+export interface Plan {
+  /** Sorted, disjoint, merged; empty means the result is empty (run no query). */
+  ranges: KeyRange[];
+  /** When set, every match has one of these `ext` values (sorted). */
+  exts: string[] | null;
+  /** When set, only direct children of this collection URI match. */
+  parent?: string;
+  /** Rows inside the ranges (and exts, parent) match iff this holds. */
+  residual: (row: { uri: string; name: string }) => boolean;
+}
+
+export interface PlanOptions {
+  /** The canonical URI of the collection named by `query.uri`, resolved by the caller. */
+  parent?: string;
+}
+
+export const ALL_KEYS: KeyRange = { lo: '', hi: null };
+
+export { succ };
+
+export function prefixRange(prefix: string): KeyRange {
+  return { lo: prefix, hi: succ(prefix) };
+}
+
+const PATH_SEPARATORS = ['#', '/', '?']; // sorted, so the ranges below come out sorted
+
+/** SEP-1292: `p` itself, or `p` followed by '/', '?' or '#' (a `p` ending in one is a plain prefix). */
+export function uriPathRanges(p: string): KeyRange[] {
+  if (PATH_SEPARATORS.includes(p.slice(-1))) return [prefixRange(p)];
+  // p + '\0' is the smallest string after p: [p, p\0) holds p alone.
+  return [{ lo: p, hi: p + '\u0000' }, ...PATH_SEPARATORS.map((sep) => prefixRange(p + sep))];
+}
+
+export function matchesUriPath(uri: string, p: string): boolean {
+  if (!uri.startsWith(p)) return false;
+  if (uri.length === p.length || PATH_SEPARATORS.includes(p.slice(-1))) return true;
+  return PATH_SEPARATORS.includes(uri.charAt(p.length));
+}
+
+const below = (a: string | null, b: string | null) => a !== null && (b === null || a < b);
+
+/** Sorted, disjoint union; empty ranges dropped, touching ones merged. */
+export function unionRanges(ranges: readonly KeyRange[]): KeyRange[] {
+  const sorted = ranges.filter((r) => r.hi === null || r.lo < r.hi).sort((a, b) => (a.lo < b.lo ? -1 : a.lo > b.lo ? 1 : 0));
+  const out: KeyRange[] = [];
+  for (const r of sorted) {
+    const last = out.at(-1);
+    if (last && !below(last.hi, r.lo)) {
+      if (below(last.hi, r.hi)) last.hi = r.hi;
+    } else out.push({ ...r });
+  }
+  return out;
+}
+
+/** Intersection of two sorted, disjoint range lists. */
+export function intersectRanges(a: readonly KeyRange[], b: readonly KeyRange[]): KeyRange[] {
+  const out: KeyRange[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const x = a[i]!;
+    const y = b[j]!;
+    const lo = x.lo > y.lo ? x.lo : y.lo;
+    const hi = below(x.hi, y.hi) ? x.hi : y.hi;
+    if (hi === null || lo < hi) out.push({ lo, hi });
+    if (below(x.hi, y.hi)) i++;
+    else j++;
+  }
+  return out;
+}
+
+interface Compiled {
+  name: CompiledGlob[] | null;
+  uri: CompiledGlob[] | null;
+}
+
+// Queries are immutable once parsed; compile their globs once, not per row.
+const compiledCache = new WeakMap<ListQuery, Compiled>();
+
+function compiled(query: ListQuery): Compiled {
+  let c = compiledCache.get(query);
+  if (!c) {
+    // Normalised uriPatterns may outgrow the wire limit (é -> %C3%A9); they were checked before.
+    const compile = (ps: string[] | undefined) => ps?.map((p) => compileGlob(p, { maxLength: Infinity })) ?? null;
+    c = { name: compile(query.namePatterns), uri: compile(query.uriPatterns) };
+    compiledCache.set(query, c);
+  }
+  return c;
+}
+
+function globsHold(c: Compiled, item: { uri: string; name: string }): boolean {
+  if (c.name && !c.name.some((g) => g.match(item.name))) return false;
+  if (c.uri && !c.uri.some((g) => g.match(item.uri))) return false;
+  return true;
+}
+
+/** Union of the globs' extension sets, or null when any glob's is unknown. */
+function extensionSet(globs: CompiledGlob[] | null): Set<string> | null {
+  if (!globs) return null;
+  const set = new Set<string>();
+  for (const g of globs) {
+    if (!g.extensions) return null;
+    for (const e of g.extensions) set.add(e);
+  }
+  return set;
+}
+
+export function planQuery(query: ListQuery, opts: PlanOptions = {}): Plan {
+  if (query.uri !== undefined && opts.parent === undefined) {
+    throw new TypeError('planQuery: query.uri must be resolved to opts.parent by the caller');
+  }
+  const c = compiled(query);
+  let ranges: KeyRange[] = [ALL_KEYS];
+  if (query.prefix !== undefined) ranges = intersectRanges(ranges, [prefixRange(query.prefix)]);
+  if (query.uriPaths) ranges = intersectRanges(ranges, unionRanges(query.uriPaths.flatMap(uriPathRanges)));
+  if (c.uri) ranges = intersectRanges(ranges, unionRanges(c.uri.map((g) => prefixRange(g.literalHead))));
+  // Direct children of P all start with P (a collection URI ends in '/').
+  if (opts.parent !== undefined) ranges = intersectRanges(ranges, [prefixRange(opts.parent)]);
+
+  let exts: string[] | null = null;
+  for (const set of [extensionSet(c.name), extensionSet(c.uri)]) {
+    if (set) exts = exts ? exts.filter((e) => set.has(e)) : [...set].sort();
+  }
+  if (exts && exts.length === 0) ranges = [];
+
+  // Prefix, uri_paths and parent are exact in the ranges (and the executor
+  // applies the ranges on every access path); the globs are not.
+  const residual = c.name || c.uri ? (row: { uri: string; name: string }) => globsHold(c, row) : () => true;
+  const plan: Plan = { ranges, exts, residual };
+  if (opts.parent !== undefined) plan.parent = opts.parent;
+  return plan;
+}
+
+/**
+ * The whole filter as one predicate, for lists held in memory and as the
+ * reference the plan is tested against. `query.uri` needs `opts.parent` and
+ * `item.parent`.
+ */
+export function matchesQuery(
+  query: ListQuery,
+  item: { uri: string; name: string; parent?: string | null },
+  opts: PlanOptions = {},
+): boolean {
+  if (query.uri !== undefined && (opts.parent === undefined || item.parent !== opts.parent)) return false;
+  if (query.prefix !== undefined && !item.uri.startsWith(query.prefix)) return false;
+  if (query.uriPaths && !query.uriPaths.some((p) => matchesUriPath(item.uri, p))) return false;
+  return globsHold(compiled(query), item);
+}
+
+/**
+ * Templates: prefix and uri_paths also hold when they start with the
+ * template's literal head (the text before its first `{`), since the template
+ * can expand to URIs under them. Globs apply to the template text.
+ */
+export function matchesTemplate(query: ListQuery, t: { uriTemplate: string; name: string }): boolean {
+  const brace = t.uriTemplate.indexOf('{');
+  const head = brace < 0 ? null : t.uriTemplate.slice(0, brace);
+  const reaches = (p: string) => head !== null && p.startsWith(head);
+  if (query.prefix !== undefined && !t.uriTemplate.startsWith(query.prefix) && !reaches(query.prefix)) return false;
+  if (query.uriPaths && !query.uriPaths.some((p) => matchesUriPath(t.uriTemplate, p) || reaches(p))) return false;
+  return globsHold(compiled(query), { uri: t.uriTemplate, name: t.name });
+}
