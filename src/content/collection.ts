@@ -24,11 +24,39 @@ export const DEFAULT_COLLECTION_LIMITS: CollectionReadLimits = {
 export function formatListing(children: readonly EntryRow[], more: number): string {
   const lines = children.map((child) =>
     child.kind === EntryKind.collection
-      ? `${child.name}/\tcollection\t-`
-      : `${child.name}\tdocument\t${child.size}`,
+      ? `${listingName(child.name)}/\tcollection\t-`
+      : `${listingName(child.name)}\tdocument\t${child.size}`,
   );
   if (more > 0) {
     lines.push(`... ${more} more entries: use resources/list with this uri to page through all of them`);
   }
   return lines.length > 0 ? `${lines.join('\n')}\n` : '';
 }
+
+/**
+ * A name as it appears in the listing: a tab, newline or other control
+ * character (legal in file names) would break the one-child-per-line format,
+ * so those are written as `\uXXXX`, and so is a backslash that would look
+ * like one.
+ */
+export function listingName(name: string): string {
+  // eslint-disable-next-line no-control-regex
+  return name.replace(/[\u0000-\u001f\u007f]|\\(?=u[0-9a-fA-F]{4})/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * Whether a child document may be text worth embedding in a collection read,
+ * by its indexed MIME type: media, archives, office files and sniffed binary
+ * are skipped without being opened (a folder of a thousand images costs no
+ * reads). Anything else is read, and embedded only if it decodes as text.
+ */
+export function mayBeText(mime: string): boolean {
+  const [type = '', subtype = ''] = mime.split('/');
+  if (subtype.endsWith('+xml') || subtype.endsWith('+json')) return true;
+  if (type === 'image' || type === 'audio' || type === 'video' || type === 'font' || type === 'model') return false;
+  if (type !== 'application') return true;
+  return !BINARY_APPLICATION.test(subtype);
+}
+
+const BINARY_APPLICATION =
+  /^(octet-stream|pdf|zip|gzip|x-gzip|x-tar|x-bzip2?|x-xz|x-7z-compressed|x-rar-compressed|zstd|java-archive|wasm|vnd\.|msword|x-msdownload|x-executable|x-mach-binary|x-sharedlib|x-sqlite3)/;

@@ -18,6 +18,8 @@ export interface FileContent {
   bytes: Buffer;
   /** The text when the bytes are text (UTF-8, or UTF-16 with a BOM), else undefined. */
   text?: string;
+  /** Modification time (ms since the epoch) of the file read, from fstat on the open handle. */
+  mtimeMs: number;
 }
 
 /**
@@ -40,7 +42,7 @@ export async function readFileContent(path: string, maxBytes: number): Promise<F
     }
     // Read to the end even if the file grew since fstat, but never past the limit.
     const bytes = await readUpTo(handle, maxBytes);
-    return { bytes, text: decodeText(bytes) };
+    return { bytes, text: decodeText(bytes), mtimeMs: stats.mtimeMs };
   } catch (error) {
     if (error instanceof ContentError) throw error;
     const code = (error as NodeJS.ErrnoException).code;

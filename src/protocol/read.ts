@@ -1,4 +1,5 @@
-import { DEFAULT_COLLECTION_LIMITS, formatListing, type CollectionReadLimits } from '../content/collection.ts';
+import { ALTERNATIVES_META_KEY, alternativeMimeTypes } from '../content/converters/index.ts';
+import { DEFAULT_COLLECTION_LIMITS, formatListing, mayBeText, type CollectionReadLimits } from '../content/collection.ts';
 import { ContentError, readFileContent } from '../content/read.ts';
 import { EntryKind, type EntryRow } from '../index/entry.ts';
 import { lookupEntry } from '../index/lookup.ts';
@@ -9,10 +10,19 @@ import type { ServerContext } from './context.ts';
 
 export type ContentItem = ResourceObject & ({ text: string } | { blob: string });
 
-/** `resources/metadata` (SEP-2093): the resource object, without reading content. */
+/**
+ * `resources/metadata` (SEP-2093): the resource object, without reading
+ * content. A document with format alternatives lists their MIME types under
+ * `_meta["folder-mcp/alternatives"]`, decided by name and type alone.
+ */
 export async function resourceMetadata(ctx: ServerContext, params: unknown): Promise<{ resource: ResourceObject }> {
   const entry = await findEntry(ctx, uriParam(params));
-  return { resource: toResource(entry, ctx.roots) };
+  const resource = toResource(entry, ctx.roots);
+  if (entry.kind === EntryKind.document) {
+    const alternatives = alternativeMimeTypes(entry);
+    if (alternatives.length > 0) resource._meta = { [ALTERNATIVES_META_KEY]: alternatives };
+  }
+  return { resource };
 }
 
 /** `resources/read`: a document with its format alternatives, or a collection (DESIGN.md section 4). */
@@ -78,7 +88,8 @@ async function readCollection(
   let count = 0;
   for (const child of named) {
     if (count >= limits.childCount) break;
-    if (child.kind !== EntryKind.document || child.size > limits.childBytes - bytes) continue;
+    // A child over the remaining budget is skipped, not a stop: smaller ones after it still fit.
+    if (child.kind !== EntryKind.document || child.size > limits.childBytes - bytes || !mayBeText(child.mime)) continue;
     let content;
     try {
       content = await readFileContent(uriToPath(child.uri), Math.min(ctx.maxReadBytes, limits.childBytes - bytes));

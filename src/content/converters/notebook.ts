@@ -1,0 +1,125 @@
+import { ConversionError, type ConvertInput, type Converter } from './types.ts';
+
+/**
+ * Jupyter notebooks (nbformat 4, and the list-of-lines or string `source`
+ * of any version) as Markdown: cells in order, code fenced with the kernel
+ * language, text outputs kept (each cut at a budget), images and other
+ * binary outputs summarised by type and size.
+ */
+export const notebookConverter: Converter = {
+  id: 'ipynb-markdown@1',
+  accepts: { extensions: ['ipynb'], mimeTypes: ['application/x-ipynb+json'] },
+  produces: 'text/markdown',
+  async convert(input) {
+    return notebookToMarkdown(input);
+  },
+};
+
+interface Cell {
+  cell_type?: unknown;
+  source?: unknown;
+  outputs?: unknown;
+}
+
+export function notebookToMarkdown(input: Pick<ConvertInput, 'text' | 'limits' | 'signal'>): string {
+  if (input.text === undefined) throw new ConversionError('notebook is not UTF-8 text');
+  let notebook: { cells?: unknown; worksheets?: unknown; metadata?: Record<string, unknown> };
+  try {
+    notebook = JSON.parse(input.text) as typeof notebook;
+  } catch (error) {
+    throw new ConversionError(`notebook is not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof notebook !== 'object' || notebook === null) throw new ConversionError('notebook is not a JSON object');
+  // nbformat 3 kept cells under worksheets[].cells.
+  const cells: unknown[] = Array.isArray(notebook.cells)
+    ? notebook.cells
+    : Array.isArray(notebook.worksheets)
+      ? (notebook.worksheets as { cells?: unknown[] }[]).flatMap((w) => (Array.isArray(w?.cells) ? w.cells : []))
+      : [];
+  if (!Array.isArray(notebook.cells) && !Array.isArray(notebook.worksheets)) {
+    throw new ConversionError('notebook has no cells');
+  }
+  const language = kernelLanguage(notebook.metadata);
+  const parts: string[] = [];
+  for (const raw of cells) {
+    if (input.signal.aborted) throw new ConversionError('aborted');
+    const cell = (raw ?? {}) as Cell;
+    const source = joinText(cell.source ?? (cell as { input?: unknown }).input);
+    if (cell.cell_type === 'markdown' || cell.cell_type === 'heading') {
+      parts.push(source.trimEnd());
+    } else if (cell.cell_type === 'code') {
+      parts.push(fence(source, language));
+      const outputs = Array.isArray(cell.outputs) ? cell.outputs : [];
+      for (const output of outputs) {
+        const rendered = renderOutput(output as Record<string, unknown>, input.limits.notebookOutputChars);
+        if (rendered) parts.push(rendered);
+      }
+    } else {
+      parts.push(fence(source, ''));
+    }
+  }
+  return `${parts.filter((p) => p !== '').join('\n\n')}\n`;
+}
+
+function kernelLanguage(metadata: Record<string, unknown> | undefined): string {
+  const kernelspec = metadata?.kernelspec as { language?: unknown } | undefined;
+  const info = metadata?.language_info as { name?: unknown } | undefined;
+  const language = kernelspec?.language ?? info?.name ?? metadata?.language;
+  return typeof language === 'string' && /^[\w+#.-]{1,40}$/.test(language) ? language : '';
+}
+
+/** nbformat stores text as a string or a list of lines (each keeping its '\n'). */
+function joinText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.filter((v) => typeof v === 'string').join('');
+  return '';
+}
+
+/** A fenced block whose fence is longer than any backtick run inside it. */
+function fence(body: string, info: string): string {
+  const longest = Math.max(0, ...(body.match(/`+/g) ?? []).map((run) => run.length));
+  const ticks = '`'.repeat(Math.max(3, longest + 1));
+  return `${ticks}${info}\n${body.replace(/\n$/, '')}\n${ticks}`;
+}
+
+function renderOutput(output: Record<string, unknown>, maxChars: number): string {
+  const type = output.output_type;
+  if (type === 'stream') return outputBlock(joinText(output.text), maxChars);
+  if (type === 'error') {
+    const traceback = joinText(
+      Array.isArray(output.traceback) ? (output.traceback as unknown[]).map((l) => `${String(l)}\n`) : [],
+    );
+    const text = traceback || `${String(output.ename ?? 'Error')}: ${String(output.evalue ?? '')}`;
+    return outputBlock(stripAnsi(text), maxChars);
+  }
+  if (type === 'execute_result' || type === 'display_data' || type === 'pyout') {
+    const data = (output.data ?? {}) as Record<string, unknown>;
+    const pieces: string[] = [];
+    for (const [mime, value] of Object.entries(data)) {
+      if (mime === 'text/plain' || mime === 'text/markdown') continue;
+      const body = value !== null && typeof value === 'object' && !Array.isArray(value) ? JSON.stringify(value) : joinText(value);
+      const size = mime.startsWith('text/') || mime.includes('json') || mime.includes('xml')
+        ? `${body.length} characters`
+        : `${Math.floor((body.replace(/\s/g, '').length * 3) / 4)} bytes`; // base64
+      pieces.push(`[${mime} output, ${size}, not shown]`);
+    }
+    const text = joinText(data['text/markdown']) || joinText(data['text/plain']) || joinText(output.text);
+    const block = text ? outputBlock(text, maxChars) : '';
+    return [block, ...pieces.map((p) => `_${p}_`)].filter(Boolean).join('\n\n');
+  }
+  return '';
+}
+
+function outputBlock(text: string, maxChars: number): string {
+  if (text === '') return '';
+  let body = text;
+  if (body.length > maxChars) {
+    body = `${body.slice(0, maxChars)}\n[... ${body.length - maxChars} more characters of output not shown]`;
+  }
+  return fence(body, 'output');
+}
+
+function stripAnsi(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\u001b\[[0-9;]*[A-Za-z]/g, '');
+}

@@ -1,0 +1,84 @@
+import { ConversionError, type ConvertInput, type Converter } from './types.ts';
+
+/**
+ * PDF text with pdfjs-dist (legacy build, the one that runs on Node), page by
+ * page, each page under a `--- page N ---` line. Stops at the page budget and
+ * at the output budget; abandons the document when the time budget aborts.
+ * Encrypted and corrupt files are refused with a ConversionError.
+ */
+export const pdfConverter: Converter = {
+  id: 'pdf-text@1',
+  accepts: {
+    extensions: ['pdf'],
+    mimeTypes: ['application/pdf'],
+    signature: (bytes) => Buffer.from(bytes.subarray(0, 1024)).includes('%PDF-'),
+  },
+  produces: 'text/plain',
+  convert: pdfToText,
+};
+
+interface TextItem {
+  str?: string;
+  hasEOL?: boolean;
+}
+
+export async function pdfToText(input: ConvertInput): Promise<string> {
+  // Loaded on first use: start-up must not pay for pdfjs.
+  const pdfjs = await import('pdfjs-dist/legacy/build/pdf.mjs');
+  const task = pdfjs.getDocument({
+    // pdfjs takes ownership of (and may detach) the buffer it is given.
+    data: new Uint8Array(input.bytes),
+    // Text only: no eval'd font programs, no font loading, no fetching of
+    // standard font or CMap data, and errors (not console) for diagnostics:
+    // pdfjs's console output must never reach stdout, which is JSON-RPC.
+    isEvalSupported: false,
+    disableFontFace: true,
+    useSystemFonts: false,
+    useWorkerFetch: false,
+    isOffscreenCanvasSupported: false,
+    stopAtErrors: false,
+    verbosity: pdfjs.VerbosityLevel.ERRORS,
+  });
+  const abort = () => void task.destroy().catch(() => {});
+  input.signal.addEventListener('abort', abort, { once: true });
+  try {
+    let doc;
+    try {
+      doc = await task.promise;
+    } catch (error) {
+      const name = (error as Error).name;
+      if (name === 'PasswordException') throw new ConversionError('PDF is encrypted (password required)');
+      throw new ConversionError(`PDF cannot be parsed: ${(error as Error).message}`);
+    }
+    const pages = Math.min(doc.numPages, input.limits.pdfPages);
+    const parts: string[] = [];
+    let bytes = 0;
+    let page = 1;
+    for (; page <= pages; page++) {
+      if (input.signal.aborted) throw new ConversionError('aborted');
+      const pdfPage = await doc.getPage(page);
+      const content = await pdfPage.getTextContent();
+      pdfPage.cleanup();
+      let text = '';
+      for (const item of content.items as TextItem[]) {
+        if (typeof item.str !== 'string') continue;
+        text += item.str;
+        if (item.hasEOL) text += '\n';
+      }
+      const part = `--- page ${page} ---\n${text.trimEnd()}\n`;
+      parts.push(part);
+      bytes += Buffer.byteLength(part);
+      // Past the output budget the rest would be cut anyway: stop reading pages.
+      if (bytes > input.limits.outputBytes) {
+        page++;
+        break;
+      }
+    }
+    const left = doc.numPages - (page - 1);
+    if (left > 0) parts.push(`--- ${left} more page${left === 1 ? '' : 's'} not extracted ---\n`);
+    return parts.join('\n');
+  } finally {
+    input.signal.removeEventListener('abort', abort);
+    await task.destroy().catch(() => {});
+  }
+}

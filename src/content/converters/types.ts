@@ -1,0 +1,71 @@
+/** What a converter is told about the document it converts. */
+export interface ConvertInput {
+  /** Basename, for messages. */
+  name: string;
+  /** The whole file, already read and within the input budget. */
+  bytes: Buffer;
+  /** The file as text, when it decoded as text (UTF-8, or UTF-16 with a BOM). */
+  text: string | undefined;
+  /** Aborted when the time budget runs out: stop work at the next chance. */
+  signal: AbortSignal;
+  limits: ConversionLimits;
+}
+
+/** Budgets every conversion runs within (see the README's Formats section). */
+export interface ConversionLimits {
+  /** Largest input handed to a converter, in bytes. */
+  inputBytes: number;
+  /** Largest output kept, in UTF-8 bytes for text; longer text is cut with a marker. */
+  outputBytes: number;
+  /** Wall-clock budget of one conversion; past it the conversion is abandoned. */
+  timeMs: number;
+  /** PDF pages extracted; the rest are counted in a closing line. */
+  pdfPages: number;
+  /** Sum of the uncompressed sizes of a zip container's entries (.docx). */
+  zipBytes: number;
+  /** Entries of a zip container. */
+  zipEntries: number;
+  /** Characters kept of one notebook cell output. */
+  notebookOutputChars: number;
+}
+
+export const DEFAULT_CONVERSION_LIMITS: ConversionLimits = {
+  inputBytes: 32 * 1024 * 1024,
+  outputBytes: 1024 * 1024,
+  timeMs: 10_000,
+  pdfPages: 200,
+  zipBytes: 64 * 1024 * 1024,
+  zipEntries: 10_000,
+  notebookOutputChars: 2_000,
+};
+
+/** Which documents a converter takes. Any match is enough. */
+export interface Accepts {
+  /** Primary MIME types (as the index has them). */
+  mimeTypes?: readonly string[];
+  /** File extensions, lower case, without the dot. */
+  extensions?: readonly string[];
+  /**
+   * A content signature, for files whose name says nothing. Only consulted on
+   * read (metadata never reads content), and only for documents whose type is
+   * not known from the name (`application/octet-stream`).
+   */
+  signature?: (bytes: Uint8Array) => boolean;
+}
+
+/**
+ * One format alternative producer. Adding a format is one file exporting a
+ * Converter and one line in ./index.ts.
+ */
+export interface Converter {
+  /** Stable id; part of the cache key, so bump its version suffix when its output changes. */
+  id: string;
+  accepts: Accepts;
+  /** The MIME type of what it produces. */
+  produces: string;
+  /** Text (served as `text`) or bytes (served as base64 `blob`). */
+  convert(input: ConvertInput): Promise<string | Uint8Array>;
+}
+
+/** A conversion that cannot produce its alternative: the message goes to the warning. */
+export class ConversionError extends Error {}

@@ -1,0 +1,272 @@
+import type { Db } from '../index/db.ts';
+import type { EntryRow } from '../index/entry.ts';
+import type { FolderIndex, IndexChange } from '../index/folder-index.ts';
+import type { Logger } from '../log.ts';
+import type { Alternative } from '../protocol/context.ts';
+import { CONVERTERS, convertersFor } from './converters/index.ts';
+import {
+  ConversionError,
+  DEFAULT_CONVERSION_LIMITS,
+  type ConversionLimits,
+  type Converter,
+} from './converters/types.ts';
+import type { FileContent } from './read.ts';
+
+/** The version of the file a conversion was made from: a changed mtime or size is a changed file. */
+export interface FileVersion {
+  uri: string;
+  mtime: number;
+  size: number;
+}
+
+/** One cached outcome: the alternative, or the reason it was left out (warned about once). */
+export type CachedConversion = { alternative: Alternative } | { error: string };
+
+/**
+ * Conversions in SQLite, one row per (uri, converter), valid only for the
+ * (mtime, size) it was made from. The table is created on first use by this
+ * module; the index drops every table when it rebuilds, so it never outlives
+ * the index it belongs to.
+ */
+export class ConversionCache {
+  private stmts:
+    | {
+        get: import('better-sqlite3').Statement;
+        put: import('better-sqlite3').Statement;
+        forget: import('better-sqlite3').Statement;
+        forgetRange: import('better-sqlite3').Statement;
+      }
+    | undefined;
+
+  constructor(private readonly db: Db) {}
+
+  private prepared() {
+    if (this.stmts) return this.stmts;
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS conversions (
+        uri       TEXT NOT NULL,     -- document URI
+        converter TEXT NOT NULL,     -- Converter.id (versioned)
+        mtime     REAL NOT NULL,     -- of the file converted, ms since the epoch
+        size      INTEGER NOT NULL,  -- of the file converted, bytes
+        mime      TEXT NOT NULL,     -- of the alternative
+        text      TEXT,              -- the alternative as text, or
+        blob      BLOB,              -- the alternative as bytes, or
+        error     TEXT,              -- why it was left out
+        PRIMARY KEY (uri, converter)
+      )`);
+    this.stmts = {
+      get: this.db.prepare(
+        `SELECT mime, text, blob, error FROM conversions WHERE uri = ? AND converter = ? AND mtime = ? AND size = ?`,
+      ),
+      put: this.db.prepare(
+        `INSERT INTO conversions (uri, converter, mtime, size, mime, text, blob, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (uri, converter) DO UPDATE SET mtime = excluded.mtime, size = excluded.size, mime = excluded.mime,
+           text = excluded.text, blob = excluded.blob, error = excluded.error`,
+      ),
+      forget: this.db.prepare(`DELETE FROM conversions WHERE uri = ?`),
+      forgetRange: this.db.prepare(`DELETE FROM conversions WHERE uri >= ? AND uri < ?`),
+    };
+    return this.stmts;
+  }
+
+  get(file: FileVersion, converter: string): CachedConversion | undefined {
+    const row = this.prepared().get.get(file.uri, converter, file.mtime, file.size) as
+      | { mime: string; text: string | null; blob: Buffer | null; error: string | null }
+      | undefined;
+    if (!row) return undefined;
+    if (row.error !== null) return { error: row.error };
+    if (row.text !== null) {
+      return { alternative: { mimeType: row.mime, size: Buffer.byteLength(row.text), text: row.text } };
+    }
+    const blob = row.blob ?? Buffer.alloc(0);
+    return { alternative: { mimeType: row.mime, size: blob.length, blob: blob.toString('base64') } };
+  }
+
+  put(file: FileVersion, converter: Converter, outcome: CachedConversion, bytes?: Uint8Array): void {
+    const text = 'alternative' in outcome && 'text' in outcome.alternative ? outcome.alternative.text : null;
+    const error = 'error' in outcome ? outcome.error : null;
+    this.prepared().put.run(
+      file.uri,
+      converter.id,
+      file.mtime,
+      file.size,
+      converter.produces,
+      text,
+      bytes && text === null && error === null ? Buffer.from(bytes) : null,
+      error,
+    );
+  }
+
+  /** Drops the rows of these URIs; a collection URI (ending in '/') drops everything beneath it. */
+  forget(uris: Iterable<string>): void {
+    const stmts = this.prepared();
+    this.db.transaction(() => {
+      for (const uri of uris) {
+        // Canonical URIs are ASCII: '/' + 1 is '0', the end of the subtree's key range.
+        if (uri.endsWith('/')) stmts.forgetRange.run(uri, `${uri.slice(0, -1)}0`);
+        else stmts.forget.run(uri);
+      }
+    })();
+  }
+}
+
+export interface FormatsOptions {
+  db: Db;
+  log: Logger;
+  converters?: readonly Converter[];
+  limits?: Partial<ConversionLimits>;
+}
+
+/**
+ * Produces a document's format alternatives (SEP-2093) within budgets, through
+ * the cache. Never throws: a conversion that fails, times out or is over a
+ * budget is left out with one warning (per file version), and the primary
+ * content is served regardless.
+ */
+export class Formats {
+  readonly cache: ConversionCache;
+  readonly limits: ConversionLimits;
+  private readonly converters: readonly Converter[];
+  private readonly log: Logger;
+  /** Conversions under way, so that concurrent reads of one file convert it once. */
+  private readonly running = new Map<string, Promise<Alternative | undefined>>();
+
+  constructor(options: FormatsOptions) {
+    this.cache = new ConversionCache(options.db);
+    this.log = options.log;
+    this.converters = options.converters ?? CONVERTERS;
+    this.limits = { ...DEFAULT_CONVERSION_LIMITS, ...options.limits };
+  }
+
+  /** The alternatives of a document just read, in registry order. */
+  readonly convert = async (entry: EntryRow, content: FileContent): Promise<Alternative[]> => {
+    const converters = convertersFor(entry, content.bytes, this.converters);
+    if (converters.length === 0) return [];
+    const file: FileVersion = { uri: entry.uri, mtime: content.mtimeMs, size: content.bytes.length };
+    const results = await Promise.all(converters.map((c) => this.alternative(entry, file, content, c)));
+    return results.filter((a): a is Alternative => a !== undefined);
+  };
+
+  /** Index listener: forgets the conversions of changed and removed files. */
+  readonly onIndexChange = (change: IndexChange): void => {
+    try {
+      this.cache.forget([...change.removed, ...change.upserted.map((row) => row.uri)]);
+    } catch (error) {
+      this.log.debug(`conversion cache: ${(error as Error).message}`);
+    }
+  };
+
+  private alternative(
+    entry: EntryRow,
+    file: FileVersion,
+    content: FileContent,
+    converter: Converter,
+  ): Promise<Alternative | undefined> {
+    const key = `${file.uri}\0${converter.id}\0${file.mtime}\0${file.size}`;
+    let pending = this.running.get(key);
+    if (!pending) {
+      pending = this.cachedOrConvert(entry, file, content, converter).finally(() => this.running.delete(key));
+      this.running.set(key, pending);
+    }
+    return pending;
+  }
+
+  private async cachedOrConvert(
+    entry: EntryRow,
+    file: FileVersion,
+    content: FileContent,
+    converter: Converter,
+  ): Promise<Alternative | undefined> {
+    let cached: CachedConversion | undefined;
+    try {
+      cached = this.cache.get(file, converter.id);
+    } catch (error) {
+      this.log.debug(`conversion cache: ${(error as Error).message}`);
+    }
+    if (cached) return 'alternative' in cached ? cached.alternative : undefined;
+
+    const { outcome, bytes } = await this.run(entry, content, converter);
+    if ('error' in outcome) {
+      this.log.warn(`${converter.produces} alternative of ${entry.uri} left out: ${outcome.error}`);
+    }
+    try {
+      this.cache.put(file, converter, outcome, bytes);
+    } catch (error) {
+      this.log.debug(`conversion cache: ${(error as Error).message}`);
+    }
+    return 'alternative' in outcome ? outcome.alternative : undefined;
+  }
+
+  /** One conversion within the budgets; failures become an outcome, never an exception. */
+  private async run(
+    entry: EntryRow,
+    content: FileContent,
+    converter: Converter,
+  ): Promise<{ outcome: CachedConversion; bytes?: Uint8Array }> {
+    const limits = this.limits;
+    if (content.bytes.length > limits.inputBytes) {
+      return { outcome: { error: `file is ${content.bytes.length} bytes, over the conversion input limit of ${limits.inputBytes}` } };
+    }
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort();
+        reject(new ConversionError(`conversion took longer than ${limits.timeMs} ms; abandoned`));
+      }, limits.timeMs);
+    });
+    let output: string | Uint8Array;
+    try {
+      output = await Promise.race([
+        converter.convert({ name: entry.name, bytes: content.bytes, text: content.text, signal: controller.signal, limits }),
+        timeout,
+      ]);
+    } catch (error) {
+      const message = error instanceof ConversionError ? error.message : `converter failed: ${(error as Error)?.message ?? String(error)}`;
+      return { outcome: { error: message } };
+    } finally {
+      clearTimeout(timer);
+      controller.abort();
+    }
+    if (typeof output === 'string') {
+      const { text, truncated } = truncateUtf8(output, limits.outputBytes);
+      if (truncated) {
+        this.log.warn(`${converter.produces} alternative of ${entry.uri} truncated at ${limits.outputBytes} bytes`);
+      }
+      return { outcome: { alternative: { mimeType: converter.produces, size: Buffer.byteLength(text), text } } };
+    }
+    if (output.length > limits.outputBytes) {
+      return { outcome: { error: `output is ${output.length} bytes, over the limit of ${limits.outputBytes}` } };
+    }
+    return {
+      outcome: { alternative: { mimeType: converter.produces, size: output.length, blob: Buffer.from(output).toString('base64') } },
+      bytes: output,
+    };
+  }
+}
+
+/** The line that ends a truncated alternative. */
+export function truncationMarker(limit: number): string {
+  return `\n[... truncated by folder-mcp: conversion output over ${limit} bytes]\n`;
+}
+
+/** Cuts text to at most `limit` UTF-8 bytes on a character boundary, adding the marker when cut. */
+export function truncateUtf8(text: string, limit: number): { text: string; truncated: boolean } {
+  // Cheap exit: a string of n UTF-16 units is at most 3n UTF-8 bytes.
+  if (text.length * 3 <= limit) return { text, truncated: false };
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= limit) return { text, truncated: false };
+  let end = limit;
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--; // do not split a character
+  return { text: bytes.toString('utf8', 0, end) + truncationMarker(limit), truncated: true };
+}
+
+/**
+ * The `ServerContext.convert` hook for an index: conversions cached in its
+ * database, forgotten when the index sees a file change.
+ */
+export function createConvert(index: FolderIndex, log: Logger): Formats['convert'] {
+  const formats = new Formats({ db: index.db, log });
+  index.onChange(formats.onIndexChange);
+  return formats.convert;
+}
