@@ -100,7 +100,7 @@ function renderOutput(output: Record<string, unknown>, maxChars: number): string
       const body = value !== null && typeof value === 'object' && !Array.isArray(value) ? JSON.stringify(value) : joinText(value);
       const size = mime.startsWith('text/') || mime.includes('json') || mime.includes('xml')
         ? `${body.length} characters`
-        : `${Math.floor((body.replace(/\s/g, '').length * 3) / 4)} bytes`; // base64
+        : `${base64Bytes(body)} bytes`;
       pieces.push(`[${mime} output, ${size}, not shown]`);
     }
     const text = joinText(data['text/markdown']) || joinText(data['text/plain']) || joinText(output.text);
@@ -122,4 +122,11 @@ function outputBlock(text: string, maxChars: number): string {
 function stripAnsi(text: string): string {
   // eslint-disable-next-line no-control-regex
   return text.replace(/\u001b\[[0-9;]*[A-Za-z]/g, '');
+}
+
+/** Decoded size of base64 text, without decoding it. */
+function base64Bytes(base64: string): number {
+  const compact = base64.replace(/\s/g, '');
+  const padding = compact.endsWith('==') ? 2 : compact.endsWith('=') ? 1 : 0;
+  return Math.floor((compact.length * 3) / 4) - padding;
 }

@@ -1,0 +1,362 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { mayBeText, formatListing, listingName } from '../src/content/collection.ts';
+import { docxConverter, unescapeProse } from '../src/content/converters/docx.ts';
+import { alternativeMimeTypes, convertersFor, CONVERTERS } from '../src/content/converters/index.ts';
+import { notebookConverter } from '../src/content/converters/notebook.ts';
+import { pdfConverter } from '../src/content/converters/pdf.ts';
+import {
+  ConversionError,
+  DEFAULT_CONVERSION_LIMITS,
+  type ConversionLimits,
+  type Converter,
+} from '../src/content/converters/types.ts';
+import { checkZip } from '../src/content/converters/zip.ts';
+import { docxParts, makeDocx, makeNotebook, makePdf, makeZip } from '../src/content/fixtures.ts';
+import { ConversionCache, Formats, truncateUtf8, truncationMarker } from '../src/content/formats.ts';
+import { decodeText } from '../src/content/read.ts';
+import { openDb } from '../src/index/db.ts';
+import { EntryKind, type EntryRow } from '../src/index/entry.ts';
+import { createLogger, silentLogger } from '../src/log.ts';
+import { tempDir } from './helpers.ts';
+
+const limits = DEFAULT_CONVERSION_LIMITS;
+
+async function convert(converter: Converter, bytes: Buffer, overrides: Partial<ConversionLimits> = {}) {
+  return converter.convert({
+    name: 'fixture',
+    bytes,
+    text: decodeText(bytes),
+    signal: new AbortController().signal,
+    limits: { ...limits, ...overrides },
+  });
+}
+
+async function rejectsConversion(promise: Promise<unknown>, message: RegExp): Promise<void> {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof ConversionError, `expected a ConversionError, got ${String(error)}`);
+    assert.match(error.message, message);
+    return true;
+  });
+}
+
+function entry(name: string, mime: string, uri = `file:///r/${name}`): EntryRow {
+  const dot = name.lastIndexOf('.');
+  return {
+    uri,
+    parent: 'file:///r/',
+    root: 0,
+    name,
+    ext: dot === -1 ? '' : name.slice(dot + 1),
+    kind: EntryKind.document,
+    size: 0,
+    mtime: 0,
+    mime,
+  };
+}
+
+const NOTEBOOK = makeNotebook([
+  { cell_type: 'markdown', source: ['# Analysis\n', 'Loads the data.'] },
+  {
+    cell_type: 'code',
+    source: 'print("hi")\nx = 1 + 1\nx',
+    outputs: [
+      { output_type: 'stream', name: 'stdout', text: ['hi\n'] },
+      { output_type: 'execute_result', execution_count: 1, metadata: {}, data: { 'text/plain': ['2'] } },
+      {
+        output_type: 'display_data',
+        metadata: {},
+        data: { 'image/png': 'iVBORw0KGgoAAAANSUhEUg==', 'text/plain': ['<Figure size 640x480>'] },
+      },
+      { output_type: 'stream', name: 'stdout', text: 'y'.repeat(5000) },
+      { output_type: 'error', ename: 'ValueError', evalue: 'bad', traceback: ['\u001b[31mValueError\u001b[0m: bad'] },
+    ],
+  },
+  { cell_type: 'code', source: 'print("```")', outputs: [] },
+  { cell_type: 'raw', source: 'raw text' },
+]);
+
+describe('notebook converter', () => {
+  test('cells in order, code fenced with the kernel language, outputs kept or summarised', async () => {
+    const md = (await convert(notebookConverter, Buffer.from(NOTEBOOK))) as string;
+    const expectedOrder = ['# Analysis\nLoads the data.', '```python\nprint("hi")\nx = 1 + 1\nx\n```', '```output\nhi\n```',
+      '```output\n2\n```', '```output\n<Figure size 640x480>\n```', '_[image/png output, 16 bytes, not shown]_',
+      '```output\nyyyy', '[... 3000 more characters of output not shown]', '```output\nValueError: bad\n```',
+      '````python\nprint("```")\n````', '```\nraw text\n```'];
+    let at = 0;
+    for (const piece of expectedOrder) {
+      const found = md.indexOf(piece, at);
+      assert.ok(found >= at, `missing or out of order: ${JSON.stringify(piece)}\n--- got:\n${md}`);
+      at = found + piece.length;
+    }
+    assert.ok(!md.includes('iVBORw0KGgo'), 'image data is not inlined');
+    assert.ok(!md.includes('\u001b['), 'ANSI colour codes are stripped');
+    assert.ok(!md.includes('y'.repeat(2001)), 'a large output is cut at the budget');
+  });
+
+  test('the kernel language comes from the notebook', async () => {
+    const md = (await convert(notebookConverter, Buffer.from(makeNotebook([{ cell_type: 'code', source: 'x <- 1' }], 'R')))) as string;
+    assert.match(md, /^```R\nx <- 1\n```/m);
+  });
+
+  test('invalid JSON and non-notebooks are refused', async () => {
+    await rejectsConversion(convert(notebookConverter, Buffer.from('{"cells": [')), /not valid JSON/);
+    await rejectsConversion(convert(notebookConverter, Buffer.from('{"a": 1}')), /no cells/);
+    await rejectsConversion(convert(notebookConverter, Buffer.from([0x00, 0xff, 0x00])), /not UTF-8/);
+  });
+});
+
+describe('PDF converter', () => {
+  test('two pages of text, in order, each under its page line', async () => {
+    const text = await convert(pdfConverter, makePdf(['First page\nsecond line', 'Second (page) text']));
+    assert.equal(text, '--- page 1 ---\nFirst page\nsecond line\n\n--- page 2 ---\nSecond (page) text\n');
+  });
+
+  test('stops at the page budget and says how many pages were left', async () => {
+    const pages = Array.from({ length: 12 }, (_, i) => `Body of page ${i + 1}`);
+    const text = (await convert(pdfConverter, makePdf(pages), { pdfPages: 5 })) as string;
+    assert.ok(text.includes('--- page 5 ---\nBody of page 5'));
+    assert.ok(!text.includes('page 6 ---'));
+    assert.ok(text.endsWith('--- 7 more pages not extracted ---\n'), text);
+  });
+
+  test('a corrupt or truncated PDF is refused', async () => {
+    await rejectsConversion(convert(pdfConverter, Buffer.from('%PDF-1.4\nthis is not a pdf at all')), /cannot be parsed/);
+    const pdf = makePdf(['a', 'b']);
+    await rejectsConversion(convert(pdfConverter, pdf.subarray(0, 40)), /cannot be parsed/);
+  });
+
+  test('an aborted conversion stops', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    await assert.rejects(
+      pdfConverter.convert({ name: 'x', bytes: makePdf(['a', 'b']), text: undefined, signal: controller.signal, limits }),
+    );
+  });
+});
+
+describe('docx converter', () => {
+  test('headings and paragraphs as Markdown, prose punctuation unescaped', async () => {
+    const md = await convert(docxConverter, makeDocx([{ heading: 1, text: 'Quarterly report' }, 'Sales grew (a lot). Costs fell!', '1. not a list']));
+    assert.equal(md, '# Quarterly report\n\nSales grew (a lot). Costs fell!\n\n1\\. not a list\n');
+  });
+
+  test('a stored (uncompressed) docx works too', async () => {
+    const md = await convert(docxConverter, makeZip(docxParts(['plain']).map((p) => ({ ...p, deflate: false }))));
+    assert.equal(md, 'plain\n');
+  });
+
+  test('a truncated docx is refused before mammoth sees it', async () => {
+    const docx = makeDocx(['text']);
+    await rejectsConversion(convert(docxConverter, docx.subarray(0, docx.length - 30)), /truncated|not a zip/);
+    await rejectsConversion(convert(docxConverter, docx.subarray(0, 200)), /truncated|not a zip/);
+  });
+
+  test('a zip bomb is refused: declared sizes over the budget, or an entry inflating past its declaration', async () => {
+    const declared = docxParts(['x']).map((p) => (p.name === 'word/document.xml' ? { ...p, declaredSize: 0xfffffff0 } : p));
+    await rejectsConversion(convert(docxConverter, makeZip(declared)), /more than 67108864 bytes/);
+    const lying = docxParts(['x']).map((p) =>
+      p.name === 'word/document.xml' ? { ...p, data: Buffer.alloc(20 * 1024 * 1024, 0x20), declaredSize: 1000 } : p,
+    );
+    await rejectsConversion(convert(docxConverter, makeZip(lying)), /past its declared size/);
+  });
+
+  test('an honest archive within the budget passes checkZip; one over it does not', () => {
+    const zip = makeZip([{ name: 'a.txt', data: 'a'.repeat(1000) }, { name: 'b.txt', data: 'b'.repeat(1000) }]);
+    checkZip(zip, { bytes: 2000, entries: 10 });
+    assert.throws(() => checkZip(zip, { bytes: 1999, entries: 10 }), ConversionError);
+    assert.throws(() => checkZip(zip, { bytes: 2000, entries: 1 }), /2 entries/);
+    assert.throws(() => checkZip(Buffer.from('not a zip'), { bytes: 10, entries: 1 }), /not a zip/);
+  });
+
+  test('unescapeProse keeps escapes that matter at the start of a line', () => {
+    assert.equal(unescapeProse('1\\. one \\(two\\)\n\\# not heading \\#tag'), '1\\. one (two)\n\\# not heading #tag');
+    assert.equal(unescapeProse('a \\\\\\. b'), 'a \\\\. b');
+  });
+});
+
+describe('registry', () => {
+  test('converters apply by extension or MIME type, and by signature only for unknown binary', () => {
+    const pdf = makePdf(['x']);
+    const ids = (name: string, mime: string, bytes: Uint8Array = Buffer.alloc(0)) =>
+      convertersFor(entry(name, mime), bytes).map((c) => c.id);
+    assert.deepEqual(ids('a.ipynb', 'application/x-ipynb+json'), ['ipynb-markdown@1']);
+    assert.deepEqual(ids('A.PDF', 'application/pdf'), ['pdf-text@1']);
+    assert.deepEqual(ids('a.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'), ['docx-markdown@1']);
+    assert.deepEqual(ids('scan', 'application/octet-stream', pdf), ['pdf-text@1']);
+    assert.deepEqual(ids('scan', 'application/octet-stream', Buffer.from('hello')), []);
+    assert.deepEqual(ids('notes.txt', 'text/plain', pdf), [], 'a text file that mentions %PDF- is not a PDF');
+    assert.deepEqual(ids('a.md', 'text/markdown'), []);
+  });
+
+  test('metadata alternatives by name and type only', () => {
+    assert.deepEqual(alternativeMimeTypes(entry('a.ipynb', 'application/x-ipynb+json')), ['text/markdown']);
+    assert.deepEqual(alternativeMimeTypes(entry('a.pdf', 'application/pdf')), ['text/plain']);
+    assert.deepEqual(alternativeMimeTypes(entry('scan', 'application/octet-stream')), []);
+    assert.deepEqual(alternativeMimeTypes(entry('a.ts', 'text/typescript')), []);
+  });
+
+  test('every converter has a unique, versioned id', () => {
+    const ids = CONVERTERS.map((c) => c.id);
+    assert.equal(new Set(ids).size, ids.length);
+    for (const id of ids) assert.match(id, /@\d+$/);
+  });
+});
+
+describe('text decoding of the primary item', () => {
+  test('UTF-16 LE and BE with a BOM decode to the same string; UTF-8 BOM is dropped', () => {
+    const text = 'héllo wörld ✓ 𝄞\nline 2\n';
+    const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+    const be = Buffer.from(le);
+    be.swap16();
+    be[0] = 0xfe;
+    be[1] = 0xff;
+    assert.equal(decodeText(le), text);
+    assert.equal(decodeText(be), text);
+    assert.equal(decodeText(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)])), text);
+    assert.equal(decodeText(le.subarray(0, le.length - 1)), undefined, 'an odd-length UTF-16 file is not text');
+  });
+});
+
+describe('collection helpers', () => {
+  test('listing lines: name, kind, size; control characters escaped; a more line', () => {
+    const doc = { ...entry('a\tb.txt', 'text/plain'), size: 12 };
+    const dir = { ...entry('sub', 'inode/directory'), kind: EntryKind.collection };
+    assert.equal(formatListing([doc, dir], 0), 'a\\u0009b.txt\tdocument\t12\nsub/\tcollection\t-\n');
+    assert.match(formatListing([doc], 5), /\n\.\.\. 5 more entries: use resources\/list/);
+    assert.equal(listingName('x\\u0041\ny'), 'x\\u005cu0041\\u000ay');
+  });
+
+  test('mayBeText skips media, archives and office files by type', () => {
+    for (const mime of ['text/plain', 'text/typescript', 'application/json', 'image/svg+xml', 'application/xml', 'application/javascript', 'application/x-sh', 'application/x-ipynb+json']) {
+      assert.ok(mayBeText(mime), mime);
+    }
+    for (const mime of ['image/png', 'application/octet-stream', 'application/pdf', 'application/zip', 'video/mp4', 'font/woff2',
+      'application/vnd.openxmlformats-officedocument.wordprocessingml.document']) {
+      assert.ok(!mayBeText(mime), mime);
+    }
+  });
+});
+
+describe('Formats: budgets and cache', () => {
+  function withDb<T>(fn: (db: ReturnType<typeof openDb>['db'], file: string) => Promise<T>): Promise<T> {
+    const dir = tempDir('folder-mcp-formats-');
+    const file = join(dir.path, 'index.db');
+    const { db } = openDb(file, silentLogger);
+    return fn(db, file).finally(() => {
+      db.close();
+      dir.cleanup();
+    });
+  }
+  const logger = () => {
+    const lines: string[] = [];
+    return { lines, log: createLogger('warn', (line) => lines.push(line)) };
+  };
+  const content = (text: string, mtimeMs = 1000) => ({ bytes: Buffer.from(text), text, mtimeMs });
+  const doc = entry('a.fake', 'text/x-fake');
+
+  let calls = 0;
+  const upper: Converter = {
+    id: 'upper@1',
+    accepts: { extensions: ['fake'] },
+    produces: 'text/x-upper',
+    async convert({ text }) {
+      calls++;
+      return (text ?? '').toUpperCase();
+    },
+  };
+  const hangs: Converter = {
+    id: 'hangs@1',
+    accepts: { extensions: ['fake'] },
+    produces: 'text/x-never',
+    convert: () => new Promise(() => {}),
+  };
+  const throws: Converter = {
+    id: 'throws@1',
+    accepts: { extensions: ['fake'] },
+    produces: 'text/x-broken',
+    async convert() {
+      throw new TypeError('boom');
+    },
+  };
+  const bytesOut: Converter = {
+    id: 'bytes@1',
+    accepts: { extensions: ['fake'] },
+    produces: 'application/x-bytes',
+    async convert({ bytes }) {
+      return Uint8Array.from(bytes).reverse();
+    },
+  };
+
+  test('converts once, then serves from the cache until mtime or size change', () =>
+    withDb(async (db) => {
+      const { log } = logger();
+      const formats = new Formats({ db, log, converters: [upper] });
+      calls = 0;
+      const first = await formats.convert(doc, content('hello'));
+      assert.deepEqual(first, [{ mimeType: 'text/x-upper', size: 5, text: 'HELLO' }]);
+      assert.deepEqual(await formats.convert(doc, content('hello')), first);
+      assert.equal(calls, 1, 'second read is served from the cache');
+      assert.deepEqual(await formats.convert(doc, content('hello', 2000)), first);
+      assert.equal(calls, 2, 'a new mtime converts again');
+      assert.equal((await formats.convert(doc, content('hello!', 2000)))[0]!.size, 6);
+      assert.equal(calls, 3, 'a new size converts again');
+      // A second Formats on the same database (a restarted server) finds the row.
+      const again = new Formats({ db, log, converters: [upper] });
+      await again.convert(doc, content('hello!', 2000));
+      assert.equal(calls, 3);
+      // An index change forgets the row.
+      again.onIndexChange({ upserted: [doc], removed: [] });
+      await again.convert(doc, content('hello!', 2000));
+      assert.equal(calls, 4);
+      again.onIndexChange({ upserted: [], removed: ['file:///r/'] });
+      await again.convert(doc, content('hello!', 2000));
+      assert.equal(calls, 5, 'removing a collection forgets everything beneath it');
+    }));
+
+  test('concurrent reads of one file convert it once', () =>
+    withDb(async (db) => {
+      const formats = new Formats({ db, log: silentLogger, converters: [upper] });
+      calls = 0;
+      await Promise.all([1, 2, 3].map(() => formats.convert(doc, content('same'))));
+      assert.equal(calls, 1);
+    }));
+
+  test('a hanging, throwing or oversized conversion is left out with one warning, cached', () =>
+    withDb(async (db) => {
+      const { lines, log } = logger();
+      const formats = new Formats({ db, log, converters: [upper, hangs, throws], limits: { timeMs: 50 } });
+      const alternatives = await formats.convert(doc, content('abc'));
+      assert.deepEqual(alternatives.map((a) => a.mimeType), ['text/x-upper']);
+      assert.equal(lines.length, 2, lines.join(''));
+      assert.match(lines.join(''), /text\/x-never alternative of file:\/\/\/r\/a\.fake left out: conversion took longer than 50 ms/);
+      assert.match(lines.join(''), /text\/x-broken alternative of file:\/\/\/r\/a\.fake left out: converter failed: boom/);
+      await formats.convert(doc, content('abc'));
+      assert.equal(lines.length, 2, 'the failure is remembered: no second warning, no second wait');
+
+      const small = new Formats({ db, log, converters: [upper], limits: { inputBytes: 4 } });
+      assert.deepEqual(await small.convert(entry('b.fake', 'text/x-fake'), content('too long')), []);
+      assert.match(lines.at(-1)!, /over the conversion input limit of 4/);
+    }));
+
+  test('text over the output budget is cut on a character boundary with a marker', () =>
+    withDb(async (db) => {
+      const { lines, log } = logger();
+      const formats = new Formats({ db, log, converters: [upper], limits: { outputBytes: 10 } });
+      const [alt] = await formats.convert(doc, content('ééééééééé'));
+      assert.ok(alt && 'text' in alt);
+      assert.equal(alt.text, `ÉÉÉÉÉ${truncationMarker(10)}`);
+      assert.equal(alt.size, Buffer.byteLength(alt.text));
+      assert.equal(lines.length, 1);
+      assert.deepEqual(truncateUtf8('short', 10), { text: 'short', truncated: false });
+    }));
+
+  test('byte output is served as a blob and cached as bytes', () =>
+    withDb(async (db) => {
+      const formats = new Formats({ db, log: silentLogger, converters: [bytesOut] });
+      const expected = [{ mimeType: 'application/x-bytes', size: 3, blob: Buffer.from('cba').toString('base64') }];
+      assert.deepEqual(await formats.convert(doc, content('abc')), expected);
+      assert.deepEqual(new ConversionCache(db).get({ uri: doc.uri, mtime: 1000, size: 3 }, 'bytes@1'), { alternative: expected[0] });
+    }));
+});
