@@ -306,3 +306,47 @@ describe('command line', () => {
     assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
   });
 });
+
+describe('symlinks', () => {
+  test('links are not listed; a URI through a link resolves only with --follow-symlinks and only inside', async () => {
+    const { symlinkSync } = await import('node:fs');
+    const root = tempDir();
+    const outside = tempDir('folder-mcp-outside-');
+    try {
+      writeTree(root.path, { 'real/doc.txt': 'inside', 'top.txt': 'top' });
+      writeTree(outside.path, { 'secret.txt': 'outside' });
+      symlinkSync(join(root.path, 'real'), join(root.path, 'alias'));
+      symlinkSync(join(root.path, 'top.txt'), join(root.path, 'top-link.txt'));
+      symlinkSync(outside.path, join(root.path, 'escape'));
+      symlinkSync(join(outside.path, 'secret.txt'), join(root.path, 'secret-link.txt'));
+      const rootUri = pathToFileURL(root.path).href + '/';
+      const through = [`${rootUri}alias/doc.txt`, `${rootUri}top-link.txt`];
+      const escaping = [`${rootUri}escape/secret.txt`, `${rootUri}secret-link.txt`, `${rootUri}escape/`];
+      for (const follow of [false, true]) {
+        const conn = await connect([root.path, '--db', ':memory:', ...(follow ? ['--follow-symlinks'] : [])]);
+        try {
+          const { items } = await listAll(conn, 'resources/list', 'resources');
+          assert.deepEqual(
+            items.map((r) => r.uri),
+            [rootUri, `${rootUri}real/`, `${rootUri}real/doc.txt`, `${rootUri}top.txt`],
+            'links never appear as resources of their own',
+          );
+          for (const uri of escaping) await rejectsWith(conn.request('resources/read', { uri }), -32002);
+          for (const uri of through) {
+            if (!follow) {
+              await rejectsWith(conn.request('resources/read', { uri }), -32002);
+              continue;
+            }
+            const item = ((await conn.request('resources/read', { uri })).contents as LooseResult[])[0]!;
+            assert.ok([`${rootUri}real/doc.txt`, `${rootUri}top.txt`].includes(item.uri as string), 'answered under the real URI');
+          }
+        } finally {
+          await conn.close();
+        }
+      }
+    } finally {
+      root.cleanup();
+      outside.cleanup();
+    }
+  });
+});
