@@ -28,7 +28,9 @@ export function makePdf(pages: readonly string[]): Buffer {
     );
     objects.push(`<< /Length ${Buffer.byteLength(stream, 'latin1')} >>\nstream\n${stream}\nendstream`);
   }
-  let out = '%PDF-1.4\n';
+  // The comment of high bytes after the header marks the file as binary, as real PDFs do
+  // (without it this all-ASCII PDF would be served as text).
+  let out = '%PDF-1.4\n%\xe2\xe3\xcf\xd3\n';
   const offsets: number[] = [];
   for (const [i, body] of objects.entries()) {
     offsets.push(Buffer.byteLength(out, 'latin1'));

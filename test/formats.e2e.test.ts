@@ -1,0 +1,313 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { docxParts, makeDocx, makeNotebook, makePdf, makeZip } from '../src/content/fixtures.ts';
+import { connect, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
+
+const NOTEBOOK = makeNotebook([
+  { cell_type: 'markdown', source: '# Notebook\nIntro text.' },
+  {
+    cell_type: 'code',
+    source: ['import math\n', 'math.pi'],
+    outputs: [{ output_type: 'execute_result', execution_count: 1, metadata: {}, data: { 'text/plain': ['3.141592653589793'] } }],
+  },
+]);
+const UTF16_TEXT = 'Grüße, 世界 ✓\nzweite Zeile\n';
+const utf16le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(UTF16_TEXT, 'utf16le')]);
+const utf16be = (() => {
+  const b = Buffer.from(utf16le);
+  b.swap16();
+  return b;
+})();
+
+const TREE: Record<string, string | Uint8Array> = {
+  'nb/analysis.ipynb': NOTEBOOK,
+  'docs/report.pdf': makePdf(['Quarterly report\nPage one body', 'Second page body']),
+  'docs/letter.docx': makeDocx([{ heading: 1, text: 'Dear reader' }, 'Thank you (really).']),
+  'docs/scan': makePdf(['Scanned without extension']),
+  'text/utf16le.txt': utf16le,
+  'text/utf16be.txt': utf16be,
+  'text/plain.md': '# Plain\n',
+  'bad/corrupt.pdf': Buffer.from('%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj << /Type /Catalog >> garbage without xref\n', 'latin1'),
+  'bad/truncated.docx': makeDocx(['cut short']).subarray(0, 300),
+  'bad/bomb.docx': makeZip(
+    docxParts(['boom']).map((p) => (p.name === 'word/document.xml' ? { ...p, declaredSize: 0xfffffff0 } : p)),
+  ),
+  'bad/broken.ipynb': '{"cells": [',
+};
+
+type Item = LooseResult & { uri: string; mimeType: string; size: number; text?: string; blob?: string };
+
+/** Resource fields every content item of one document shares (SEP-2093: consistent metadata). */
+const SHARED = ['uri', 'name', 'title', 'resourceType', 'capabilities', 'annotations'] as const;
+
+describe('format alternatives over stdio', () => {
+  let root: ReturnType<typeof tempDir>;
+  let state: ReturnType<typeof tempDir>;
+  let conn: Connected;
+  let rootUri: string;
+  const uriOf = (rel: string) => rootUri + rel;
+  const read = async (rel: string) => (await conn.request('resources/read', { uri: uriOf(rel) })).contents as Item[];
+  const warnings = (rel: string) =>
+    conn.stderr().split('\n').filter((line) => line.includes(' warn: ') && line.includes(uriOf(rel))).length;
+
+  before(async () => {
+    root = tempDir();
+    state = tempDir('folder-mcp-state-');
+    writeTree(root.path, TREE);
+    rootUri = pathToFileURL(root.path).href + '/';
+    conn = await connect([root.path, '--db', join(state.path, 'index.db')]);
+  });
+  after(async () => {
+    await conn?.close();
+    root.cleanup();
+    state.cleanup();
+  });
+
+  /** Checks the primary item against the disk and the metadata, and returns the alternatives. */
+  async function checkPrimary(rel: string, items: Item[], kind: 'text' | 'blob'): Promise<Item[]> {
+    const disk = readFileSync(join(root.path, rel));
+    const { resource } = (await conn.request('resources/metadata', { uri: uriOf(rel) })) as { resource: LooseResult };
+    const [primary, ...alternatives] = items;
+    assert.ok(primary);
+    assert.equal(primary.uri, uriOf(rel));
+    assert.equal(primary.mimeType, resource.mimeType, 'the primary item is the resource in its primary type');
+    assert.equal(primary.size, disk.length);
+    if (kind === 'blob') assert.equal(primary.blob, disk.toString('base64'));
+    for (const item of items) {
+      for (const field of SHARED) assert.deepEqual(item[field], resource[field], `${rel}: ${field} of a ${item.mimeType} item`);
+      assert.equal(typeof item.text === 'string', !('blob' in item));
+      const bytes = item.text !== undefined ? Buffer.byteLength(item.text) : Buffer.from(item.blob!, 'base64').length;
+      if (item !== primary) assert.equal(item.size, bytes, `${rel}: size of the ${item.mimeType} item is its own byte length`);
+    }
+    return alternatives;
+  }
+
+  test('a notebook: the JSON file itself, then Markdown', async () => {
+    const items = await read('nb/analysis.ipynb');
+    const alternatives = await checkPrimary('nb/analysis.ipynb', items, 'text');
+    assert.equal(items[0]!.text, NOTEBOOK);
+    assert.equal(items[0]!.mimeType, 'application/x-ipynb+json');
+    assert.deepEqual(alternatives.map((a) => a.mimeType), ['text/markdown']);
+    assert.equal(
+      alternatives[0]!.text,
+      '# Notebook\nIntro text.\n\n```python\nimport math\nmath.pi\n```\n\n```output\n3.141592653589793\n```\n',
+    );
+  });
+
+  test('a PDF: the bytes as a blob, then its text page by page', async () => {
+    const items = await read('docs/report.pdf');
+    const alternatives = await checkPrimary('docs/report.pdf', items, 'blob');
+    assert.equal(items[0]!.mimeType, 'application/pdf');
+    assert.deepEqual(alternatives.map((a) => a.mimeType), ['text/plain']);
+    assert.equal(
+      alternatives[0]!.text,
+      '--- page 1 ---\nQuarterly report\nPage one body\n\n--- page 2 ---\nSecond page body\n',
+    );
+  });
+
+  test('a Word document: the bytes, then Markdown', async () => {
+    const items = await read('docs/letter.docx');
+    const alternatives = await checkPrimary('docs/letter.docx', items, 'blob');
+    assert.deepEqual(alternatives.map((a) => a.mimeType), ['text/markdown']);
+    assert.equal(alternatives[0]!.text, '# Dear reader\n\nThank you (really).\n');
+  });
+
+  test('a PDF without an extension is recognised by its signature on read', async () => {
+    const items = await read('docs/scan');
+    const alternatives = await checkPrimary('docs/scan', items, 'blob');
+    assert.equal(items[0]!.mimeType, 'application/octet-stream');
+    assert.deepEqual(alternatives.map((a) => a.mimeType), ['text/plain']);
+    assert.match(alternatives[0]!.text!, /Scanned without extension/);
+  });
+
+  test('UTF-16 text (LE and BE BOM) is served as UTF-8 text, no alternatives; size is the file bytes', async () => {
+    for (const rel of ['text/utf16le.txt', 'text/utf16be.txt']) {
+      const items = await read(rel);
+      assert.equal(items.length, 1);
+      await checkPrimary(rel, items, 'text');
+      assert.equal(items[0]!.text, UTF16_TEXT);
+      assert.equal(items[0]!.mimeType, 'text/plain');
+    }
+    const md = await read('text/plain.md');
+    assert.equal(md.length, 1, 'a Markdown file has no Markdown alternative of itself');
+  });
+
+  test('corrupt, truncated and zip-bomb files: the primary item alone, one warning each, the server keeps serving', async () => {
+    for (const rel of ['bad/corrupt.pdf', 'bad/truncated.docx', 'bad/bomb.docx', 'bad/broken.ipynb']) {
+      const items = await read(rel);
+      assert.equal(items.length, 1, `${rel}: alternative left out`);
+      await checkPrimary(rel, items, rel.endsWith('.ipynb') ? 'text' : 'blob');
+      await waitFor(() => warnings(rel) === 1, 5000, `one warning for ${rel}`);
+      assert.equal((await read(rel)).length, 1);
+      assert.equal(warnings(rel), 1, `${rel}: the failure is cached, not warned about again`);
+    }
+    assert.match(conn.stderr(), /bomb\.docx left out: zip entries uncompress to more than/);
+    assert.equal((await read('docs/report.pdf')).length, 2, 'still serving');
+  });
+
+  test('resources/metadata names the alternatives without converting', async () => {
+    const alternativesOf = async (rel: string) => {
+      const { resource } = (await conn.request('resources/metadata', { uri: uriOf(rel) })) as { resource: LooseResult };
+      return (resource._meta as Record<string, unknown> | undefined)?.['folder-mcp/alternatives'];
+    };
+    assert.deepEqual(await alternativesOf('nb/analysis.ipynb'), ['text/markdown']);
+    assert.deepEqual(await alternativesOf('docs/report.pdf'), ['text/plain']);
+    assert.deepEqual(await alternativesOf('docs/letter.docx'), ['text/markdown']);
+    assert.equal(await alternativesOf('text/plain.md'), undefined);
+    assert.equal(await alternativesOf('docs/'), undefined);
+  });
+
+  test('a changed file is converted again: new text, new size', async (t) => {
+    const rel = 'nb/changing.ipynb';
+    writeTree(root.path, { [rel]: makeNotebook([{ cell_type: 'markdown', source: 'version one' }]) });
+    // The new file must be in the index (watcher); a server without one never sees it.
+    const listed = await waitFor(
+      async () => (await conn.request('resources/metadata', { uri: uriOf(rel) }).catch(() => undefined)) !== undefined,
+      3000,
+      'the watcher to index a new file',
+    ).catch(() => false);
+    if (!listed) {
+      // Covered without a watcher by the restart test below and test/converters.test.ts.
+      t.skip('no watcher indexed the new file');
+      return;
+    }
+    assert.equal((await read(rel))[1]!.text, 'version one\n');
+    writeFileSync(join(root.path, rel), makeNotebook([{ cell_type: 'markdown', source: 'version two, longer' }]));
+    const items = await read(rel);
+    assert.equal(items[1]!.text, 'version two, longer\n');
+    assert.equal(items[1]!.size, Buffer.byteLength('version two, longer\n'));
+    assert.equal(items[0]!.size, statSync(join(root.path, rel)).size);
+  });
+});
+
+describe('cache invalidation across a restart on the same index', () => {
+  test('a file changed while the server was down is converted again', async () => {
+    const root = tempDir();
+    const state = tempDir('folder-mcp-state-');
+    const db = join(state.path, 'index.db');
+    const rel = 'book.ipynb';
+    const uri = pathToFileURL(join(root.path, rel)).href;
+    try {
+      writeTree(root.path, { [rel]: makeNotebook([{ cell_type: 'markdown', source: 'first' }]) });
+      let conn = await connect([root.path, '--db', db]);
+      try {
+        const contents = (await conn.request('resources/read', { uri })).contents as Item[];
+        assert.equal(contents[1]!.text, 'first\n');
+      } finally {
+        await conn.close();
+      }
+      writeFileSync(join(root.path, rel), makeNotebook([{ cell_type: 'markdown', source: 'second, changed' }]));
+      conn = await connect([root.path, '--db', db]);
+      try {
+        const contents = (await conn.request('resources/read', { uri })).contents as Item[];
+        assert.equal(contents[1]!.text, 'second, changed\n');
+        assert.equal(contents[1]!.size, Buffer.byteLength('second, changed\n'));
+      } finally {
+        await conn.close();
+      }
+    } finally {
+      root.cleanup();
+      state.cleanup();
+    }
+  });
+});
+
+describe('collection reads against the disk', () => {
+  let root: ReturnType<typeof tempDir>;
+  let state: ReturnType<typeof tempDir>;
+  let conn: Connected;
+  let rootUri: string;
+
+  const KIB = 1024;
+  before(async () => {
+    root = tempDir();
+    state = tempDir('folder-mcp-state-');
+    const files: Record<string, string | Uint8Array> = {};
+    for (let i = 0; i < 120; i++) files[`many/f${String(i).padStart(3, '0')}.txt`] = `file ${i}\n`;
+    files['budget/a.txt'] = 'a'.repeat(100 * KIB);
+    files['budget/b.bin'] = Buffer.alloc(10, 0); // binary by content: skipped
+    files['budget/c.png'] = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]);
+    files['budget/d.txt'] = 'd'.repeat(100 * KIB);
+    files['budget/e.txt'] = 'e'.repeat(100 * KIB); // over the remaining 56 KiB: skipped
+    files['budget/f.txt'] = 'small f\n'; // fits after e was skipped
+    files['budget/sub/inner.txt'] = 'not a direct child\n';
+    files['budget/utf16.txt'] = utf16le;
+    for (let i = 0; i < 1005; i++) files[`huge/n${String(i).padStart(4, '0')}.md`] = `# ${i}\n`;
+    writeTree(root.path, files);
+    rootUri = pathToFileURL(root.path).href + '/';
+    conn = await connect([root.path, '--db', join(state.path, 'index.db')]);
+  });
+  after(async () => {
+    await conn?.close();
+    root.cleanup();
+    state.cleanup();
+  });
+
+  const readDir = async (rel: string) => (await conn.request('resources/read', { uri: rootUri + rel })).contents as Item[];
+
+  /** The listing the server must produce for a folder, from the disk, in URI order. */
+  function diskListing(rel: string): string[] {
+    const dir = join(root.path, rel);
+    return readdirSync(dir, { withFileTypes: true })
+      .map((d) => ({ d, uri: pathToFileURL(join(dir, d.name)).href + (d.isDirectory() ? '/' : '') }))
+      .sort((x, y) => (x.uri < y.uri ? -1 : x.uri > y.uri ? 1 : 0))
+      .map(({ d }) =>
+        d.isDirectory() ? `${d.name}/\tcollection\t-` : `${d.name}\tdocument\t${statSync(join(dir, d.name)).size}`,
+      );
+  }
+
+  test('listing first, then at most 100 direct text children in URI order, each equal to the disk', async () => {
+    const items = await readDir('many/');
+    assert.equal(items[0]!.uri, `${rootUri}many/`);
+    assert.equal(items[0]!.resourceType, 'collection');
+    assert.equal(items[0]!.mimeType, 'inode/directory');
+    assert.deepEqual(items[0]!.text!.trimEnd().split('\n'), diskListing('many'));
+    const children = items.slice(1);
+    assert.equal(children.length, 100);
+    for (const [i, child] of children.entries()) {
+      const name = `f${String(i).padStart(3, '0')}.txt`;
+      assert.equal(child.uri, `${rootUri}many/${name}`);
+      assert.equal(child.text, readFileSync(join(root.path, 'many', name), 'utf8'));
+      assert.equal(child.size, statSync(join(root.path, 'many', name)).size);
+      assert.equal(child.resourceType, 'document');
+      assert.equal(child.title, `many/${name}`);
+    }
+  });
+
+  test('the byte budget: a child over what is left is skipped, smaller ones after it fit; binary and folders skipped', async () => {
+    const items = await readDir('budget/');
+    assert.deepEqual(items[0]!.text!.trimEnd().split('\n'), diskListing('budget'));
+    const embedded = items.slice(1).map((i) => i.uri.slice(`${rootUri}budget/`.length));
+    assert.deepEqual(embedded, ['a.txt', 'd.txt', 'f.txt', 'utf16.txt']);
+    const total = items.slice(1).reduce((n, i) => n + i.size, 0);
+    assert.ok(total <= 256 * KIB, `embedded ${total} bytes`);
+    for (const item of items.slice(1)) {
+      const path = join(root.path, 'budget', item.uri.slice(`${rootUri}budget/`.length));
+      assert.equal(item.size, statSync(path).size);
+    }
+    assert.equal(items.at(-1)!.text, UTF16_TEXT);
+  });
+
+  test('a 1,005-child folder: 1,000 named, then a "more" line; children embedded up to the count limit', async () => {
+    const items = await readDir('huge/');
+    const lines = items[0]!.text!.trimEnd().split('\n');
+    assert.equal(lines.length, 1001);
+    assert.deepEqual(lines.slice(0, 1000), diskListing('huge').slice(0, 1000));
+    assert.equal(lines[1000], '... 5 more entries: use resources/list with this uri to page through all of them');
+    assert.equal(items.length, 1 + 100);
+  });
+
+  test('resources/list with uri is the complete view the collection read points to', async () => {
+    const uris: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await conn.request('resources/list', { uri: `${rootUri}huge/`, ...(cursor ? { cursor } : {}) });
+      uris.push(...(page.resources as Item[]).map((r) => r.uri));
+      cursor = page.nextCursor as string | undefined;
+    } while (cursor);
+    assert.equal(uris.filter((u) => u.startsWith(`${rootUri}huge/n`)).length, 1005);
+  });
+});
