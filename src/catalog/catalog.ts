@@ -1,0 +1,84 @@
+// The catalog: tools, prompts, completions and the mcp://groups resources,
+// built once per server from its context. server.ts wires these handlers.
+import { z } from 'zod';
+import type { ServerContext } from '../protocol/context.ts';
+import { invalidParams } from '../protocol/errors.ts';
+import { pageInMemory, parseQuery } from '../protocol/list.ts';
+import { matchesQuery } from '../query/plan.ts';
+import { complete, PathCompleter } from './complete.ts';
+import { findTool } from './find.ts';
+import { getPrompt, PROMPTS } from './prompts.ts';
+import { readTool } from './read-tool.ts';
+import { searchTool } from './search.ts';
+import { failure, jsonSchema, toolUri, ToolFailure, type ToolContext, type ToolDefinition, type ToolResult } from './tool.ts';
+import { treeTool } from './tree.ts';
+
+export interface Catalog {
+  listTools(params: unknown): Promise<Record<string, unknown>>;
+  callTool(params: unknown): Promise<ToolResult>;
+  listPrompts(params: unknown): Promise<Record<string, unknown>>;
+  getPrompt(params: unknown): Promise<Record<string, unknown>>;
+  complete(params: unknown): Promise<Record<string, unknown>>;
+}
+
+/** What tools/list says about a tool. */
+function describeTool(tool: ToolDefinition) {
+  return {
+    name: tool.name,
+    uri: toolUri(tool.name),
+    title: tool.title,
+    description: tool.description,
+    inputSchema: jsonSchema(tool.input, 'input'),
+    outputSchema: jsonSchema(tool.output, 'output'),
+    annotations: { title: tool.title, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  };
+}
+
+export function createCatalog(ctx: ServerContext): Catalog {
+  const search = ctx.search ?? null;
+  const tools: ToolDefinition[] = [findTool, ...(search ? [searchTool] : []), readTool, treeTool];
+  const described = tools.map(describeTool);
+  const byKey = new Map<string, ToolDefinition>();
+  for (const tool of tools) {
+    byKey.set(tool.name, tool);
+    byKey.set(toolUri(tool.name), tool);
+  }
+  const tc: ToolContext = { ctx, search };
+  const completer = new PathCompleter(ctx.index.db, ctx.roots);
+
+  return {
+    async listTools(params) {
+      // The same filter model and keyset cursors as resources/list, matched on `uri` and `name`.
+      const query = parseQuery(params, 'tools/list');
+      const page = pageInMemory(ctx, described, query, (t) => t.uri, (t) => matchesQuery(query, t));
+      return { tools: page.items, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+    },
+
+    async callTool(params) {
+      const p = (params ?? {}) as { name?: unknown; arguments?: unknown };
+      if (typeof p.name !== 'string') throw invalidParams('Invalid params: name must be a string');
+      // SEP-1292: a tool is named by its name or its URI. An unknown tool is the client's mistake, a protocol error.
+      const tool = byKey.get(p.name);
+      if (!tool) throw invalidParams(`Unknown tool: ${p.name}`);
+      const parsed = tool.input.safeParse(p.arguments ?? {});
+      if (!parsed.success) return failure(`Invalid arguments for ${tool.name}:\n${z.prettifyError(parsed.error)}`);
+      try {
+        return await tool.run(tc, parsed.data);
+      } catch (error) {
+        if (error instanceof ToolFailure) return failure(error.message);
+        ctx.log.error(`tool ${tool.name} failed: ${(error as Error).stack ?? String(error)}`);
+        return failure(`${tool.name} failed: ${(error as Error).message}`);
+      }
+    },
+
+    async listPrompts(params) {
+      const query = parseQuery(params, 'prompts/list');
+      const page = pageInMemory(ctx, PROMPTS, query, (p) => p.uri, (p) => matchesQuery(query, p));
+      return { prompts: page.items, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+    },
+
+    getPrompt: (params) => getPrompt(ctx, params),
+
+    complete: (params) => complete(ctx, completer, params),
+  };
+}

@@ -1,0 +1,389 @@
+// Full-text index of the text documents (SQLite FTS5, bm25), beside the
+// entries table. Built in the background after the first scan, in batches that
+// yield to the event loop, and kept current from FolderIndex.onChange. Its
+// tables are created lazily here: src/index/db.ts drops every table when it
+// rebuilds, so they never outlive the entries they describe.
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { readFileContent } from '../content/read.ts';
+import type { Db } from '../index/db.ts';
+import { EntryKind, type EntryRow } from '../index/entry.ts';
+import type { FolderIndex, IndexChange } from '../index/folder-index.ts';
+import type { Logger } from '../log.ts';
+import type { KeyRange } from '../query/plan.ts';
+import { uriToPath } from '../uri.ts';
+import type { SearchExpression } from './search-query.ts';
+
+/** Files larger than this are not indexed (their text is rarely what a search wants, and it would bloat the index). */
+export const SEARCH_MAX_FILE_BYTES = 1024 * 1024;
+/** Text written per transaction, so that one batch blocks the event loop for tens of milliseconds at most. */
+const BATCH_BYTES = 2 * 1024 * 1024;
+const BATCH_FILES = 200;
+const READ_CONCURRENCY = 16;
+/** Ranked candidates looked at per search before scope filtering. */
+const MAX_CANDIDATES = 20_000;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS search_docs (
+  id    INTEGER PRIMARY KEY,     -- rowid of the document's row in search_fts
+  uri   TEXT NOT NULL UNIQUE,
+  mtime REAL NOT NULL,           -- entries.mtime when the text was read
+  size  INTEGER NOT NULL,        -- entries.size when the text was read
+  text  INTEGER NOT NULL         -- 1: text is in search_fts; 0: not text, nothing indexed
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
+`;
+
+/** MIME types whose files are worth reading as text; everything else is left out without a read. */
+export function isTextMime(mime: string): boolean {
+  if (mime.startsWith('text/')) return true;
+  if (mime.endsWith('+json') || mime.endsWith('+xml')) return true;
+  return /^application\/(json|xml|javascript|ecmascript|x-javascript|typescript|toml|yaml|x-yaml|x-sh|x-shellscript|sql|graphql|x-tex|x-latex|x-httpd-php|x-perl|x-ruby|x-python|x-ndjson|ld\+json|x-sql|x-csh)$/.test(
+    mime,
+  );
+}
+
+export interface SearchProgress {
+  /** Text documents checked (read, or found up to date) since the build started. */
+  done: number;
+  /** Text documents to check in this build. */
+  total: number;
+  /** True once the first build finished; later edits are indexed as they come. */
+  complete: boolean;
+}
+
+export interface SearchHit {
+  row: EntryRow;
+  score: number;
+  line: number;
+  /** The line of the first highlighted match, trimmed. */
+  text: string;
+  /** FTS5 snippet around the best match, matches in «», on one line. */
+  snippet: string;
+}
+
+export interface SearchScope {
+  ranges: KeyRange[];
+  residual: (row: { uri: string; name: string }) => boolean;
+}
+
+interface DocState {
+  id: number;
+  mtime: number;
+  size: number;
+}
+
+export class ContentSearch {
+  private readonly db: Db;
+  private closed = false;
+  private progressState: SearchProgress = { done: 0, total: 0, complete: false };
+  private readonly pendingUpserts = new Set<string>();
+  private readonly pendingRemovals: string[] = [];
+  private wake: (() => void) | null = null;
+  private unsubscribe: (() => void) | null = null;
+  private worker: Promise<void> | null = null;
+  private readonly stmts;
+
+  constructor(
+    private readonly index: FolderIndex,
+    private readonly log: Logger,
+    private readonly maxFileBytes = SEARCH_MAX_FILE_BYTES,
+  ) {
+    this.db = index.db;
+    this.db.exec(SCHEMA);
+    this.db.function('folder_mcp_text_mime', { deterministic: true }, (mime: unknown) =>
+      typeof mime === 'string' && isTextMime(mime) ? 1 : 0,
+    );
+    const db = this.db;
+    // FTS5 rowid constraints are bound through CAST: better-sqlite3 binds JS
+    // numbers as REAL, and FTS5 silently ignores `rowid = ?` with a REAL value
+    // when the query also has a MATCH (every matching row comes back).
+    this.stmts = {
+      doc: db.prepare(`SELECT id, mtime, size FROM search_docs WHERE uri = ?`),
+      insertDoc: db.prepare(`INSERT INTO search_docs (uri, mtime, size, text) VALUES (?, ?, ?, ?)`),
+      updateDoc: db.prepare(`UPDATE search_docs SET mtime = ?, size = ?, text = ? WHERE id = ?`),
+      deleteDoc: db.prepare(`DELETE FROM search_docs WHERE id = ?`),
+      insertText: db.prepare(`INSERT INTO search_fts (rowid, body) VALUES (CAST(? AS INTEGER), ?)`),
+      deleteText: db.prepare(`DELETE FROM search_fts WHERE rowid = CAST(? AS INTEGER)`),
+      docsInRange: db.prepare(`SELECT id FROM search_docs WHERE uri >= ? AND uri < ?`),
+      orphans: db.prepare(
+        `SELECT d.id FROM search_docs d WHERE d.id > ? AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.uri = d.uri) ORDER BY d.id LIMIT 1000`,
+      ),
+      countCandidates: db.prepare(
+        `SELECT count(*) AS n FROM entries WHERE kind = ${EntryKind.document} AND size <= ? AND folder_mcp_text_mime(mime)`,
+      ),
+      nextCandidates: db.prepare(
+        `SELECT e.uri, e.parent, e.root, e.name, e.ext, e.kind, e.size, e.mtime, e.mime, d.id AS docId, d.mtime AS docMtime, d.size AS docSize
+         FROM entries e LEFT JOIN search_docs d ON d.uri = e.uri
+         WHERE e.uri > ? AND e.kind = ${EntryKind.document} ORDER BY e.uri LIMIT ?`,
+      ),
+      entry: db.prepare(`SELECT uri, parent, root, name, ext, kind, size, mtime, mime FROM entries WHERE uri = ?`),
+      snippet: db.prepare(
+        `SELECT snippet(search_fts, 0, char(1), char(2), '…', 16) AS snippet, body FROM search_fts WHERE search_fts MATCH ? AND rowid = CAST(? AS INTEGER)`,
+      ),
+    };
+  }
+
+  /** Starts the background build (after the first scan) and live updates. */
+  start(): void {
+    if (this.worker) return;
+    this.unsubscribe = this.index.onChange((change) => this.enqueue(change));
+    this.worker = this.run().catch((error: unknown) => {
+      if (!this.closed) this.log.error(`content index stopped: ${(error as Error).message}`);
+    });
+  }
+
+  get progress(): SearchProgress {
+    return { ...this.progressState };
+  }
+
+  /** Resolves when the first build is complete and no change is waiting (for tests and benchmarks). */
+  async idle(): Promise<void> {
+    while (!this.closed && (!this.progressState.complete || this.pendingUpserts.size > 0 || this.pendingRemovals.length > 0)) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.unsubscribe?.();
+    this.wake?.();
+    await this.worker;
+  }
+
+  /** Ranked hits within `scope`, best first. */
+  search(expression: SearchExpression, scope: SearchScope, limit: number): SearchHit[] {
+    if (scope.ranges.length === 0) return [];
+    const single = scope.ranges.length === 1 ? scope.ranges[0]! : null;
+    // One range (the usual prefix) goes into SQL; several are checked here.
+    const bounds = single ? ` AND d.uri >= ?${single.hi !== null ? ' AND d.uri < ?' : ''}` : '';
+    const sql = `SELECT d.id AS id, d.uri AS uri, bm25(search_fts) AS score FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
+      WHERE search_fts MATCH ?${bounds} ORDER BY score LIMIT ?`;
+    const args: (string | number)[] = [expression.match];
+    if (single) {
+      args.push(single.lo);
+      if (single.hi !== null) args.push(single.hi);
+    }
+    args.push(MAX_CANDIDATES);
+    const candidates = this.db.prepare(sql).all(...args) as { id: number; uri: string; score: number }[];
+    const hits: SearchHit[] = [];
+    for (const c of candidates) {
+      if (hits.length >= limit) break;
+      if (!single && !scope.ranges.some((r) => c.uri >= r.lo && (r.hi === null || c.uri < r.hi))) continue;
+      // The entry may have gone since the text was indexed (a removal not yet applied here).
+      const row = this.stmts.entry.get(c.uri) as EntryRow | undefined;
+      if (!row || !scope.residual(row)) continue;
+      const found = this.stmts.snippet.get(expression.match, c.id) as { snippet: string; body: string } | undefined;
+      if (!found) continue;
+      hits.push({ row, score: -c.score, ...locate(found.snippet, found.body) });
+    }
+    return hits;
+  }
+
+  private enqueue(change: IndexChange): void {
+    if (this.closed) return;
+    for (const uri of change.removed) {
+      this.pendingRemovals.push(uri);
+      this.pendingUpserts.delete(uri);
+    }
+    for (const row of change.upserted) if (row.kind === EntryKind.document) this.pendingUpserts.add(row.uri);
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    await this.index.ready;
+    const started = performance.now();
+    this.removeOrphans();
+    this.progressState.total = (this.stmts.countCandidates.get(this.maxFileBytes) as { n: number }).n;
+    let after = '';
+    for (;;) {
+      if (this.closed) return;
+      await this.applyPending();
+      if (this.closed) return;
+      if (!this.progressState.complete) {
+        const rows = this.stmts.nextCandidates.all(after, BATCH_FILES * 4) as Candidate[];
+        if (rows.length === 0) {
+          this.progressState.complete = true;
+          const size = this.indexBytes();
+          this.log.info(
+            `content index: ${this.progressState.done} text documents checked in ${Math.round(performance.now() - started)} ms` +
+              (size !== null ? ` (${Math.round(size / 1024)} KiB)` : ''),
+          );
+          continue;
+        }
+        after = rows.at(-1)!.uri;
+        await this.indexRows(rows, true);
+      } else if (this.pendingUpserts.size === 0 && this.pendingRemovals.length === 0) {
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        this.wake = null;
+      }
+      await yieldToLoop();
+    }
+  }
+
+  /** Changes from the watcher: removals first, then the documents written. */
+  private async applyPending(): Promise<void> {
+    if (this.pendingRemovals.length > 0) {
+      const removals = this.pendingRemovals.splice(0);
+      this.db.transaction(() => {
+        for (const uri of removals) this.removeUri(uri);
+      })();
+    }
+    while (this.pendingUpserts.size > 0 && !this.closed) {
+      const uris = [...this.pendingUpserts].slice(0, BATCH_FILES);
+      for (const uri of uris) this.pendingUpserts.delete(uri);
+      const rows: Candidate[] = [];
+      const gone: string[] = [];
+      for (const uri of uris) {
+        const row = this.stmts.entry.get(uri) as EntryRow | undefined;
+        if (!row) gone.push(uri);
+        else {
+          const doc = this.stmts.doc.get(uri) as DocState | undefined;
+          rows.push({ ...row, docId: doc?.id ?? null, docMtime: doc?.mtime ?? null, docSize: doc?.size ?? null });
+        }
+      }
+      if (gone.length > 0) this.db.transaction(() => gone.forEach((uri) => this.removeUri(uri)))();
+      await this.indexRows(rows, false);
+      await yieldToLoop();
+    }
+  }
+
+  /** Reads what is new or changed among `rows` and writes it, in transactions of bounded size. */
+  private async indexRows(rows: Candidate[], counting: boolean): Promise<void> {
+    const stale: Candidate[] = [];
+    const dropped: number[] = [];
+    for (const row of rows) {
+      const wanted = row.size <= this.maxFileBytes && isTextMime(row.mime);
+      if (!wanted) {
+        if (row.docId !== null) dropped.push(row.docId);
+        continue;
+      }
+      if (row.docId !== null && row.docMtime === row.mtime && row.docSize === row.size) {
+        if (counting) this.progressState.done++;
+        continue;
+      }
+      stale.push(row);
+    }
+    if (dropped.length > 0) this.db.transaction(() => dropped.forEach((id) => this.removeDoc(id)))();
+    let batch: { row: Candidate; text: string | undefined }[] = [];
+    let bytes = 0;
+    const flush = () => {
+      if (batch.length === 0 || this.closed) return;
+      const items = batch;
+      this.db.transaction(() => {
+        for (const item of items) this.writeDoc(item.row, item.text);
+      })();
+      if (counting) this.progressState.done += items.length;
+      batch = [];
+      bytes = 0;
+    };
+    for (let i = 0; i < stale.length && !this.closed; i += READ_CONCURRENCY) {
+      const group = stale.slice(i, i + READ_CONCURRENCY);
+      const texts = await Promise.all(group.map((row) => this.readText(row)));
+      if (this.closed) return;
+      group.forEach((row, j) => {
+        batch.push({ row, text: texts[j] });
+        bytes += row.size;
+      });
+      if (bytes >= BATCH_BYTES || batch.length >= BATCH_FILES) {
+        flush();
+        await yieldToLoop();
+      }
+    }
+    flush();
+  }
+
+  private async readText(row: EntryRow): Promise<string | undefined> {
+    try {
+      return (await readFileContent(uriToPath(row.uri), this.maxFileBytes)).text;
+    } catch {
+      // Vanished, grew past the cap, or unreadable since it was indexed: no
+      // text now; the watcher's next event for it brings it back.
+      return undefined;
+    }
+  }
+
+  private writeDoc(row: Candidate, text: string | undefined): void {
+    // The row may have changed under us while the file was read: re-read our own state.
+    const doc = this.stmts.doc.get(row.uri) as DocState | undefined;
+    const hasText = text !== undefined ? 1 : 0;
+    let id: number;
+    if (doc) {
+      this.stmts.deleteText.run(doc.id);
+      this.stmts.updateDoc.run(row.mtime, row.size, hasText, doc.id);
+      id = doc.id;
+    } else {
+      id = Number(this.stmts.insertDoc.run(row.uri, row.mtime, row.size, hasText).lastInsertRowid);
+    }
+    if (text !== undefined) this.stmts.insertText.run(id, text);
+  }
+
+  private removeUri(uri: string): void {
+    if (!uri.endsWith('/')) {
+      const doc = this.stmts.doc.get(uri) as DocState | undefined;
+      if (doc) this.removeDoc(doc.id);
+      return;
+    }
+    const hi = uri.slice(0, -1) + String.fromCharCode(uri.charCodeAt(uri.length - 1) + 1);
+    for (const { id } of this.stmts.docsInRange.all(uri, hi) as { id: number }[]) this.removeDoc(id);
+  }
+
+  private removeDoc(id: number): void {
+    this.stmts.deleteText.run(id);
+    this.stmts.deleteDoc.run(id);
+  }
+
+  /** Documents indexed in an earlier run whose entries are gone (changed while the server was down). */
+  private removeOrphans(): void {
+    let after = 0;
+    for (;;) {
+      const ids = this.stmts.orphans.all(after) as { id: number }[];
+      if (ids.length === 0) return;
+      this.db.transaction(() => ids.forEach(({ id }) => this.removeDoc(id)))();
+      after = ids.at(-1)!.id;
+    }
+  }
+
+  /** Bytes of the search tables, when SQLite's dbstat table is compiled in. */
+  indexBytes(): number | null {
+    try {
+      const row = this.db
+        .prepare(`SELECT sum(pgsize) AS n FROM dbstat WHERE name = 'search_docs' OR name LIKE 'search_fts%' OR name LIKE 'sqlite_autoindex_search_docs%'`)
+        .get() as { n: number | null };
+      return row.n ?? 0;
+    } catch {
+      return null;
+    }
+  }
+}
+
+type Candidate = EntryRow & { docId: number | null; docMtime: number | null; docSize: number | null };
+
+/**
+ * Line number and line text of the snippet's first highlight. The snippet's
+ * text between markers is verbatim body text, so finding it in the body
+ * places it; a case-insensitive search for the highlighted word is the fallback.
+ */
+export function locate(snippet: string, body: string): { line: number; text: string; snippet: string } {
+  const start = snippet.indexOf('\u0001');
+  const end = snippet.indexOf('\u0002', start);
+  let offset = -1;
+  if (start >= 0 && end > start) {
+    const before = snippet.slice(0, start).replace(/^…/, '');
+    const word = snippet.slice(start + 1, end);
+    const at = body.indexOf(before + word);
+    offset = at >= 0 ? at + before.length : body.toLowerCase().indexOf(word.toLowerCase());
+  }
+  if (offset < 0) offset = 0;
+  const lineStart = body.lastIndexOf('\n', offset - 1) + 1;
+  let lineEnd = body.indexOf('\n', offset);
+  if (lineEnd < 0) lineEnd = body.length;
+  let line = 1;
+  for (let i = body.indexOf('\n'); i >= 0 && i < offset; i = body.indexOf('\n', i + 1)) line++;
+  let text = body.slice(lineStart, lineEnd).trim();
+  if (text.length > 240) text = `${text.slice(0, 240)}…`;
+  return {
+    line,
+    text,
+    snippet: snippet.replace(/\u0001/g, '«').replace(/\u0002/g, '»').replace(/\s+/g, ' ').trim(),
+  };
+}

@@ -1,0 +1,102 @@
+// SEP-1292 discovery resources: mcp://groups/tools, mcp://groups/prompts and
+// mcp://groups/resources, each `{"groups":[{name, description, uri_paths}]}`.
+// They are the only mcp:// resources. They are readable (resources/read,
+// resources/metadata) but not listed by resources/list: that list is the
+// folders' content, and clients find these at their standard URIs.
+import { EntryKind } from '../index/entry.ts';
+import type { ServerContext } from '../protocol/context.ts';
+import { resourceNotFound } from '../protocol/errors.ts';
+import type { ResourceObject } from '../resource.ts';
+import { CATALOG_GROUP } from './tool.ts';
+
+export const GROUP_URIS = ['mcp://groups/prompts', 'mcp://groups/resources', 'mcp://groups/tools'] as const;
+/** Top-level folders named per root; a root with more says how many were left out. */
+const MAX_FOLDER_GROUPS = 200;
+
+export interface Group {
+  name: string;
+  description: string;
+  uri_paths: string[];
+}
+
+export interface GroupsDocument {
+  groups: Group[];
+  /** Top-level folders not named, per root URI (only when some were left out). */
+  omitted?: Record<string, number>;
+}
+
+export function catalogGroups(kind: 'tools' | 'prompts'): GroupsDocument {
+  return {
+    groups: [
+      {
+        name: CATALOG_GROUP,
+        description:
+          kind === 'tools'
+            ? 'Find, search, read and outline the files of the served folders'
+            : 'Prompts about the files of the served folders: explain one, review recent changes',
+        uri_paths: [`mcp://${kind}/${CATALOG_GROUP}/`],
+      },
+    ],
+  };
+}
+
+/** The served roots and each one's top-level folders, from the index. */
+export async function resourceGroups(ctx: ServerContext): Promise<GroupsDocument> {
+  await ctx.index.ready;
+  const doc: GroupsDocument = { groups: [] };
+  for (const root of ctx.roots) {
+    doc.groups.push({ name: root.name, description: `Everything in ${root.path}`, uri_paths: [root.uri] });
+    const children = ctx.index.store.children(root.uri, '', 100_000).filter((c) => c.kind === EntryKind.collection);
+    for (const dir of children.slice(0, MAX_FOLDER_GROUPS)) {
+      doc.groups.push({ name: `${root.name}/${dir.name}`, description: `The ${dir.name} folder of ${root.name}`, uri_paths: [dir.uri] });
+    }
+    if (children.length > MAX_FOLDER_GROUPS) (doc.omitted ??= {})[root.uri] = children.length - MAX_FOLDER_GROUPS;
+  }
+  return doc;
+}
+
+/** True for any mcp: URI: they are never looked up as files. */
+export function isReservedUri(uri: unknown): uri is string {
+  return typeof uri === 'string' && /^mcp:/i.test(uri);
+}
+
+async function groupDocument(ctx: ServerContext, uri: string): Promise<{ resource: ResourceObject; text: string }> {
+  const kind = uri.slice('mcp://groups/'.length);
+  if (!(GROUP_URIS as readonly string[]).includes(uri)) throw resourceNotFound(uri);
+  const doc = kind === 'resources' ? await resourceGroups(ctx) : catalogGroups(kind as 'tools' | 'prompts');
+  const text = JSON.stringify(doc);
+  const resource: ResourceObject = {
+    uri,
+    name: kind,
+    title: `${kind[0]!.toUpperCase()}${kind.slice(1)} groups`,
+    mimeType: 'application/json',
+    size: Buffer.byteLength(text),
+    resourceType: 'document',
+    capabilities: { subscribe: false },
+    annotations: { lastModified: lastModified(ctx, kind) },
+  };
+  return { resource, text };
+}
+
+function lastModified(ctx: ServerContext, kind: string): string {
+  // Tool and prompt groups are fixed for the life of the process.
+  if (kind !== 'resources') return new Date(performance.timeOrigin).toISOString();
+  // A top-level folder added or removed changes its root's mtime.
+  const mtimes = ctx.roots.map((root) => ctx.index.store.get(root.uri)?.mtime ?? 0);
+  return new Date(Math.max(0, ...mtimes)).toISOString();
+}
+
+/** resources/read of an mcp: URI, or undefined for any other URI (a file). */
+export async function readReservedResource(ctx: ServerContext, params: unknown) {
+  const uri = (params as { uri?: unknown } | undefined)?.uri;
+  if (!isReservedUri(uri)) return undefined;
+  const { resource, text } = await groupDocument(ctx, uri);
+  return { contents: [{ ...resource, text }] };
+}
+
+/** resources/metadata of an mcp: URI, or undefined for any other URI. */
+export async function reservedResourceMetadata(ctx: ServerContext, params: unknown) {
+  const uri = (params as { uri?: unknown } | undefined)?.uri;
+  if (!isReservedUri(uri)) return undefined;
+  return { resource: (await groupDocument(ctx, uri)).resource };
+}

@@ -1,0 +1,197 @@
+// The `read` tool: one resource, a window of at most `length` bytes starting at
+// `offset`, as an embedded resource. A window, not the whole file, because a
+// model's context is the scarce thing; `nextOffset` says where the rest starts.
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { z } from 'zod';
+import { formatListing } from '../content/collection.ts';
+import { readFileContent, type FileContent } from '../content/read.ts';
+import { detectTextEncoding, SNIFF_BYTES } from '../content/sniff.ts';
+import { EntryKind, type EntryRow } from '../index/entry.ts';
+import type { ServerContext } from '../protocol/context.ts';
+import { toResource } from '../resource.ts';
+import { uriToPath } from '../uri.ts';
+import { resolveTarget } from './paths.ts';
+import { formatSize, ToolFailure, type ContentBlock, type ToolDefinition } from './tool.ts';
+
+export const READ_DEFAULT_LENGTH = 64 * 1024;
+export const READ_MAX_LENGTH = 1024 * 1024;
+const LISTING_ENTRIES = 1000;
+
+const input = z.strictObject({
+  uri: z.string().min(1).describe('A file:// URI from find/search/tree, or a path relative to a served folder (`src/main.ts`).'),
+  offset: z.number().int().min(0).default(0).describe('Byte offset to start at (0 = the beginning); use nextOffset of a previous read.'),
+  length: z
+    .number()
+    .int()
+    .min(1)
+    .max(READ_MAX_LENGTH)
+    .default(READ_DEFAULT_LENGTH)
+    .describe(`At most this many bytes (default ${READ_DEFAULT_LENGTH}, max ${READ_MAX_LENGTH}).`),
+});
+
+const output = z.object({
+  uri: z.string(),
+  path: z.string(),
+  type: z.enum(['document', 'collection']),
+  mimeType: z.string().describe('of the returned representation'),
+  encoding: z.enum(['text', 'base64']),
+  size: z.number().describe('bytes of the whole representation'),
+  offset: z.number(),
+  length: z.number().describe('bytes returned'),
+  nextOffset: z.number().optional().describe('where the rest starts; absent when this window reaches the end'),
+});
+
+export interface Window {
+  mimeType: string;
+  text?: string;
+  blob?: string;
+  size: number;
+  offset: number;
+  length: number;
+}
+
+export const readTool: ToolDefinition<z.infer<typeof input>> = {
+  name: 'read',
+  title: 'Read a file',
+  description:
+    `Read one file (or a folder's listing) by URI or relative path: up to \`length\` bytes (default ${READ_DEFAULT_LENGTH / 1024} KiB) from \`offset\`, ` +
+    'with nextOffset to continue. Text comes as text; documents with a text form (e.g. PDF) come as that text; other binary files as base64.',
+  input,
+  output,
+  async run(tc, args) {
+    const { ctx } = tc;
+    const entry = await resolveTarget(ctx, args.uri);
+    if (!entry) throw new ToolFailure(`Not found: ${args.uri} (not a file or folder in the served folders)`);
+    const resource = toResource(entry, ctx.roots);
+    const window = await readWindow(ctx, entry, args.offset, args.length);
+    const end = window.offset + window.length;
+    const nextOffset = entry.kind === EntryKind.document && end < window.size ? end : undefined;
+    const body = window.text !== undefined ? { text: window.text } : { blob: window.blob! };
+    const block: ContentBlock = {
+      type: 'resource',
+      // SEP-2093: the full resource object on the content item, annotations included.
+      resource: { ...resource, mimeType: window.mimeType, ...body },
+      annotations: { lastModified: resource.annotations.lastModified },
+    };
+    const note =
+      nextOffset !== undefined
+        ? `Bytes ${window.offset}–${end} of ${window.size} (${formatSize(window.size)}); the rest: read with offset ${nextOffset}.`
+        : window.offset > 0
+          ? `Bytes ${window.offset}–${end} of ${window.size}: the end.`
+          : null;
+    return {
+      content: note ? [block, { type: 'text', text: note }] : [block],
+      structuredContent: {
+        uri: entry.uri,
+        path: resource.title,
+        type: resource.resourceType,
+        mimeType: window.mimeType,
+        encoding: window.text !== undefined ? 'text' : 'base64',
+        size: window.size,
+        offset: window.offset,
+        length: window.length,
+        ...(nextOffset !== undefined ? { nextOffset } : {}),
+      },
+    };
+  },
+};
+
+/** A window of a document, or a collection's listing; shared with the explain prompt. */
+export async function readWindow(ctx: ServerContext, entry: EntryRow, offset: number, length: number): Promise<Window> {
+  return entry.kind === EntryKind.collection ? collectionWindow(ctx, entry) : documentWindow(ctx, entry, offset, length);
+}
+
+function collectionWindow(ctx: ServerContext, entry: EntryRow): Window {
+  const children = ctx.index.store.children(entry.uri, '', LISTING_ENTRIES + 1);
+  const named = children.slice(0, LISTING_ENTRIES);
+  const more = children.length > named.length ? ctx.index.store.countChildren(entry.uri) - named.length : 0;
+  const text = formatListing(named, more).replace(/use resources\/list with this uri/, 'use the find tool with this prefix');
+  const size = Buffer.byteLength(text);
+  return { mimeType: entry.mime, text, size, offset: 0, length: size };
+}
+
+async function documentWindow(ctx: ServerContext, entry: EntryRow, offset: number, length: number): Promise<Window> {
+  const path = uriToPath(entry.uri);
+  let handle;
+  try {
+    // Security: O_NOFOLLOW, as content/read.ts: a file swapped for a link since indexing is not followed.
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    const stats = await handle.stat();
+    if (!stats.isFile()) throw new ToolFailure(`Not found: ${entry.uri} (it is no longer a file)`);
+    const head = Buffer.alloc(Math.min(SNIFF_BYTES, stats.size));
+    await handle.read(head, 0, head.length, 0);
+    const encoding = detectTextEncoding(head, stats.size <= SNIFF_BYTES);
+    if (encoding === 'utf-8') {
+      // 3 bytes either side let the window move to whole UTF-8 characters.
+      const from = Math.max(0, offset - 3);
+      const buffer = Buffer.alloc(Math.max(0, Math.min(length + 6, stats.size - from)));
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, from);
+      const text = utf8Window(buffer.subarray(0, bytesRead), from, offset, length, stats.size);
+      if (text) return { mimeType: entry.mime, ...text, size: stats.size };
+    }
+  } catch (error) {
+    if (error instanceof ToolFailure) throw error;
+    throw readFailure(error, entry.uri);
+  } finally {
+    await handle?.close();
+  }
+  // UTF-16 text, binary, or bytes that are not UTF-8 after all: the whole file, within --max-read-bytes.
+  let content: FileContent;
+  try {
+    content = await readFileContent(path, ctx.maxReadBytes);
+  } catch (error) {
+    throw readFailure(error, entry.uri);
+  }
+  if (content.text !== undefined) return textWindow(entry.mime, Buffer.from(content.text, 'utf8'), offset, length);
+  const alternatives = await ctx.convert(entry, content).catch(() => []);
+  for (const alt of alternatives) {
+    if ('text' in alt) return textWindow(alt.mimeType, Buffer.from(alt.text, 'utf8'), offset, length);
+  }
+  const start = Math.min(offset, content.bytes.length);
+  const slice = content.bytes.subarray(start, start + length);
+  return { mimeType: entry.mime, blob: slice.toString('base64'), size: content.bytes.length, offset: start, length: slice.length };
+}
+
+function textWindow(mimeType: string, bytes: Buffer, offset: number, length: number): Window {
+  const from = Math.max(0, offset - 3);
+  const text = utf8Window(bytes.subarray(from, offset + length + 3), from, offset, length, bytes.length)!;
+  return { mimeType, ...text, size: bytes.length };
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The text of [offset, offset+length) of a UTF-8 file, moved to character
+ * boundaries: the start forward past continuation bytes, the end back. `buffer`
+ * holds the file's bytes from `from`. Undefined when the bytes are not UTF-8.
+ */
+function utf8Window(
+  buffer: Buffer,
+  from: number,
+  offset: number,
+  length: number,
+  total: number,
+): { text: string; offset: number; length: number } | undefined {
+  let start = Math.min(offset, total);
+  while (start < total && start - from < buffer.length && (buffer[start - from]! & 0xc0) === 0x80) start++;
+  let end = Math.min(start + length, total);
+  const continuation = (at: number) => at - from < buffer.length && (buffer[at - from]! & 0xc0) === 0x80;
+  while (end > start && end < total && continuation(end)) end--;
+  // A window shorter than the character at its start still returns that character, so paging always advances.
+  if (end === start && start < total) for (end = start + 1; end < total && continuation(end); ) end++;
+  try {
+    const text = strictUtf8.decode(buffer.subarray(start - from, end - from));
+    return { text, offset: start, length: end - start };
+  } catch {
+    return undefined;
+  }
+}
+
+function readFailure(error: unknown, uri: string): ToolFailure {
+  const reason = (error as { reason?: string }).reason;
+  const message = (error as Error).message;
+  if (reason === 'not-found' || (error as NodeJS.ErrnoException).code === 'ENOENT') return new ToolFailure(`Not found: ${uri} (it was deleted)`);
+  if (reason === 'too-large') return new ToolFailure(`${message}; this file is not text, so it cannot be read in windows`);
+  return new ToolFailure(`Cannot read ${uri}: ${(error as NodeJS.ErrnoException).code ?? message}`);
+}

@@ -1,0 +1,44 @@
+// User search text -> an FTS5 MATCH expression. Users (and models) type words
+// and "quoted phrases"; FTS5 syntax (AND, OR, NOT, NEAR, -, *, :, ^, parens)
+// is never passed through: every term is quoted, so it is searched as text and
+// can never be an FTS5 syntax error. One extension: a bare word ending in `*`
+// is a prefix search (`pars*`).
+
+export class SearchQueryError extends Error {
+  override name = 'SearchQueryError';
+}
+
+export interface SearchExpression {
+  /** The MATCH expression: quoted terms, implicitly AND-ed. */
+  match: string;
+  /** The terms as understood, for the result. */
+  terms: string[];
+}
+
+export const MAX_QUERY_LENGTH = 1000;
+const MAX_TERMS = 32;
+/** What unicode61 keeps as token characters; a term without any names no token and matches nothing. */
+const TOKEN_CHAR = /[\p{L}\p{N}\p{Co}]/u;
+
+export function parseSearchQuery(text: string): SearchExpression {
+  if (text.length > MAX_QUERY_LENGTH) throw new SearchQueryError(`Query is longer than ${MAX_QUERY_LENGTH} characters`);
+  const quotes = (text.match(/"/g) ?? []).length;
+  if (quotes % 2 !== 0) {
+    throw new SearchQueryError('Unbalanced quote in query: close the phrase with a second " (or remove the quote)');
+  }
+  const parts: { text: string; phrase: boolean; prefix: boolean }[] = [];
+  const re = /"([^"]*)"|(\S+?)(?="|\s|$)/g;
+  for (const m of text.matchAll(re)) {
+    if (m[1] !== undefined) parts.push({ text: m[1], phrase: true, prefix: false });
+    else {
+      const word = m[2]!;
+      const prefix = word.length > 1 && word.endsWith('*') && TOKEN_CHAR.test(word.slice(-2, -1));
+      parts.push({ text: prefix ? word.slice(0, -1) : word, phrase: false, prefix });
+    }
+  }
+  const kept = parts.filter((p) => TOKEN_CHAR.test(p.text));
+  if (kept.length === 0) throw new SearchQueryError('Query has no words to search for (punctuation alone matches nothing)');
+  if (kept.length > MAX_TERMS) throw new SearchQueryError(`Query has more than ${MAX_TERMS} terms`);
+  const match = kept.map((p) => `"${p.text.replace(/"/g, '""')}"${p.prefix ? '*' : ''}`).join(' ');
+  return { match, terms: kept.map((p) => (p.phrase ? `"${p.text}"` : p.prefix ? `${p.text}*` : p.text)) };
+}

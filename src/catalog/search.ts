@@ -1,0 +1,88 @@
+// The `search` tool: full-text search over the text documents (SQLite FTS5,
+// bm25 ranking), one snippet and line number per file.
+import { z } from 'zod';
+import { planQuery } from '../query/plan.ts';
+import { toResource } from '../resource.ts';
+import { SEARCH_MAX_FILE_BYTES } from './content-search.ts';
+import { scopeQuery } from './scope.ts';
+import { parseSearchQuery, SearchQueryError } from './search-query.ts';
+import { asList, resourceLink, stringOrList, ToolFailure, type ToolDefinition } from './tool.ts';
+
+export const SEARCH_DEFAULT_LIMIT = 20;
+export const SEARCH_MAX_LIMIT = 100;
+
+const input = z.strictObject({
+  query: z
+    .string()
+    .min(1)
+    .describe(
+      'Words and "quoted phrases"; every one must occur (AND). Case and accents are ignored. A word ending in * matches by prefix (`pars*`). ' +
+        'Operators such as OR, NOT, NEAR, - and : are searched as plain text.',
+    ),
+  glob: stringOrList('Only files whose path (relative to a served folder) matches one of these globs, e.g. `src/**/*.ts`.'),
+  name: stringOrList('Only files whose name matches one of these globs, e.g. `*.md`.'),
+  prefix: z.string().optional().describe('Only files under this path (relative to a served folder) or URI prefix.'),
+  limit: z.number().int().min(1).max(SEARCH_MAX_LIMIT).default(SEARCH_DEFAULT_LIMIT).describe(`At most this many files (max ${SEARCH_MAX_LIMIT}).`),
+});
+
+const hit = z.object({
+  uri: z.string(),
+  path: z.string(),
+  line: z.number().describe('1-based line of the first highlighted match'),
+  text: z.string().describe('that line, trimmed'),
+  snippet: z.string().describe('the best matching passage, matches marked «like this»'),
+  score: z.number().describe('bm25 relevance, higher is better'),
+});
+
+const output = z.object({
+  query: z.string(),
+  terms: z.array(z.string()),
+  results: z.array(hit),
+  indexing: z
+    .object({ done: z.number(), total: z.number() })
+    .optional()
+    .describe('Present while the content index is still being built: results cover only the files indexed so far.'),
+});
+
+export const searchTool: ToolDefinition<z.infer<typeof input>> = {
+  name: 'search',
+  title: 'Search file contents',
+  description:
+    'Full-text search over the text files of the served folders, best matches first (bm25), with the line number and a snippet of each match. ' +
+    `Text files up to ${SEARCH_MAX_FILE_BYTES / 1024 / 1024} MiB are indexed. Use find for file names, read to see a file.`,
+  input,
+  output,
+  async run(tc, args) {
+    const { ctx, search } = tc;
+    if (!search) throw new ToolFailure('Full-text search is turned off on this server (--no-search)');
+    let expression;
+    try {
+      expression = parseSearchQuery(args.query);
+    } catch (error) {
+      if (error instanceof SearchQueryError) throw new ToolFailure(error.message);
+      throw error;
+    }
+    await ctx.index.ready;
+    const query = scopeQuery({ glob: asList(args.glob), name: asList(args.name), prefix: args.prefix }, ctx.roots);
+    const plan = planQuery(query);
+    const hits = search.search(expression, { ranges: plan.ranges, residual: plan.residual }, args.limit);
+    const progress = search.progress;
+    const results = hits.map((h) => ({
+      uri: h.row.uri,
+      path: toResource(h.row, ctx.roots).title,
+      line: h.line,
+      text: h.text,
+      snippet: h.snippet,
+      score: Math.round(h.score * 1000) / 1000,
+    }));
+    const indexing = progress.complete ? undefined : { done: progress.done, total: progress.total };
+    const lines = results.map((r) => `${r.path}:${r.line}: ${r.text}`);
+    const summary =
+      (indexing ? `Note: the content index is still being built (${indexing.done} of ${indexing.total} files); results are partial.\n` : '') +
+      (results.length === 0 ? `No matches for ${expression.terms.join(' ')}.` : lines.join('\n'));
+    return {
+      content: [{ type: 'text', text: summary }, ...hits.map((h) => resourceLink(h.row, ctx))],
+      structuredContent: { query: args.query, terms: expression.terms, results, ...(indexing ? { indexing } : {}) },
+    };
+  },
+};

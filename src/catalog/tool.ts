@@ -1,0 +1,73 @@
+// The shape every tool shares: a zod schema for its arguments and one for its
+// structured output (both also published as JSON Schema in tools/list), and a
+// run function. A ToolFailure is the tool's own error: it becomes a result with
+// `isError: true` that the model can read and act on, not a protocol error.
+import { z } from 'zod';
+import type { EntryRow } from '../index/entry.ts';
+import type { ServerContext } from '../protocol/context.ts';
+import { toResource } from '../resource.ts';
+import type { ContentSearch } from './content-search.ts';
+
+/** SEP-1292 namespace of everything this server offers as tools and prompts. */
+export const CATALOG_GROUP = 'files';
+export const toolUri = (name: string) => `mcp://tools/${CATALOG_GROUP}/${name}`;
+export const promptUri = (name: string) => `mcp://prompts/${CATALOG_GROUP}/${name}`;
+
+export interface ToolContext {
+  ctx: ServerContext;
+  search: ContentSearch | null;
+}
+
+export type ContentBlock = Record<string, unknown> & { type: string };
+
+export interface ToolResult {
+  [key: string]: unknown;
+  content: ContentBlock[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+export interface ToolDefinition<A = any> {
+  name: string;
+  title: string;
+  description: string;
+  input: z.ZodType<A>;
+  output: z.ZodType;
+  run(tc: ToolContext, args: A): Promise<ToolResult>;
+}
+
+/** An error the tool reports to the model as an `isError` result. */
+export class ToolFailure extends Error {
+  override name = 'ToolFailure';
+}
+
+export function failure(message: string): ToolResult {
+  return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+/** A `resource_link` content block carrying the full resource object (SEP-2093 fields included). */
+export function resourceLink(row: EntryRow, ctx: ServerContext): ContentBlock {
+  return { type: 'resource_link', ...toResource(row, ctx.roots) };
+}
+
+/** JSON Schema for tools/list: draft-07 (what SDK clients validate with), no `$schema` key. */
+export function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const out = z.toJSONSchema(schema, { target: 'draft-7', io }) as Record<string, unknown>;
+  delete out.$schema;
+  return out;
+}
+
+/** One argument that may be given as a string or a list of strings. */
+export const stringOrList = (description: string) =>
+  z.union([z.string(), z.array(z.string()).max(100)]).optional().describe(description);
+
+export function asList(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  return typeof value === 'string' ? [value] : value;
+}
+
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
