@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { ContentSearch } from './catalog/content-search.ts';
 import type { Config } from './config.ts';
 import { createConvert } from './content/formats.ts';
 import { getMeta } from './index/db.ts';
@@ -38,12 +39,16 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
     // Always written with the schema; the fallback only keeps cursors signed.
     cursorSecret: getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
     convert: createConvert(index, log),
+    search: config.search ? new ContentSearch(index, log) : null,
   };
   const server = createServer(ctx, info);
+  // Content index for the search tool: built after the first scan, in the background.
+  ctx.search?.start();
   return {
     server,
     index,
     async close() {
+      await ctx.search?.close();
       await server.close();
       index.close();
     },

@@ -20,6 +20,8 @@ export interface Config {
   maxReadBytes: number;
   logLevel: LogLevel;
   watcher: WatcherKind;
+  /** Full-text content index and the `search` tool (`--no-search` turns both off). */
+  search: boolean;
 }
 
 /** Keeps a whole read well under the SDK's 10 MiB stdio message limit, even as base64. */
@@ -43,6 +45,7 @@ Options:
                          served folder (links out of the folders never resolve)
   --max-read-bytes N     largest file resources/read returns (default ${DEFAULT_MAX_READ_BYTES})
   --watcher KIND         auto | chokidar | parcel | poll | none (default auto)
+  --no-search            no full-text content index and no search tool
   --log-level LEVEL      error | warn | info | debug (default info); logs go to stderr
   -h, --help             show this help
   -v, --version          show the version
@@ -68,6 +71,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
         'follow-symlinks': { type: 'boolean' },
         'max-read-bytes': { type: 'string' },
         watcher: { type: 'string' },
+        'no-search': { type: 'boolean' },
         'log-level': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
@@ -100,6 +104,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       maxReadBytes: positiveInt(values['max-read-bytes'], '--max-read-bytes', DEFAULT_MAX_READ_BYTES),
       logLevel: logLevel as LogLevel,
       watcher: watcher as WatcherKind,
+      search: !values['no-search'],
     },
   };
 }

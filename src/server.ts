@@ -4,6 +4,7 @@ import type { ServerContext } from './protocol/context.ts';
 import { listResources, listResourceTemplates } from './protocol/list.ts';
 import { readResource, resourceMetadata } from './protocol/read.ts';
 import * as schemas from './protocol/schemas.ts';
+import { CATALOG_CAPABILITIES, wireCatalog } from './catalog/wire.ts';
 
 export interface ServerInfo {
   name: string;
@@ -20,10 +21,12 @@ export function createServer(ctx: ServerContext, info: ServerInfo): Server {
     capabilities: {
       resources: { filtering: FILTERING.resources } as Record<string, unknown>,
       experimental: EXPERIMENTAL,
+      ...CATALOG_CAPABILITIES,
     },
     instructions:
       'Files and folders of the served project as MCP resources: every file a document, every directory a collection. ' +
-      'List with resources/list (params: prefix, filters.uri_paths, filter.namePatterns/uriPatterns, uri for the children of a collection).',
+      'List with resources/list (params: prefix, filters.uri_paths, filter.namePatterns/uriPatterns, uri for the children of a collection). ' +
+      'Tools find, search, read and tree reach the same files; group discovery at mcp://groups/tools, mcp://groups/prompts, mcp://groups/resources.',
   });
   server.setRequestHandler(schemas.ListResourcesRequest, (request) => listResources(ctx, request.params));
   server.setRequestHandler(schemas.ListResourceTemplatesRequest, (request) =>
@@ -31,5 +34,6 @@ export function createServer(ctx: ServerContext, info: ServerInfo): Server {
   );
   server.setRequestHandler(schemas.ReadResourceRequest, (request) => readResource(ctx, request.params));
   server.setRequestHandler(schemas.ResourceMetadataRequest, (request) => resourceMetadata(ctx, request.params));
+  wireCatalog(server, ctx);
   return server;
 }
