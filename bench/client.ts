@@ -1,0 +1,105 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+export const SERVER_FILESYSTEM = fileURLToPath(
+  new URL('../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js', import.meta.url),
+);
+
+/** Keeps every field of a result: the SDK's own result schemas strip extension fields. */
+export const Loose = z.looseObject({});
+export type LooseResult = Record<string, unknown>;
+
+export interface Conn {
+  client: Client;
+  pid: number;
+  stderr(): string;
+  request(method: string, params?: Record<string, unknown>): Promise<LooseResult>;
+  /** Server capabilities as sent on the wire (the SDK client strips unknown keys from its own copy). */
+  capabilities: LooseResult;
+  close(): Promise<void>;
+}
+
+/** Spawns a stdio MCP server (`node script args...`) and connects the SDK Client, as a user's client would. */
+export async function spawnServer(script: string, args: string[]): Promise<Conn> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [script, ...args], stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-20_000);
+  });
+  let capabilities: LooseResult = {};
+  // Peek at the raw initialize result: the Client keeps only the capabilities it knows.
+  const onmessage = () => transport.onmessage;
+  const client = new Client({ name: 'folder-mcp-bench', version: '0.0.0' }, { capabilities: {} });
+  const connecting = client.connect(transport);
+  const inner = onmessage();
+  if (inner) {
+    transport.onmessage = (message) => {
+      const result = (message as { result?: { capabilities?: LooseResult } }).result;
+      if (result?.capabilities && Object.keys(capabilities).length === 0) capabilities = result.capabilities;
+      inner(message);
+    };
+  }
+  await connecting;
+  if (Object.keys(capabilities).length === 0) capabilities = (client.getServerCapabilities() ?? {}) as LooseResult;
+  return {
+    client,
+    pid: transport.pid ?? -1,
+    stderr: () => stderr,
+    request: (method, params) =>
+      client.request({ method, params } as never, Loose, { timeout: 600_000 }) as Promise<LooseResult>,
+    capabilities,
+    close: () => client.close(),
+  };
+}
+
+/** Starts folder-mcp on `root` with the given extra options. */
+export function spawnFolderMcp(root: string, db: string, extra: string[] = []): Promise<Conn> {
+  return spawnServer(CLI, ['--db', db, '--log-level', 'warn', ...extra, root]);
+}
+
+/** Peak resident set (VmHWM) of a process in MiB, or null where /proc is not there. */
+export function peakRssMiB(pid: number): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const match = /VmHWM:\s+(\d+) kB/.exec(status);
+    return match ? Math.round(Number(match[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** inotify watches a process holds (lines `inotify wd:` across its fdinfo), or null without /proc. */
+export function inotifyWatches(pid: number): number | null {
+  try {
+    let n = 0;
+    for (const fd of readdirSync(`/proc/${pid}/fdinfo`)) {
+      try {
+        const text = readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8');
+        for (const line of text.split('\n')) if (line.startsWith('inotify wd:')) n++;
+      } catch {
+        // fd closed meanwhile
+      }
+    }
+    return n;
+  } catch {
+    return null;
+  }
+}
+
+/** Pages through resources/list to the end; returns the item count and pages. */
+export async function listAll(conn: Conn, params: Record<string, unknown> = {}): Promise<{ items: number; pages: number; uris: string[] }> {
+  const uris: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const result = await conn.request('resources/list', cursor ? { ...params, cursor } : params);
+    for (const r of result.resources as { uri: string }[]) uris.push(r.uri);
+    cursor = result.nextCursor as string | undefined;
+    pages++;
+  } while (cursor);
+  return { items: uris.length, pages, uris };
+}

@@ -1,0 +1,94 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { BySize, Scenario, Table } from './context.ts';
+import { alternatives } from './scenarios/alternatives.ts';
+import { cold } from './scenarios/cold.ts';
+import { list } from './scenarios/list.ts';
+import { paginate } from './scenarios/paginate.ts';
+import { reads } from './scenarios/reads.ts';
+import { warm } from './scenarios/warm.ts';
+import { watch } from './scenarios/watch.ts';
+import { mdTable, textTable } from './stats.ts';
+
+/** Every scenario in run order: cold builds the index the later ones use; watch writes to the tree, so it goes last. */
+export const SCENARIOS = [cold, warm, list, paginate, alternatives, reads, watch] as Scenario<unknown>[];
+
+export const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
+
+export interface Machine {
+  nproc: number;
+  cpu: string;
+  ramGiB: number;
+  node: string;
+  platform: string;
+}
+
+export interface SizeEntry {
+  machine: Machine;
+  commit: string;
+  seed: number;
+  runs: number;
+  /** When each scenario's result was measured. */
+  at: Record<string, string>;
+  scenarios: Record<string, unknown>;
+}
+
+/** A results file: per size, per scenario, the newest result (a run updates what it measured and keeps the rest). */
+export interface Results {
+  updated: string;
+  sizes: Record<string, SizeEntry>;
+}
+
+export function readResults(file: string): Results {
+  if (!existsSync(file)) return { updated: '', sizes: {} };
+  return JSON.parse(readFileSync(file, 'utf8')) as Results;
+}
+
+export function mergeInto(old: Results, fresh: Results): Results {
+  const out: Results = { updated: fresh.updated, sizes: { ...old.sizes } };
+  for (const [size, entry] of Object.entries(fresh.sizes)) {
+    const prev = out.sizes[size];
+    out.sizes[size] = prev
+      ? { ...entry, at: { ...prev.at, ...entry.at }, scenarios: { ...prev.scenarios, ...entry.scenarios } }
+      : entry;
+  }
+  return out;
+}
+
+export function sizesOf(results: Results): number[] {
+  return Object.keys(results.sizes).map(Number).sort((a, b) => a - b);
+}
+
+/** The result of one scenario at each size that has one, in size order. */
+export function bySize<R>(results: Results, name: string): BySize<R> {
+  return sizesOf(results)
+    .filter((size) => results.sizes[size]!.scenarios[name] !== undefined)
+    .map((size) => ({ size, result: results.sizes[size]!.scenarios[name] as never }));
+}
+
+/** Every scenario's tables over every size in the results. */
+export function allTables(results: Results): Table[] {
+  return SCENARIOS.flatMap((s) => {
+    const rows = bySize(results, s.name);
+    return rows.length ? s.tables(rows) : [];
+  });
+}
+
+export function renderTables(tables: Table[], format: 'text' | 'md'): string {
+  return tables
+    .map((t) =>
+      format === 'text'
+        ? `${textTable(t.title, t.header, t.rows)}${t.note ? `\n${t.note}` : ''}`
+        : `#### ${t.title}\n\n${mdTable(t.header, t.rows)}${t.note ? `\n\n${t.note}` : ''}\n`,
+    )
+    .join('\n');
+}
+
+export function gitRev(): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown';
+  }
+}

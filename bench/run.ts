@@ -1,0 +1,122 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { CLI, spawnFolderMcp } from './client.ts';
+import { makeContext, type Scenario, type Skipped } from './context.ts';
+import { allTables, gitRev, mergeInto, readResults, renderTables, RESULTS_DIR, SCENARIOS, type Machine, type Results } from './results.ts';
+import { cold } from './scenarios/cold.ts';
+import { writeChart } from './svg.ts';
+import { benchHome, ensureTree } from './tree.ts';
+
+const USAGE = `Usage: npm run bench -- [options]
+
+  --sizes LIST    tree sizes in files, comma-separated (default 10000,100000,1000000)
+  --only LIST     scenarios to run: ${SCENARIOS.map((s) => s.name).join(', ')} (default all)
+  --runs N        measured repetitions of slow measurements (default 5; 1 at 1M files)
+  --seed N        tree generator seed (default 1)
+  --quick         10k files, few runs: checks the harness in about a minute (results not saved to latest.json)
+  -h, --help      this help
+
+Trees are generated once under ${join(benchHome(), 'trees')} and reused.
+Results: bench/results/<timestamp>.json, bench/results/latest.json, bench/results/chart.svg.
+`;
+
+function machine(): Machine {
+  let cpu = cpus()[0]?.model ?? 'unknown';
+  try {
+    cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpu;
+  } catch {
+    // not Linux: os.cpus() it is
+  }
+  return { nproc: cpus().length, cpu, ramGiB: Math.round(totalmem() / 2 ** 30), node: process.version, platform: process.platform };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      sizes: { type: 'string' },
+      only: { type: 'string' },
+      runs: { type: 'string' },
+      seed: { type: 'string' },
+      quick: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return void process.stdout.write(USAGE);
+  const quick = values.quick ?? false;
+  const sizes = (values.sizes ?? (quick ? '10000' : '10000,100000,1000000')).split(',').map((s) => Number(s.trim()));
+  if (sizes.some((n) => !Number.isInteger(n) || n < 100)) throw new Error(`--sizes: whole numbers >= 100, got ${values.sizes}`);
+  const only = values.only?.split(',').map((s) => s.trim());
+  const unknown = only?.filter((n) => !SCENARIOS.some((s) => s.name === n)) ?? [];
+  if (unknown.length) throw new Error(`--only: unknown scenario ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+  const scenarios = SCENARIOS.filter((s) => !only || only.includes(s.name));
+  const runsOpt = values.runs ? Number(values.runs) : quick ? 2 : 5;
+  const seed = values.seed ? Number(values.seed) : 1;
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first (npm run bench does)`);
+
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  const work = mkdtempSync(join(benchHome(), 'work-'));
+  const mach = machine();
+  log(`folder-mcp bench: sizes ${sizes.join(', ')}; scenarios ${scenarios.map((s) => s.name).join(', ')}; ${mach.nproc} x ${mach.cpu}, ${mach.ramGiB} GiB, Node ${mach.node}`);
+  const started = new Date();
+  const fresh: Results = { updated: started.toISOString(), sizes: {} };
+  try {
+    for (const size of sizes) {
+      const tree = ensureTree(size, seed, log);
+      const runs = size >= 1_000_000 && !values.runs ? 1 : runsOpt;
+      const ctx = makeContext(tree, { runs, quick, work, log });
+      // The later scenarios need an index; without the cold scenario, build one untimed.
+      if (!scenarios.includes(cold as Scenario<unknown>)) await buildIndex(ctx.root, ctx.db, log);
+      const entry = (fresh.sizes[size] = { machine: mach, commit: gitRev(), seed, runs, at: {} as Record<string, string>, scenarios: {} as Record<string, unknown> });
+      for (const scenario of scenarios) {
+        log(`[${size}] ${scenario.name} ...`);
+        const t0 = performance.now();
+        let result: unknown;
+        try {
+          result = await scenario.run(ctx);
+        } catch (error) {
+          log(`[${size}] ${scenario.name} failed: ${(error as Error).stack}`);
+          result = { skipped: `failed: ${(error as Error).message.slice(0, 160)}` } satisfies Skipped;
+        }
+        entry.scenarios[scenario.name] = result;
+        entry.at[scenario.name] = new Date().toISOString();
+        log(`[${size}] ${scenario.name} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+        for (const table of scenario.tables([{ size, result }])) process.stdout.write(`${renderTables([table], 'text')}\n`);
+      }
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const stamp = started.toISOString().replace(/[:.]/g, '-');
+  writeFileSync(join(RESULTS_DIR, `${stamp}.json`), JSON.stringify(fresh, null, 1));
+  let merged = fresh;
+  if (!quick) {
+    merged = mergeInto(readResults(join(RESULTS_DIR, 'latest.json')), fresh);
+    writeFileSync(join(RESULTS_DIR, 'latest.json'), JSON.stringify(merged, null, 1));
+    writeChart(merged, join(RESULTS_DIR, 'chart.svg'));
+  }
+  process.stdout.write(`\n\n######## Summary (${quick ? 'this quick run' : 'latest.json: this run merged over earlier ones'})\n`);
+  process.stdout.write(`${renderTables(allTables(merged), 'text')}\n`);
+  log(`\nwrote bench/results/${stamp}.json${quick ? '' : ', bench/results/latest.json, bench/results/chart.svg'}`);
+}
+
+/** Builds an index untimed, through the real server: spawn, first list, close. */
+async function buildIndex(root: string, db: string, log: (line: string) => void): Promise<void> {
+  log('building the index (untimed) ...');
+  const conn = await spawnFolderMcp(root, db, ['--watcher', 'none']);
+  await conn.request('resources/list', {});
+  await conn.close();
+}
+
+
+
+
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench: ${(error as Error).message}\n`);
+  process.exitCode = 1;
+});

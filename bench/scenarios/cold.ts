@@ -1,0 +1,106 @@
+import fg from 'fast-glob';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { FolderIndex } from '../../src/index/folder-index.ts';
+import { silentLogger } from '../../src/log.ts';
+import { makeRoot } from '../../src/uri.ts';
+import { peakRssMiB, spawnFolderMcp } from '../client.ts';
+import { sizeLabel, skippedRow, type Scenario, type SizeContext } from '../context.ts';
+import { fmtMs, fmtRatio, fmtStat, summarize, type Stat } from '../stats.ts';
+
+export interface ColdResult {
+  entries: number;
+  /** The physical limit: a bare fast-glob walk with stats of the same tree. */
+  walk: Stat;
+  /** In-process: new FolderIndex(...) until `ready`. */
+  index: Stat;
+  /** Spawn of dist/cli.js on an empty index until the first resources/list page is answered. */
+  server: Stat;
+  /** The server's own "indexed N entries in X ms" log line. */
+  serverScan: Stat | null;
+  peakRssMiB: number | null;
+}
+
+/** The bare walk the index is measured against: what any indexer must at least do. */
+export async function bareWalk(root: string): Promise<number> {
+  let n = 0;
+  const stream = fg.stream('**', { cwd: root, stats: true, onlyFiles: false, dot: true, followSymbolicLinks: false });
+  for await (const _ of stream) n++;
+  return n;
+}
+
+function removeDb(file: string): void {
+  for (const s of ['', '-wal', '-shm']) rmSync(file + s, { force: true });
+}
+
+export const cold: Scenario<ColdResult> = {
+  name: 'cold',
+  async run(ctx: SizeContext) {
+    const runs = ctx.runs;
+    const entries = await bareWalk(ctx.root); // warm-up: every run below sees the same (hot) dentry cache
+    const walk: number[] = [];
+    const index: number[] = [];
+    const server: number[] = [];
+    const serverScan: number[] = [];
+    let peak: number | null = null;
+    // Interleaved, so machine noise hits all three alike.
+    for (let i = 0; i < runs; i++) {
+      ctx.log(`  cold run ${i + 1}/${runs}`);
+      let t0 = performance.now();
+      await bareWalk(ctx.root);
+      walk.push(performance.now() - t0);
+
+      const dbFile = join(ctx.work, `inproc-${ctx.tree.size}.db`);
+      removeDb(dbFile);
+      t0 = performance.now();
+      const fi = new FolderIndex({ roots: [makeRoot(ctx.root)], dbFile, log: silentLogger, gitignore: true, exclude: [] });
+      await fi.ready;
+      index.push(performance.now() - t0);
+      fi.close();
+      removeDb(dbFile);
+
+      removeDb(ctx.db);
+      t0 = performance.now();
+      const conn = await spawnFolderMcp(ctx.root, ctx.db, ['--log-level', 'info', '--watcher', 'none']);
+      await conn.request('resources/list', {});
+      server.push(performance.now() - t0);
+      peak = Math.max(peak ?? 0, peakRssMiB(conn.pid) ?? 0) || peak;
+      const m = /indexed \d+ entries in (\d+) ms/.exec(conn.stderr());
+      if (m) serverScan.push(Number(m[1]));
+      await conn.close();
+    }
+    return {
+      entries,
+      walk: summarize(walk),
+      index: summarize(index),
+      server: summarize(server),
+      serverScan: serverScan.length ? summarize(serverScan) : null,
+      peakRssMiB: peak,
+    };
+  },
+  tables(bySize) {
+    const header = ['size', 'entries', 'bare walk', 'index (in-process)', 'index/walk', 'server spawn→1st page', 'server/walk', 'server scan (log)', 'peak RSS'];
+    return [
+      {
+        title: '1. Cold index vs the physical limit (bare fast-glob walk with stats)',
+        header,
+        rows: bySize.map(({ size, result: r }) =>
+          'skipped' in r
+            ? skippedRow(size, r, header.length)
+            : [
+                sizeLabel(size),
+                String(r.entries),
+                fmtStat(r.walk),
+                fmtStat(r.index),
+                fmtRatio(r.index.p50 / r.walk.p50),
+                fmtStat(r.server),
+                fmtRatio(r.server.p50 / r.walk.p50),
+                r.serverScan ? fmtMs(r.serverScan.p50) : 'n/a',
+                r.peakRssMiB === null ? 'n/a' : `${r.peakRssMiB} MiB`,
+              ],
+        ),
+        note: 'Medians (p99, min–max). Target: index <= 1.3x the bare walk. The server time includes Node start-up and the MCP handshake.',
+      },
+    ];
+  },
+};
