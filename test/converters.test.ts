@@ -127,6 +127,10 @@ describe('PDF converter', () => {
     await rejectsConversion(convert(pdfConverter, pdf.subarray(0, 40)), /cannot be parsed/);
   });
 
+  test('an encrypted PDF is refused as such', async () => {
+    await rejectsConversion(convert(pdfConverter, makePdf(['secret'], { encrypted: true })), /encrypted/);
+  });
+
   test('an aborted conversion stops', async () => {
     const controller = new AbortController();
     controller.abort();

@@ -36,6 +36,7 @@ const TREE: Record<string, string | Uint8Array> = {
     docxParts(['boom']).map((p) => (p.name === 'word/document.xml' ? { ...p, declaredSize: 0xfffffff0 } : p)),
   ),
   'bad/broken.ipynb': '{"cells": [',
+  'bad/encrypted.pdf': makePdf(['secret'], { encrypted: true }),
 };
 
 type Item = LooseResult & { uri: string; mimeType: string; size: number; text?: string; blob?: string };
@@ -136,7 +137,7 @@ describe('format alternatives over stdio', () => {
   });
 
   test('corrupt, truncated and zip-bomb files: the primary item alone, one warning each, the server keeps serving', async () => {
-    for (const rel of ['bad/corrupt.pdf', 'bad/truncated.docx', 'bad/bomb.docx', 'bad/broken.ipynb']) {
+    for (const rel of ['bad/corrupt.pdf', 'bad/encrypted.pdf', 'bad/truncated.docx', 'bad/bomb.docx', 'bad/broken.ipynb']) {
       const items = await read(rel);
       assert.equal(items.length, 1, `${rel}: alternative left out`);
       await checkPrimary(rel, items, rel.endsWith('.ipynb') ? 'text' : 'blob');
@@ -145,6 +146,7 @@ describe('format alternatives over stdio', () => {
       assert.equal(warnings(rel), 1, `${rel}: the failure is cached, not warned about again`);
     }
     assert.match(conn.stderr(), /bomb\.docx left out: zip entries uncompress to more than/);
+    assert.match(conn.stderr(), /encrypted\.pdf left out: PDF is encrypted/);
     assert.equal((await read('docs/report.pdf')).length, 2, 'still serving');
   });
 

@@ -6,8 +6,12 @@ import { crc32, deflateRawSync } from 'node:zlib';
  * Pure functions; nothing here touches the disk.
  */
 
-/** A PDF with one page per string (Helvetica, one text line per '\n'-separated line). */
-export function makePdf(pages: readonly string[]): Buffer {
+/**
+ * A PDF with one page per string (Helvetica, one text line per '\n'-separated
+ * line). `encrypted` adds a standard security handler whose password is not
+ * empty (and unknown): readers must refuse it.
+ */
+export function makePdf(pages: readonly string[], options: { encrypted?: boolean } = {}): Buffer {
   const objects: string[] = [];
   // 1: catalog, 2: page tree, 3: font, then per page a page object and its content stream.
   const pageIds = pages.map((_, i) => 4 + i * 2);
@@ -39,7 +43,10 @@ export function makePdf(pages: readonly string[]): Buffer {
   const xref = Buffer.byteLength(out, 'latin1');
   out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
   for (const offset of offsets) out += `${String(offset).padStart(10, '0')} 00000 n \n`;
-  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  const encrypt = options.encrypted
+    ? ` /Encrypt << /Filter /Standard /V 1 /R 2 /O <${'ab'.repeat(32)}> /U <${'ab'.repeat(32)}> /P -4 >> /ID [<${'01'.repeat(16)}> <${'01'.repeat(16)}>]`
+    : '';
+  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R${encrypt} >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(out, 'latin1');
 }
 
