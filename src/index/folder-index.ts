@@ -12,7 +12,15 @@ export interface IndexChange {
   removed: readonly string[];
 }
 
-export type IndexChangeListener = (change: IndexChange) => void;
+/** A batch as committed: `listChanged` says whether the set of resources changed (an entry appeared or vanished). */
+export interface CommittedChange extends IndexChange {
+  listChanged: boolean;
+}
+
+export type IndexChangeListener = (change: CommittedChange) => void;
+
+/** How often a long cold scan says how far it got on stderr. */
+const SCAN_PROGRESS_LOG_MS = 2000;
 
 export interface FolderIndexOptions extends IgnoreOptions {
   roots: readonly Root[];
@@ -34,6 +42,7 @@ export class FolderIndex {
   /** Entries indexed so far by the running scan (for progress reports). */
   scanned = 0;
   private closed = false;
+  private scanDone = false;
   private readonly listeners = new Set<IndexChangeListener>();
 
   constructor(readonly options: FolderIndexOptions) {
@@ -46,7 +55,16 @@ export class FolderIndex {
     this.ready = this.warm ? Promise.resolve() : this.coldScan(rootsKey);
     // A failed scan is reported to every waiting request; this keeps it from
     // also being an unhandled rejection when nothing is waiting.
-    this.ready.catch(() => {});
+    this.ready.then(
+      () => (this.scanDone = true),
+      () => (this.scanDone = true),
+    );
+    if (this.warm) this.scanDone = true;
+  }
+
+  /** True once `ready` has settled (at once for a warm index). */
+  get isReady(): boolean {
+    return this.scanDone;
   }
 
   get roots(): readonly Root[] {
@@ -58,10 +76,15 @@ export class FolderIndex {
     const started = performance.now();
     this.db.exec(`DELETE FROM meta WHERE key = 'scan_completed'; DELETE FROM entries;`);
     setMeta(this.db, 'roots', rootsKey);
+    let lastLog = started;
     for await (const batch of scanRoots({ roots: this.roots, rules: this.rules, log })) {
       if (this.closed) throw new Error('index closed during the scan');
       this.store.upsertMany(batch);
       this.scanned += batch.length;
+      if (performance.now() - lastLog >= SCAN_PROGRESS_LOG_MS) {
+        lastLog = performance.now();
+        log.info(`scanning: ${this.scanned} entries so far (${Math.round((lastLog - started) / 1000)} s)`);
+      }
     }
     // Written last: a server killed mid-scan finds no mark and starts cold again.
     setMeta(this.db, 'scan_completed', new Date().toISOString());
@@ -77,14 +100,29 @@ export class FolderIndex {
     return () => this.listeners.delete(listener);
   }
 
-  /** Writes one batch in a transaction, then tells the listeners. */
-  apply(change: IndexChange): void {
-    if (this.closed || (change.upserted.length === 0 && change.removed.length === 0)) return;
-    this.db.transaction(() => {
-      for (const uri of change.removed) this.store.deleteTree(uri);
+  /**
+   * Writes one batch in a transaction (removals first, then upserts), then
+   * tells the listeners. Returns what was committed, or undefined when
+   * nothing was (empty batch, or the index is closed).
+   */
+  apply(change: IndexChange): CommittedChange | undefined {
+    if (this.closed || (change.upserted.length === 0 && change.removed.length === 0)) return undefined;
+    const committed = this.db.transaction((): CommittedChange => {
+      let listChanged = false;
+      for (const uri of change.removed) if (this.store.deleteTree(uri) > 0) listChanged = true;
+      for (const row of change.upserted) if (!listChanged && !this.store.get(row.uri)) listChanged = true;
       this.store.upsertMany(change.upserted);
+      return { ...change, listChanged };
     })();
-    for (const listener of this.listeners) listener(change);
+    for (const listener of this.listeners) {
+      try {
+        listener(committed);
+      } catch (error) {
+        // A listener's bug must not undo or block a committed write.
+        this.options.log.error(`index change listener failed: ${(error as Error).stack ?? String(error)}`);
+      }
+    }
+    return committed;
   }
 
   close(): void {

@@ -1,0 +1,83 @@
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { CommittedChange } from '../index/folder-index.ts';
+import type { Logger } from '../log.ts';
+import { Coalescer } from './coalesce.ts';
+import type { Subscriptions } from './subscriptions.ts';
+
+export interface NotifyTimings {
+  /** list_changed goes out this long after the last change of a burst... */
+  listQuietMs: number;
+  /** ...but no later than this after the first. */
+  listMaxDelayMs: number;
+  updatedQuietMs: number;
+  updatedMaxDelayMs: number;
+}
+
+export const DEFAULT_NOTIFY_TIMINGS: NotifyTimings = {
+  listQuietMs: 200,
+  listMaxDelayMs: 1000,
+  updatedQuietMs: 100,
+  updatedMaxDelayMs: 500,
+};
+
+/**
+ * Turns committed index changes into MCP notifications, coalesced in time
+ * (the SDK only coalesces within one tick): `list_changed` when the set of
+ * resources changed, `updated {uri, title}` once per subscribed URI per window.
+ */
+export class ResourceNotifier {
+  private readonly pendingUpdated = new Set<string>();
+  private readonly list: Coalescer;
+  private readonly updated: Coalescer;
+
+  constructor(
+    private readonly server: Server,
+    private readonly subscriptions: Subscriptions,
+    private readonly log: Logger,
+    timings: NotifyTimings = DEFAULT_NOTIFY_TIMINGS,
+  ) {
+    this.list = new Coalescer(() => this.sendListChanged(), timings.listQuietMs, timings.listMaxDelayMs);
+    this.updated = new Coalescer(() => this.sendUpdated(), timings.updatedQuietMs, timings.updatedMaxDelayMs);
+  }
+
+  /** An IndexChangeListener. */
+  readonly onCommitted = (change: CommittedChange): void => {
+    if (change.listChanged) this.list.trigger();
+    const affected = this.subscriptions.affectedBy(change);
+    if (affected.size === 0) return;
+    for (const uri of affected) this.pendingUpdated.add(uri);
+    this.updated.trigger();
+  };
+
+  /** Sends what is pending now (before shutdown). */
+  flush(): void {
+    this.updated.flush();
+    this.list.flush();
+  }
+
+  cancel(): void {
+    this.updated.cancel();
+    this.list.cancel();
+  }
+
+  private sendListChanged(): void {
+    this.server.sendResourceListChanged().catch((error: unknown) => this.dropped('list_changed', error));
+  }
+
+  private sendUpdated(): void {
+    const uris = [...this.pendingUpdated];
+    this.pendingUpdated.clear();
+    for (const uri of uris) {
+      // Unsubscribed while the window was open: the client asked for silence.
+      const title = this.subscriptions.titleOf(uri);
+      if (title === undefined) continue;
+      // The spec's params carry `title`; the SDK's type for them is older and lacks it.
+      this.server.sendResourceUpdated({ uri, title } as { uri: string }).catch((error: unknown) => this.dropped('updated', error));
+    }
+  }
+
+  private dropped(what: string, error: unknown): void {
+    // Not connected (yet, or any more): there is nobody to tell.
+    this.log.debug(`notification ${what} not sent: ${(error as Error).message ?? String(error)}`);
+  }
+}

@@ -1,0 +1,42 @@
+import type { FolderIndex } from '../index/folder-index.ts';
+
+/** How often a waiting request hears how far the scan got. */
+export const PROGRESS_INTERVAL_MS = 500;
+
+/** The part of the SDK's RequestHandlerExtra that waiting needs. */
+export interface WaitExtra {
+  _meta?: { progressToken?: string | number; [key: string]: unknown };
+  sendNotification(notification: { method: 'notifications/progress'; params: Record<string, unknown> }): Promise<void>;
+}
+
+/**
+ * Waits for the first scan. When the request carries a progress token, sends
+ * `notifications/progress` (progress = entries indexed so far; the total is
+ * unknown until the walk ends) now and then until the scan is done.
+ */
+export async function waitForIndex(index: FolderIndex, extra: WaitExtra | undefined): Promise<void> {
+  const token = extra?._meta?.progressToken;
+  if (token === undefined || !extra) return index.ready;
+  let done = false;
+  let last = -1;
+  const report = () => {
+    if (done || index.scanned === last) return;
+    last = index.scanned;
+    extra
+      .sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: last, message: `indexing: ${last} entries so far` },
+      })
+      .catch(() => {}); // the client went away: nothing to tell
+  };
+  // A warm or finished index answers at once, with no progress at all.
+  if (index.isReady) return index.ready;
+  report();
+  const timer = setInterval(report, PROGRESS_INTERVAL_MS);
+  try {
+    await index.ready;
+  } finally {
+    done = true;
+    clearInterval(timer);
+  }
+}

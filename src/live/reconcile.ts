@@ -1,0 +1,266 @@
+import type { Dirent, Stats } from 'node:fs';
+import { lstat, readdir, readFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { EntryRow } from '../index/entry.ts';
+import type { FolderIndex } from '../index/folder-index.ts';
+import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
+import { entryRow, rootRow, sniffMime } from '../index/scan.ts';
+import type { Logger } from '../log.ts';
+import { findRoot, pathToUri, type Root } from '../uri.ts';
+
+/** Rows (and removals) per committed transaction. */
+const BATCH = 2000;
+/** Files opened or stat'ed at once: well under any fd limit. */
+const PARALLEL_IO = 128;
+/** Index children read per query when diffing one directory. */
+const CHILD_PAGE = 5000;
+
+/**
+ * Brings the index in line with the disk, one path or one subtree at a time,
+ * writing only through FolderIndex.apply. Every decision comes from an lstat
+ * made now, never from what a watcher said happened: so events may be lost,
+ * duplicated or reordered (renames, atomic saves, bursts) and the index still
+ * ends equal to the disk once the last change has been looked at.
+ *
+ * Memory is bounded by one directory's width (a subtree is diffed directory
+ * by directory against the index's children of that directory), not by the
+ * size of the tree.
+ */
+export class Reconciler {
+  private upserted: EntryRow[] = [];
+  private removed: string[] = [];
+  private sniffs: Promise<void>[] = [];
+
+  constructor(
+    private readonly index: FolderIndex,
+    private readonly log: Logger,
+    private readonly isClosed: () => boolean,
+    /** Told of each directory that a `.gitignore` edit brought back (the watcher may have skipped it). */
+    private readonly onUnignored: (dir: string) => void = () => {},
+  ) {}
+
+  private get roots(): readonly Root[] {
+    return this.index.roots;
+  }
+
+  /**
+   * Looks at each path (absolute) as it is now. New directories, and
+   * directories whose `.gitignore` changed, are walked as subtrees.
+   */
+  async paths(paths: Iterable<string>): Promise<void> {
+    const { store, rules } = this.index;
+    const trees = new Set<string>();
+    const ignoreEdits = new Set<string>();
+    const files: string[] = [];
+    for (const path of new Set(paths)) {
+      if (!findRoot(this.roots, path)) continue;
+      if (basename(path) === '.gitignore') {
+        // What is ignored beneath this directory may have changed either way:
+        // forget its rules and diff the subtree (which reads them again).
+        rules.invalidate(dirname(path));
+        trees.add(dirname(path));
+        ignoreEdits.add(dirname(path));
+      } else {
+        files.push(path);
+      }
+    }
+    const stats = await mapLimited(files, lstatOrNull);
+    for (let i = 0; i < files.length; i++) {
+      if (this.isClosed()) return;
+      const path = files[i]!;
+      const st = stats[i]!;
+      const root = findRoot(this.roots, path)!;
+      const rootIndex = this.roots.indexOf(root);
+      const isDir = st?.isDirectory() ?? false;
+      const isFile = st?.isFile() ?? false;
+      if (path === root.path) {
+        if (isDir) this.consider(rootRow(root, rootIndex, st!), path);
+        else this.log.warn(`served folder ${root.path} is gone or not a folder`);
+        continue;
+      }
+      const fileUri = pathToUri(path, false);
+      const dirUri = pathToUri(path, true);
+      if (!(isDir || isFile) || rules.isIgnored(path, isDir)) {
+        this.removeIfIndexed(fileUri);
+        this.removeIfIndexed(dirUri);
+        continue;
+      }
+      const parentUri = pathToUri(dirname(path), true);
+      if (!store.get(parentUri)) {
+        trees.add(this.highestUnindexedAncestor(dirname(path), root));
+        continue;
+      }
+      if (isFile) {
+        this.removeIfIndexed(dirUri); // a directory replaced by a file of the same name
+        this.consider(entryRow(path, basename(path), false, st!, parentUri, rootIndex), path);
+      } else if (store.get(dirUri)) {
+        this.consider(entryRow(path, basename(path), true, st!, parentUri, rootIndex), path);
+      } else {
+        this.removeIfIndexed(fileUri);
+        trees.add(path); // new directory (created, moved in, or un-ignored): walk it
+      }
+      if (this.pendingCount() >= BATCH) await this.flush();
+    }
+    await this.flush();
+    for (const dir of outermost(trees)) {
+      if (this.isClosed()) return;
+      await this.tree(dir, ignoreEdits.has(dir));
+    }
+  }
+
+  /** Diffs the directory `dir` (a root or inside one) and everything beneath it against the index. */
+  async tree(dir: string, afterIgnoreEdit = false): Promise<void> {
+    const { store, rules } = this.index;
+    const root = findRoot(this.roots, dir);
+    if (!root) return;
+    const rootIndex = this.roots.indexOf(root);
+    const st = await lstatOrNull(dir);
+    if (dir === root.path) {
+      if (!st?.isDirectory()) return this.log.warn(`served folder ${root.path} is gone or not a folder`);
+      this.consider(rootRow(root, rootIndex, st), dir);
+    } else {
+      const parentUri = pathToUri(dirname(dir), true);
+      if (!store.get(parentUri)) return this.tree(this.highestUnindexedAncestor(dirname(dir), root));
+      if (!st?.isDirectory() || rules.isIgnored(dir, true)) {
+        // Gone, ignored now, or a file: the path check handles every case.
+        await this.flush();
+        return this.paths([dir]);
+      }
+      this.removeIfIndexed(pathToUri(dir, false));
+      this.consider(entryRow(dir, basename(dir), true, st, parentUri, rootIndex), dir);
+    }
+    const pending = [dir];
+    while (pending.length > 0) {
+      if (this.isClosed()) return;
+      await this.diffDirectory(pending.pop()!, rootIndex, pending, afterIgnoreEdit);
+      if (this.pendingCount() >= BATCH) await this.flush();
+    }
+    await this.flush();
+  }
+
+  private async diffDirectory(dir: string, rootIndex: number, pending: string[], afterIgnoreEdit: boolean): Promise<void> {
+    const { store, rules } = this.index;
+    const dirUri = pathToUri(dir, true);
+    let dirents: Dirent[];
+    try {
+      dirents = await readdir(dir, { withFileTypes: true });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') this.removeIfIndexed(dirUri);
+      // Unreadable: keep what the index knows rather than pretend it is empty.
+      else this.log.warn(`cannot read directory ${dir}: ${code ?? (error as Error).message}`);
+      return;
+    }
+    if (dirents.some((d) => d.name === '.gitignore' && d.isFile())) {
+      const text = await readFile(join(dir, '.gitignore'), 'utf8').catch(() => null);
+      rules.setDirRules(dir, text);
+    } else {
+      rules.setDirRules(dir, null);
+    }
+    const kept = dirents.filter(
+      (d) =>
+        (d.isFile() || d.isDirectory()) &&
+        !ALWAYS_EXCLUDED.has(d.name) &&
+        !rules.isIgnored(join(dir, d.name), d.isDirectory()),
+    );
+    const stats = await mapLimited(kept, (d) => lstatOrNull(join(dir, d.name)));
+    const indexed = new Map<string, EntryRow>();
+    for (let after = ''; ; ) {
+      const page = store.children(dirUri, after, CHILD_PAGE);
+      for (const row of page) indexed.set(row.uri, row);
+      if (page.length < CHILD_PAGE) break;
+      after = page.at(-1)!.uri;
+    }
+    for (let i = 0; i < kept.length; i++) {
+      const st = stats[i];
+      if (!st || !(st.isFile() || st.isDirectory())) continue; // vanished since readdir
+      const path = join(dir, kept[i]!.name);
+      const row = entryRow(path, kept[i]!.name, st.isDirectory(), st, dirUri, rootIndex);
+      const known = indexed.get(row.uri);
+      indexed.delete(row.uri);
+      this.consider(row, path, known ?? null);
+      if (st.isDirectory()) {
+        pending.push(path);
+        if (afterIgnoreEdit && !known) this.onUnignored(path);
+      }
+    }
+    // In the index, not on disk (or ignored now): a collection takes its subtree with it.
+    for (const uri of indexed.keys()) this.removed.push(uri);
+  }
+
+  /** Queues `row` unless the index already has it as it is; `known` skips the lookup when the caller has it. */
+  private consider(row: EntryRow, path: string, known: EntryRow | null | undefined = undefined): void {
+    const existing = known === undefined ? this.index.store.get(row.uri) : (known ?? undefined);
+    if (
+      existing &&
+      existing.mtime === row.mtime &&
+      existing.size === row.size &&
+      existing.kind === row.kind &&
+      existing.parent === row.parent &&
+      existing.root === row.root
+    ) {
+      return;
+    }
+    if (row.mime === '') this.sniffs.push(sniffMime(path, row));
+    this.upserted.push(row);
+  }
+
+  private removeIfIndexed(uri: string): void {
+    if (this.index.store.get(uri)) this.removed.push(uri);
+  }
+
+  /** The topmost directory between `dir` and its root that the index does not have yet. */
+  private highestUnindexedAncestor(dir: string, root: Root): string {
+    let top = dir;
+    while (top !== root.path && dirname(top) !== root.path && !this.index.store.get(pathToUri(dirname(top), true))) {
+      top = dirname(top);
+    }
+    return top;
+  }
+
+  private pendingCount(): number {
+    return this.upserted.length + this.removed.length;
+  }
+
+  /** Commits what is queued as one transaction (after the content sniffs it needs). */
+  private async flush(): Promise<void> {
+    if (this.sniffs.length > 0) {
+      const sniffs = this.sniffs;
+      this.sniffs = [];
+      await Promise.all(sniffs);
+    }
+    const change = { upserted: this.upserted, removed: this.removed };
+    this.upserted = [];
+    this.removed = [];
+    if (this.isClosed()) return;
+    this.index.apply(change);
+  }
+}
+
+async function lstatOrNull(path: string): Promise<Stats | null> {
+  try {
+    return await lstat(path);
+  } catch {
+    return null; // gone (or unreachable): the caller treats it as not there
+  }
+}
+
+/** `fn` over items, at most PARALLEL_IO at a time, results in order. */
+async function mapLimited<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  for (let start = 0; start < items.length; start += PARALLEL_IO) {
+    const chunk = items.slice(start, start + PARALLEL_IO);
+    const results = await Promise.all(chunk.map(fn));
+    for (let i = 0; i < results.length; i++) out[start + i] = results[i]!;
+  }
+  return out;
+}
+
+/** The directories of `dirs` that are not inside another one of them. */
+function outermost(dirs: Iterable<string>): string[] {
+  const all = new Set(dirs);
+  return [...all].filter((dir) => {
+    for (let prev = dir, up = dirname(dir); up !== prev; prev = up, up = dirname(up)) if (all.has(up)) return false;
+    return true;
+  });
+}

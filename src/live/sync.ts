@@ -1,0 +1,199 @@
+import type { WatcherKind } from '../config.ts';
+import type { FolderIndex } from '../index/folder-index.ts';
+import type { Logger } from '../log.ts';
+import { BACKEND_STARTERS, planWatchers, type WatcherPlan } from './choose.ts';
+import { Reconciler } from './reconcile.ts';
+import { isResourceExhausted, type Watcher, type WatcherBackend, type WatchSink } from './watcher.ts';
+
+export interface LiveSyncOptions {
+  index: FolderIndex;
+  log: Logger;
+  watcher: WatcherKind;
+  /** Events are applied this long after the last one of a burst... */
+  debounceMs?: number;
+  /** ...and no later than this after the first. */
+  maxBatchDelayMs?: number;
+}
+
+/**
+ * Keeps the index equal to the disk while the server runs: starts a watcher
+ * backend (degrading to the next one when it cannot go on), gathers the
+ * paths it reports, and applies them in batches. Every write (event batches,
+ * the start-up reconcile, rescans) runs on one serial queue, so they never
+ * interleave; each decides from the disk as it is when it runs, so whatever
+ * order they run in, the last one leaves the index equal to the disk.
+ */
+export class LiveSync {
+  private readonly reconciler: Reconciler;
+  private readonly debounceMs: number;
+  private readonly maxBatchDelayMs: number;
+  private dirty = new Set<string>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private firstDirtyAt = 0;
+  private flushQueued = false;
+  private queue: Promise<void> = Promise.resolve();
+  private watcher: Watcher | undefined;
+  private plan: WatcherPlan | undefined;
+  private closed = false;
+  private degrading = false;
+
+  constructor(private readonly options: LiveSyncOptions) {
+    this.reconciler = new Reconciler(
+      options.index,
+      options.log,
+      () => this.closed,
+      (dir) => this.watcher?.rewatch?.(dir),
+    );
+    this.debounceMs = options.debounceMs ?? 50;
+    this.maxBatchDelayMs = options.maxBatchDelayMs ?? 500;
+  }
+
+  /** The running backend, if any. */
+  get backend(): WatcherBackend | undefined {
+    return this.watcher?.backend;
+  }
+
+  /**
+   * Starts live updates. A warm index starts the watcher at once, then diffs
+   * the roots with the disk in the background (what changed while the
+   * server was down); a cold one starts it after the first scan (whose size
+   * `auto` needs), then diffs once more for what changed during the scan.
+   * Watcher events gathered meanwhile are applied after the diff.
+   * Resolves once the watcher runs and the diff is done.
+   */
+  async start(): Promise<void> {
+    const { index, log } = this.options;
+    try {
+      await index.ready;
+    } catch {
+      return; // the scan failed (or the index closed): requests report it
+    }
+    if (this.closed) return;
+    this.plan = planWatchers(this.options.watcher, index.store.count());
+    await this.startWatcher(this.plan.candidates, this.plan.reason);
+    const started = performance.now();
+    await this.enqueue(async () => {
+      for (const root of index.roots) await this.reconciler.tree(root.path);
+    });
+    if (!this.closed) log.info(`index checked against the disk in ${Math.round(performance.now() - started)} ms`);
+  }
+
+  /** Stops the watcher and waits for the write in progress; nothing is written after. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.flushTimer);
+    const watcher = this.watcher;
+    this.watcher = undefined;
+    await watcher?.close().catch(() => {});
+    await this.queue;
+  }
+
+  /** Resolves once every change reported so far is applied (for tests and benchmarks). */
+  async settled(): Promise<void> {
+    for (;;) {
+      const queue = this.queue;
+      await queue;
+      if (this.dirty.size === 0 && this.queue === queue) return;
+      if (this.dirty.size > 0) this.scheduleFlush(0);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  private readonly sink: WatchSink = {
+    changed: (path) => {
+      if (this.closed) return;
+      this.dirty.add(path);
+      this.scheduleFlush(this.debounceMs);
+    },
+    rescan: (dir) => this.enqueue(() => this.reconciler.tree(dir)),
+    fatal: (error) => void this.degrade(error),
+  };
+
+  private scheduleFlush(delayMs: number): void {
+    if (this.flushQueued) return; // the queued flush takes whatever is dirty when it runs
+    const now = performance.now();
+    if (this.flushTimer === undefined) this.firstDirtyAt = now;
+    else clearTimeout(this.flushTimer);
+    const delay = Math.max(0, Math.min(delayMs, this.firstDirtyAt + this.maxBatchDelayMs - now));
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      this.flushQueued = true;
+      void this.enqueue(async () => {
+        this.flushQueued = false;
+        const paths = this.dirty;
+        this.dirty = new Set();
+        await this.reconciler.paths(paths);
+      });
+    }, delay);
+  }
+
+  /** Runs `task` after every task before it; a failure is logged, never thrown at the caller. */
+  private enqueue(task: () => Promise<void>): Promise<void> {
+    const run = async () => {
+      if (this.closed) return;
+      try {
+        await this.options.index.ready;
+        await task();
+      } catch (error) {
+        if (!this.closed) this.options.log.warn(`live update failed: ${(error as Error).stack ?? String(error)}`);
+      }
+    };
+    this.queue = this.queue.then(run);
+    return this.queue;
+  }
+
+  /** Starts the first candidate that starts; each failure is explained on stderr. */
+  private async startWatcher(candidates: readonly WatcherBackend[], reason: string): Promise<boolean> {
+    const { index, log } = this.options;
+    for (let i = 0; i < candidates.length; i++) {
+      const backend = candidates[i]!;
+      if (this.closed) return false;
+      const started = performance.now();
+      try {
+        const watcher = await BACKEND_STARTERS[backend]({ roots: index.roots, rules: index.rules, sink: this.sink, log });
+        if (this.closed) {
+          await watcher.close();
+          return false;
+        }
+        this.watcher = watcher;
+        const ms = Math.round(performance.now() - started);
+        if (backend === 'none') log.info(`watcher: none (${reason}); the index changes only at start-up`);
+        else log.info(`watcher: ${backend} (${reason}), ready in ${ms} ms`);
+        return true;
+      } catch (error) {
+        const next = candidates[i + 1];
+        log.warn(
+          `watcher ${backend} could not start (${(error as Error).message ?? String(error)})` +
+            (next ? `; falling back to ${next}` : ''),
+        );
+        reason = `${backend} failed to start`;
+      }
+    }
+    log.warn('no watcher could start: the index changes only at start-up');
+    return false;
+  }
+
+  /**
+   * The running backend ran out of OS resources: close it, start the next
+   * candidate, then diff the roots for whatever changed in between.
+   */
+  private async degrade(error: Error): Promise<void> {
+    if (this.closed || this.degrading || !this.watcher || !this.plan) return;
+    this.degrading = true;
+    const failed = this.watcher;
+    this.watcher = undefined;
+    const rest = this.plan.candidates.slice(this.plan.candidates.indexOf(failed.backend) + 1);
+    const fallback = rest.length > 0 ? rest : (['poll'] as const);
+    this.options.log.warn(
+      `watcher ${failed.backend} failed (${error.message}${isResourceExhausted(error) ? ': out of watches or file descriptors; raise fs.inotify.max_user_watches' : ''}); degrading to ${fallback[0]}`,
+    );
+    await failed.close().catch(() => {});
+    if (await this.startWatcher(fallback, `${failed.backend} failed`)) {
+      await this.enqueue(async () => {
+        for (const root of this.options.index.roots) await this.reconciler.tree(root.path);
+      });
+    }
+    this.degrading = false;
+  }
+}

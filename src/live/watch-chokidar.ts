@@ -1,0 +1,55 @@
+import { watch } from 'chokidar';
+import type { Stats } from 'node:fs';
+import { isResourceExhausted, type StartWatcher } from './watcher.ts';
+
+/**
+ * chokidar: one fs.watch (inotify watch) per directory and per file, so it is
+ * exact but costs a watch and some memory per entry. Ignored directories are
+ * pruned through the same IgnoreRules as the scan, so `build/` or
+ * `node_modules/` never cost a watch.
+ */
+export const startChokidarWatcher: StartWatcher = ({ roots, rules, sink, log }) =>
+  new Promise((resolve, reject) => {
+    let ready = false;
+    let closed = false;
+    const watcher = watch(
+      roots.map((r) => r.path),
+      {
+        ignoreInitial: true,
+        followSymlinks: false,
+        persistent: true,
+        // Without stats chokidar has not decided yet what the path is; a
+        // directory-only rule (`build/`) is checked again when stats come.
+        ignored: (path: string, stats?: Stats) => rules.isIgnored(path, stats?.isDirectory() ?? false),
+      },
+    );
+    const changed = (path: string) => {
+      if (!closed) sink.changed(path);
+    };
+    for (const event of ['add', 'addDir', 'change', 'unlink', 'unlinkDir'] as const) watcher.on(event, changed);
+    watcher.on('error', (error: unknown) => {
+      if (closed) return;
+      if (!ready) {
+        closed = true;
+        void watcher.close();
+        return reject(error);
+      }
+      if (isResourceExhausted(error)) return sink.fatal(error as Error);
+      // e.g. EACCES on one directory: that subtree is not watched, the rest is.
+      log.warn(`watcher (chokidar): ${(error as Error).message ?? String(error)}`);
+    });
+    watcher.on('ready', () => {
+      if (closed) return;
+      ready = true;
+      resolve({
+        backend: 'chokidar',
+        rewatch(dir: string) {
+          if (!closed) watcher.add(dir);
+        },
+        async close() {
+          closed = true;
+          await watcher.close();
+        },
+      });
+    });
+  });

@@ -1,0 +1,40 @@
+import type { StartWatcher } from './watcher.ts';
+
+/** Shortest pause between two polls. */
+export const POLL_MIN_INTERVAL_MS = 2000;
+/** A poll pauses at least this many times as long as the last reconcile took, so polling a huge tree stays a small share of a CPU. */
+const POLL_DUTY_FACTOR = 4;
+
+/**
+ * Polling: a periodic reconcile of every root against the index (readdir +
+ * lstat, compare mtime/size). Costs no watch at all, so it always works; the
+ * price is latency (a couple of seconds) and a periodic walk of the tree.
+ */
+export const startPollWatcher: StartWatcher = async ({ roots, sink }) => {
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const schedule = (delay: number) => {
+    if (closed) return;
+    timer = setTimeout(() => {
+      const started = performance.now();
+      running = (async () => {
+        for (const root of roots) {
+          if (closed) return;
+          await sink.rescan(root.path);
+        }
+      })();
+      void running.finally(() => schedule(Math.max(POLL_MIN_INTERVAL_MS, POLL_DUTY_FACTOR * (performance.now() - started))));
+    }, delay);
+    timer.unref();
+  };
+  schedule(POLL_MIN_INTERVAL_MS);
+  return {
+    backend: 'poll',
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await running.catch(() => {});
+    },
+  };
+};

@@ -1,0 +1,56 @@
+import type { IgnoreRules } from '../index/ignore.ts';
+import type { Logger } from '../log.ts';
+import type { Root } from '../uri.ts';
+
+/** The concrete backends `--watcher` can name (besides `auto`). */
+export const WATCHER_BACKENDS = ['chokidar', 'parcel', 'poll', 'none'] as const;
+export type WatcherBackend = (typeof WATCHER_BACKENDS)[number];
+
+/**
+ * Where a backend reports. Backends only say *which path may have changed*;
+ * the sync layer stats the path and decides what it is now, so an event's
+ * kind (add, change, unlink, rename) never has to be trusted or ordered.
+ */
+export interface WatchSink {
+  /** `path` (absolute) may have been created, changed or removed. */
+  changed(path: string): void;
+  /** Everything under `dir` may have changed (events were lost, or polling): reconcile it with the disk. */
+  rescan(dir: string): Promise<void>;
+  /**
+   * The backend cannot go on (e.g. ENOSPC: inotify watch limit). The caller
+   * closes it and degrades to the next backend.
+   */
+  fatal(error: Error): void;
+}
+
+export interface WatchStart {
+  roots: readonly Root[];
+  /** The scan's ignore rules: every event is filtered through them, whatever the backend's own filter did. */
+  rules: IgnoreRules;
+  sink: WatchSink;
+  log: Logger;
+}
+
+/** A running watcher. */
+export interface Watcher {
+  readonly backend: WatcherBackend;
+  /**
+   * A directory the backend skipped as ignored is served now (a `.gitignore`
+   * line went away): start watching it. Backends that watch everything and
+   * filter later do not need it.
+   */
+  rewatch?(dir: string): void;
+  /** Stops watching; no sink call happens after it resolves. */
+  close(): Promise<void>;
+}
+
+/** Starts a backend; resolves once it watches every root (its "ready"), rejects if it cannot start. */
+export type StartWatcher = (start: WatchStart) => Promise<Watcher>;
+
+/** Errors that mean the OS ran out of watch resources: degrade rather than retry. */
+export function isResourceExhausted(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOSPC' || code === 'EMFILE' || code === 'ENFILE') return true;
+  const message = String((error as Error | undefined)?.message ?? error);
+  return /ENOSPC|EMFILE|ENFILE|inotify|too many open files|no space left/i.test(message);
+}

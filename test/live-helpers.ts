@@ -1,0 +1,93 @@
+// Shared by the live tests: notification capture and a disk walk to compare the index with.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import { connect, listAll, type Connected } from './helpers.ts';
+
+export interface Notes {
+  listChanged: number;
+  /** uri -> titles received, in order */
+  updated: Array<{ uri: string; title?: string }>;
+  progress: Array<{ progressToken: unknown; progress: number }>;
+  reset(): void;
+}
+
+const ListChanged = z.object({ method: z.literal('notifications/resources/list_changed'), params: z.unknown().optional() });
+const Updated = z.object({
+  method: z.literal('notifications/resources/updated'),
+  params: z.looseObject({ uri: z.string(), title: z.string().optional() }),
+});
+const Progress = z.object({
+  method: z.literal('notifications/progress'),
+  params: z.looseObject({ progressToken: z.unknown(), progress: z.number() }),
+});
+
+/** Connects and records every list_changed, updated and progress notification. */
+export async function connectWithNotes(args: string[]): Promise<Connected & { notes: Notes }> {
+  const conn = await connect(args);
+  const notes: Notes = {
+    listChanged: 0,
+    updated: [],
+    progress: [],
+    reset() {
+      this.listChanged = 0;
+      this.updated.length = 0;
+      this.progress.length = 0;
+    },
+  };
+  conn.client.setNotificationHandler(ListChanged as never, () => {
+    notes.listChanged++;
+  });
+  conn.client.setNotificationHandler(Updated as never, (n: z.infer<typeof Updated>) => {
+    notes.updated.push({ uri: n.params.uri, title: n.params.title });
+  });
+  conn.client.setNotificationHandler(Progress as never, (n: z.infer<typeof Progress>) => {
+    notes.progress.push({ progressToken: n.params.progressToken, progress: n.params.progress });
+  });
+  return Object.assign(conn, { notes });
+}
+
+/**
+ * Every URI that should be served under `root`: a plain walk of the disk that
+ * skips .git, node_modules and the names in `skip` (the test trees' ignore rules).
+ */
+export function diskUris(root: string, skip: (name: string, isDir: boolean) => boolean = () => false): string[] {
+  const out: string[] = [pathToFileURL(root).href + '/'];
+  const walk = (dir: string) => {
+    for (const dirent of readdirSync(dir, { withFileTypes: true })) {
+      if (dirent.name === '.git' || dirent.name === 'node_modules' || skip(dirent.name, dirent.isDirectory())) continue;
+      const path = join(dir, dirent.name);
+      if (dirent.isDirectory()) {
+        out.push(pathToFileURL(path).href + '/');
+        walk(path);
+      } else if (dirent.isFile()) {
+        out.push(pathToFileURL(path).href);
+      }
+    }
+  };
+  walk(root);
+  return out.sort();
+}
+
+/** Every URI resources/list returns, sorted. */
+export async function listedUris(conn: Connected): Promise<string[]> {
+  const { items } = await listAll(conn, 'resources/list', 'resources');
+  return items.map((item) => item.uri as string).sort();
+}
+
+/** Resolves true once the listing equals the disk (compares the whole list each time). */
+export async function listingEqualsDisk(conn: Connected, expected: () => string[]): Promise<boolean> {
+  const want = expected();
+  const got = await listedUris(conn);
+  return got.length === want.length && got.every((uri, i) => uri === want[i]);
+}
+
+/** Explains a mismatch for an assertion message. */
+export async function listingDiff(conn: Connected, expected: () => string[]): Promise<string> {
+  const want = new Set(expected());
+  const got = new Set(await listedUris(conn));
+  const missing = [...want].filter((u) => !got.has(u)).slice(0, 10);
+  const extra = [...got].filter((u) => !want.has(u)).slice(0, 10);
+  return `missing ${JSON.stringify(missing)}; extra ${JSON.stringify(extra)}`;
+}
