@@ -1,6 +1,7 @@
 import type { FileContent } from '../content/read.ts';
 import type { EntryRow } from '../index/entry.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
+import type { Subscriptions } from '../live/subscriptions.ts';
 import type { ContentSearch } from '../catalog/content-search.ts';
 import type { Logger } from '../log.ts';
 import type { Pager } from '../query/page.ts';
@@ -21,6 +22,8 @@ export interface ServerContext {
   pager: Pager;
   /** Signs cursors, so a tampered one is refused (persisted: cursors survive restarts). */
   cursorSecret: string;
+  /** This connection's `resources/subscribe` state (one per server, never module-level). */
+  subscriptions: Subscriptions;
   /** The full-text content index behind the `search` tool; null with --no-search. */
   search?: ContentSearch | null;
   /** Format alternatives of a document, after its primary content. */
