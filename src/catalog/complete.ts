@@ -79,8 +79,8 @@ export class PathCompleter {
   }
 }
 
-function finish(values: string[], total: number): Completion {
-  const sorted = values.sort().slice(0, MAX_COMPLETIONS);
+function finish(values: string[], total: number, sort = true): Completion {
+  const sorted = (sort ? values.sort() : values).slice(0, MAX_COMPLETIONS);
   return { values: sorted, total: Math.max(total, sorted.length), hasMore: total > sorted.length };
 }
 
@@ -107,7 +107,7 @@ export async function complete(ctx: ServerContext, completer: PathCompleter, par
     if (!prompt) throw invalidParams(`Unknown prompt: ${String(ref.name)}`);
     if (prompt.name === 'recent-changes' && arg.name === 'window') {
       const values = WINDOW_SUGGESTIONS.filter((w) => w.startsWith(value.trim()));
-      return { completion: finish(values, values.length) };
+      return { completion: finish(values, values.length, false) };
     }
     if ((prompt.name === 'explain' && arg.name === 'uri') || (prompt.name === 'recent-changes' && arg.name === 'scope')) {
       // A value that starts like a URI completes URIs; anything else, relative paths.
