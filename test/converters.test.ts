@@ -15,6 +15,10 @@ import {
 import { checkZip } from '../src/content/converters/zip.ts';
 import { docxParts, makeDocx, makeNotebook, makePdf, makeZip } from '../src/content/fixtures.ts';
 import { ConversionCache, Formats, truncateUtf8, truncationMarker } from '../src/content/formats.ts';
+import { ConversionWorker } from '../src/content/isolate.ts';
+
+/** The built worker script: a worker thread cannot load the .ts sources (npm test builds first). */
+const WORKER = new URL('../dist/content/worker.js', import.meta.url);
 import { decodeText } from '../src/content/read.ts';
 import { openDb } from '../src/index/db.ts';
 import { EntryKind, type EntryRow } from '../src/index/entry.ts';
@@ -363,4 +367,47 @@ describe('Formats: budgets and cache', () => {
       assert.deepEqual(await formats.convert(doc, content('abc')), expected);
       assert.deepEqual(new ConversionCache(db).get({ uri: doc.uri, mtime: 1000, size: 3 }, 'bytes@1'), { alternative: expected[0] });
     }));
+});
+
+describe('conversion worker thread', () => {
+  test('runs registered converters off the main thread; a job over its budget is killed and the next one still runs', async () => {
+    const worker = new ConversionWorker(WORKER);
+    try {
+      const pdf = makePdf(['in a thread']);
+      assert.equal(await worker.run('pdf-text@1', { name: 'a.pdf', bytes: pdf, text: undefined, limits }), '--- page 1 ---\nin a thread\n');
+      const big = makePdf(Array.from({ length: 150 }, (_, i) => `page ${i}\n`.repeat(40)));
+      const slow = worker.run('pdf-text@1', { name: 'big.pdf', bytes: big, text: undefined, limits: { ...limits, timeMs: 1 } });
+      const queued = worker.run('ipynb-markdown@1', {
+        name: 'n.ipynb',
+        bytes: Buffer.alloc(0),
+        text: makeNotebook([{ cell_type: 'markdown', source: 'after the kill' }]),
+        limits,
+      });
+      await rejectsConversion(slow, /took longer than 1 ms; abandoned/);
+      assert.equal(await queued, 'after the kill\n');
+      await rejectsConversion(worker.run('docx-markdown@1', { name: 'x.docx', bytes: Buffer.from('nope'), text: 'nope', limits }), /not a zip/);
+      await rejectsConversion(worker.run('no-such@1', { name: 'x', bytes: Buffer.alloc(0), text: undefined, limits }), /no converter/);
+    } finally {
+      worker.close();
+    }
+  });
+
+  test('Formats sends registry converters to the worker and caches their results', () => {
+    const dir = tempDir('folder-mcp-formats-');
+    const { db } = openDb(join(dir.path, 'index.db'), silentLogger);
+    const worker = new ConversionWorker(WORKER);
+    const formats = new Formats({ db, log: silentLogger, worker });
+    const pdf = makePdf(['cached from a thread']);
+    return (async () => {
+      const doc = entry('r.pdf', 'application/pdf');
+      const first = await formats.convert(doc, { bytes: pdf, text: undefined, mtimeMs: 5 });
+      assert.deepEqual(first.map((a) => a.mimeType), ['text/plain']);
+      worker.close(); // a cached read no longer needs the thread
+      assert.deepEqual(await formats.convert(doc, { bytes: pdf, text: undefined, mtimeMs: 5 }), first);
+    })().finally(() => {
+      formats.close();
+      db.close();
+      dir.cleanup();
+    });
+  });
 });

@@ -10,6 +10,7 @@ import {
   type ConversionLimits,
   type Converter,
 } from './converters/types.ts';
+import { ConversionWorker, defaultWorkerUrl } from './isolate.ts';
 import type { FileContent } from './read.ts';
 
 /** The version of the file a conversion was made from: a changed mtime or size is a changed file. */
@@ -115,6 +116,12 @@ export interface FormatsOptions {
   log: Logger;
   converters?: readonly Converter[];
   limits?: Partial<ConversionLimits>;
+  /**
+   * Runs the registered converters (src/content/converters/index.ts) in this
+   * worker thread; converters outside the registry, and all of them when
+   * absent, run on the main thread under a timer.
+   */
+  worker?: ConversionWorker;
 }
 
 /**
@@ -128,6 +135,7 @@ export class Formats {
   readonly limits: ConversionLimits;
   private readonly converters: readonly Converter[];
   private readonly log: Logger;
+  private readonly worker: ConversionWorker | undefined;
   /** Conversions under way, so that concurrent reads of one file convert it once. */
   private readonly running = new Map<string, Promise<Alternative | undefined>>();
 
@@ -136,6 +144,12 @@ export class Formats {
     this.log = options.log;
     this.converters = options.converters ?? CONVERTERS;
     this.limits = { ...DEFAULT_CONVERSION_LIMITS, ...options.limits };
+    this.worker = options.worker;
+  }
+
+  /** Stops the conversion thread, if any. */
+  close(): void {
+    this.worker?.close();
   }
 
   /** The alternatives of a document just read, in registry order. */
@@ -207,26 +221,16 @@ export class Formats {
     if (content.bytes.length > limits.inputBytes) {
       return { outcome: { error: `file is ${content.bytes.length} bytes, over the conversion input limit of ${limits.inputBytes}` } };
     }
-    const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        controller.abort();
-        reject(new ConversionError(`conversion took longer than ${limits.timeMs} ms; abandoned`));
-      }, limits.timeMs);
-    });
     let output: string | Uint8Array;
     try {
-      output = await Promise.race([
-        converter.convert({ name: entry.name, bytes: content.bytes, text: content.text, signal: controller.signal, limits }),
-        timeout,
-      ]);
+      const input = { name: entry.name, bytes: content.bytes, text: content.text, limits };
+      output =
+        this.worker && CONVERTERS.includes(converter)
+          ? await this.worker.run(converter.id, input)
+          : await runInline(converter, input);
     } catch (error) {
       const message = error instanceof ConversionError ? error.message : `converter failed: ${(error as Error)?.message ?? String(error)}`;
       return { outcome: { error: message } };
-    } finally {
-      clearTimeout(timer);
-      controller.abort();
     }
     if (typeof output === 'string') {
       const { text, truncated } = truncateUtf8(output, limits.outputBytes);
@@ -242,6 +246,30 @@ export class Formats {
       outcome: { alternative: { mimeType: converter.produces, size: output.length, blob: Buffer.from(output).toString('base64') } },
       bytes: output,
     };
+  }
+}
+
+/**
+ * A conversion on the main thread, raced against the time budget: past it the
+ * converter's signal is aborted and its result, if it ever comes, ignored.
+ */
+async function runInline(
+  converter: Converter,
+  input: { name: string; bytes: Buffer; text: string | undefined; limits: ConversionLimits },
+): Promise<string | Uint8Array> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(new ConversionError(`conversion took longer than ${input.limits.timeMs} ms; abandoned`));
+    }, input.limits.timeMs);
+  });
+  try {
+    return await Promise.race([converter.convert({ ...input, signal: controller.signal }), timeout]);
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
   }
 }
 
@@ -266,7 +294,8 @@ export function truncateUtf8(text: string, limit: number): { text: string; trunc
  * database, forgotten when the index sees a file change.
  */
 export function createConvert(index: FolderIndex, log: Logger): Formats['convert'] {
-  const formats = new Formats({ db: index.db, log });
+  const workerUrl = defaultWorkerUrl();
+  const formats = new Formats({ db: index.db, log, worker: workerUrl && new ConversionWorker(workerUrl) });
   index.onChange(formats.onIndexChange);
   return formats.convert;
 }
