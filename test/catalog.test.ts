@@ -1,0 +1,183 @@
+// Unit tests of the catalog's pure parts (search query parsing, match
+// location, path encoding, tool arguments -> filter model) and of the content
+// index against a real FolderIndex on a real temp folder.
+import assert from 'node:assert/strict';
+import { rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { ContentSearch, isTextMime, locate } from '../src/catalog/content-search.ts';
+import { encodeRelative, escapeGlob, prefixUris } from '../src/catalog/paths.ts';
+import { scopeQuery } from '../src/catalog/scope.ts';
+import { parseSearchQuery, SearchQueryError } from '../src/catalog/search-query.ts';
+import { ToolFailure } from '../src/catalog/tool.ts';
+import { entryRow } from '../src/index/scan.ts';
+import { FolderIndex } from '../src/index/folder-index.ts';
+import { silentLogger } from '../src/log.ts';
+import { matchesQuery, planQuery } from '../src/query/plan.ts';
+import { makeRoot, pathToUri } from '../src/uri.ts';
+import { tempDir, writeTree } from './helpers.ts';
+
+describe('parseSearchQuery', () => {
+  const cases: [string, string, string[]][] = [
+    ['fox', '"fox"', ['fox']],
+    ['quick  brown fox', '"quick" "brown" "fox"', ['quick', 'brown', 'fox']],
+    ['"brown fox" jumps', '"brown fox" "jumps"', ['"brown fox"', 'jumps']],
+    ['pars*', '"pars"*', ['pars*']],
+    ['NEAR(a b)', '"NEAR(a" "b)"', ['NEAR(a', 'b)']],
+    ['a OR b', '"a" "OR" "b"', ['a', 'OR', 'b']],
+    ['-secret', '"-secret"', ['-secret']],
+    ['col:value', '"col:value"', ['col:value']],
+    ['x * y', '"x" "y"', ['x', 'y']],
+    ['^start', '"^start"', ['^start']],
+    ['say "a ""b"', '"say" "a " "b"', ['say', '"a "', '"b"']],
+    ['word"phrase here"', '"word" "phrase here"', ['word', '"phrase here"']],
+    ['café', '"café"', ['café']],
+    ['foo.*', '"foo.*"', ['foo.*']],
+  ];
+  for (const [input, match, terms] of cases) {
+    test(`${JSON.stringify(input)} -> ${match}`, () => {
+      const parsed = parseSearchQuery(input);
+      assert.equal(parsed.match, match);
+      assert.deepEqual(parsed.terms, terms);
+    });
+  }
+
+  test('malformed and empty queries are clear errors', () => {
+    assert.throws(() => parseSearchQuery('say "hello'), (e: Error) => e instanceof SearchQueryError && /Unbalanced quote/.test(e.message));
+    assert.throws(() => parseSearchQuery('* - : ""'), /no words/);
+    assert.throws(() => parseSearchQuery('   '), /no words/);
+    assert.throws(() => parseSearchQuery('x'.repeat(1001)), /longer than 1000/);
+    assert.throws(() => parseSearchQuery(Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ')), /more than 32 terms/);
+  });
+});
+
+describe('locate', () => {
+  const body = 'first line\nsecond has the word\n  third: the word again\n';
+  test('line and line text of the first highlight', () => {
+    assert.deepEqual(locate('…has the \u0001word\u0002 …', body), { line: 2, text: 'second has the word', snippet: '…has the «word» …' });
+    assert.equal(locate('third: the \u0001word\u0002 again', body).line, 3);
+    assert.equal(locate('\u0001first\u0002 line', body).line, 1);
+  });
+  test('falls back to a case-insensitive search, then to line 1', () => {
+    assert.equal(locate('x \u0001THIRD\u0002 y', body).line, 3);
+    assert.equal(locate('no highlight at all', body).line, 1);
+  });
+  test('long lines are trimmed, snippets put on one line', () => {
+    const long = `${'a '.repeat(200)}needle`;
+    const found = locate('\u0001needle\u0002', long);
+    assert.ok(found.text.length <= 241);
+    assert.equal(locate('a\nb \u0001c\u0002', 'a\nb c').snippet, 'a b «c»');
+  });
+});
+
+describe('paths', () => {
+  test('encodeRelative spells paths as the index does, without normalising', () => {
+    const root = '/srv/p';
+    for (const rel of ['src/main.ts', 'docs/café.md', 'with space/a#b?.md', 'x/[y]{z}%.txt', 'emoji/😀.md']) {
+      assert.equal(`file://${root}/${encodeRelative(rel)}`, pathToUri(`${root}/${rel}`, false), rel);
+    }
+    assert.equal(encodeRelative('a/../b/./c'), 'a/../b/./c');
+  });
+  test('escapeGlob leaves no metachar active', () => {
+    assert.equal(escapeGlob('file:///a*b/[x]{y}?\\'), 'file:///a\\*b/\\[x\\]\\{y\\}\\?\\\\');
+  });
+  test('prefixUris: a URI as is (canonical), a relative path under every root', () => {
+    const roots = [makeRoot('/srv/a'), makeRoot('/srv/b')];
+    assert.deepEqual(prefixUris('file:///srv/a/caf\u00e9', roots), ['file:///srv/a/caf%C3%A9']);
+    assert.deepEqual(prefixUris('./src/ma', roots), ['file:///srv/a/src/ma', 'file:///srv/b/src/ma']);
+  });
+});
+
+describe('scopeQuery', () => {
+  const one = [makeRoot('/srv/p*x')];
+  const two = [makeRoot('/srv/a'), makeRoot('/srv/b')];
+  const row = (uri: string) => ({ uri, name: decodeURIComponent(uri.replace(/\/$/, '').split('/').pop()!) });
+
+  test('relative globs match under the root only, whatever the root name holds', () => {
+    const q = scopeQuery({ glob: ['src/**/*.ts'] }, one);
+    assert.ok(matchesQuery(q, row('file:///srv/p*x/src/a/b.ts')));
+    assert.ok(!matchesQuery(q, row('file:///srv/pyx/src/a/b.ts')));
+    assert.ok(!matchesQuery(q, row('file:///srv/p*x/lib/b.ts')));
+    // The literal head of each glob is a key range: the plan reads only the root's src/.
+    assert.deepEqual(planQuery(q).ranges, [{ lo: 'file:///srv/p*x/src/', hi: 'file:///srv/p*x/src0' }]);
+  });
+
+  test('names, prefixes, several roots', () => {
+    const q = scopeQuery({ name: ['*.md'], prefix: 'docs/' }, two);
+    assert.ok(matchesQuery(q, row('file:///srv/b/docs/x.md')));
+    assert.ok(!matchesQuery(q, row('file:///srv/b/src/x.md')));
+    assert.ok(!matchesQuery(q, row('file:///srv/b/docs/x.txt')));
+    const single = scopeQuery({ prefix: 'docs/caf\u00e9' }, [makeRoot('/srv/a')]);
+    assert.equal(single.prefix, 'file:///srv/a/docs/caf%C3%A9');
+  });
+
+  test('bad patterns and conflicting arguments are tool failures with the pattern named', () => {
+    assert.throws(() => scopeQuery({ glob: ['a/[b'] }, one), (e: Error) => e instanceof ToolFailure && e.message.startsWith("Invalid pattern in glob: 'a/[b'"));
+    assert.throws(() => scopeQuery({ name: ['{a,b'] }, one), /Invalid pattern in name/);
+    assert.throws(() => scopeQuery({ glob: Array.from({ length: 101 }, () => '*') }, one), /Too many patterns/);
+    assert.throws(() => scopeQuery({ glob: ['*.md'], prefix: 'docs/' }, two), /either a relative prefix or globs/);
+  });
+});
+
+test('isTextMime', () => {
+  for (const t of ['text/plain', 'text/typescript', 'application/json', 'application/ld+json', 'image/svg+xml', 'application/x-sh', 'application/toml']) {
+    assert.ok(isTextMime(t), t);
+  }
+  for (const t of ['image/png', 'application/pdf', 'application/octet-stream', 'application/zip', 'inode/directory']) {
+    assert.ok(!isTextMime(t), t);
+  }
+});
+
+describe('ContentSearch on a real index', () => {
+  test('builds, follows apply(), drops what vanished, and skips binaries and big files', async () => {
+    const dir = tempDir();
+    const state = tempDir('folder-mcp-state-');
+    try {
+      writeTree(dir.path, {
+        'a.md': 'alpha beta\n',
+        'sub/b.txt': 'beta gamma\n',
+        'bin.dat': Buffer.from([0, 1, 2, 3]),
+        'huge.txt': 'delta '.repeat(400),
+      });
+      const root = makeRoot(dir.path);
+      const index = new FolderIndex({ roots: [root], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
+      const search = new ContentSearch(index, silentLogger, 1000);
+      search.start();
+      await search.idle();
+      const scope = planQuery({ method: 'resources/list' });
+      const hits = (q: string) => search.search(parseSearchQuery(q), scope, 10).map((h) => h.row.name);
+      assert.deepEqual(hits('beta').sort(), ['a.md', 'b.txt']);
+      assert.deepEqual(hits('delta'), [], 'over the size cap: not indexed');
+      assert.deepEqual(search.progress, { done: 2, total: 2, complete: true });
+
+      // A live change, as the watcher reports it.
+      const path = join(dir.path, 'a.md');
+      writeFileSync(path, 'epsilon only\n');
+      const stats = statSync(path);
+      index.apply({ upserted: [entryRow(path, 'a.md', false, stats, root.uri, 0)], removed: [] });
+      await search.idle();
+      assert.deepEqual(hits('alpha'), []);
+      assert.deepEqual(hits('epsilon'), ['a.md']);
+      // A removed collection takes its documents with it.
+      rmSync(join(dir.path, 'sub'), { recursive: true });
+      index.apply({ upserted: [], removed: [pathToFileURL(join(dir.path, 'sub')).href + '/'] });
+      await search.idle();
+      assert.deepEqual(hits('gamma'), []);
+      await search.close();
+      index.close();
+
+      // A restart on the warm index: the persisted content index still answers.
+      const again = new FolderIndex({ roots: [root], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
+      const search2 = new ContentSearch(again, silentLogger, 1000);
+      search2.start();
+      await search2.idle();
+      assert.deepEqual(search2.search(parseSearchQuery('epsilon'), scope, 10).map((h) => h.row.name), ['a.md']);
+      await search2.close();
+      again.close();
+    } finally {
+      dir.cleanup();
+      state.cleanup();
+    }
+  });
+});
