@@ -9,7 +9,6 @@ export interface Notes {
   listChanged: number;
   /** uri -> titles received, in order */
   updated: Array<{ uri: string; title?: string }>;
-  progress: Array<{ progressToken: unknown; progress: number }>;
   reset(): void;
 }
 
@@ -18,22 +17,16 @@ const Updated = z.object({
   method: z.literal('notifications/resources/updated'),
   params: z.looseObject({ uri: z.string(), title: z.string().optional() }),
 });
-const Progress = z.object({
-  method: z.literal('notifications/progress'),
-  params: z.looseObject({ progressToken: z.unknown(), progress: z.number() }),
-});
 
-/** Connects and records every list_changed, updated and progress notification. */
+/** Connects and records every list_changed and updated notification. */
 export async function connectWithNotes(args: string[]): Promise<Connected & { notes: Notes }> {
   const conn = await connect(args);
   const notes: Notes = {
     listChanged: 0,
     updated: [],
-    progress: [],
     reset() {
       this.listChanged = 0;
       this.updated.length = 0;
-      this.progress.length = 0;
     },
   };
   conn.client.setNotificationHandler(ListChanged as never, () => {
@@ -42,9 +35,7 @@ export async function connectWithNotes(args: string[]): Promise<Connected & { no
   conn.client.setNotificationHandler(Updated as never, (n: z.infer<typeof Updated>) => {
     notes.updated.push({ uri: n.params.uri, title: n.params.title });
   });
-  conn.client.setNotificationHandler(Progress as never, (n: z.infer<typeof Progress>) => {
-    notes.progress.push({ progressToken: n.params.progressToken, progress: n.params.progress });
-  });
+  // notifications/progress is left to the SDK, which routes it to the request's onprogress.
   return Object.assign(conn, { notes });
 }
 

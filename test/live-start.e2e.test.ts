@@ -1,0 +1,179 @@
+// Start-up and shutdown of the live index: warm restarts, SIGKILL, progress, clean exits.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import { CLI, tempDir, waitFor, writeTree } from './helpers.ts';
+import { connectWithNotes, diskUris, listingDiff, listingEqualsDisk, listedUris } from './live-helpers.ts';
+
+const TIMEOUT = 30_000;
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+};
+
+/** A tree of `files` small files, 100 per folder. */
+function bigTree(root: string, files: number): void {
+  for (let i = 0; i < files; i++) {
+    const dir = join(root, `d${Math.floor(i / 100)}`);
+    if (i % 100 === 0) mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `f${i}.txt`), `${i}\n`);
+  }
+}
+
+describe('warm start', () => {
+  let root: ReturnType<typeof tempDir>;
+  let state: ReturnType<typeof tempDir>;
+  before(() => {
+    root = tempDir();
+    state = tempDir('folder-mcp-state-');
+  });
+  after(() => {
+    root.cleanup();
+    state.cleanup();
+  });
+
+  test('a restart serves the persisted index and reconciles what changed while the server was down', async () => {
+    writeTree(root.path, { 'keep.md': 'keep\n', 'edit.md': 'short\n', 'gone.md': 'bye\n', 'dir/old.ts': 'old\n' });
+    const db = join(state.path, 'index.db');
+    const args = ['--db', db, '--watcher', 'chokidar', root.path];
+    const first = await connectWithNotes(args);
+    await waitFor(() => listingEqualsDisk(first, () => diskUris(root.path)), TIMEOUT, 'the first index');
+    await first.close();
+    assert.match(first.stderr(), /indexed \d+ entries/);
+
+    // While the server is down: add, modify (size and mtime), delete, delete a folder.
+    writeFileSync(join(root.path, 'added.md'), 'new\n');
+    writeFileSync(join(root.path, 'edit.md'), 'a much longer body now\n');
+    rmSync(join(root.path, 'gone.md'));
+    rmSync(join(root.path, 'dir'), { recursive: true });
+    writeTree(root.path, { 'newdir/inner/x.ts': 'x\n' });
+
+    const second = await connectWithNotes(args);
+    try {
+      await waitFor(
+        () => listingEqualsDisk(second, () => diskUris(root.path)),
+        TIMEOUT,
+        'the reconciled index',
+      ).catch(async (error) => {
+        throw new Error(`${(error as Error).message}: ${await listingDiff(second, () => diskUris(root.path))}`);
+      });
+      const uri = pathToFileURL(join(root.path, 'edit.md')).href;
+      const meta = await second.request('resources/metadata', { uri });
+      assert.equal((meta.resource as { size: number }).size, 'a much longer body now\n'.length);
+      await waitFor(() => second.notes.listChanged > 0, TIMEOUT, 'list_changed after the reconcile');
+      // Warm: no cold scan ran.
+      assert.doesNotMatch(second.stderr(), /indexed \d+ entries/);
+      assert.match(second.stderr(), /index checked against the disk/);
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('crash safety', () => {
+  let root: ReturnType<typeof tempDir>;
+  let state: ReturnType<typeof tempDir>;
+  before(() => {
+    root = tempDir();
+    state = tempDir('folder-mcp-state-');
+    bigTree(root.path, 30_000);
+  });
+  after(() => {
+    root.cleanup();
+    state.cleanup();
+  });
+
+  test('a server killed (SIGKILL) during its first scan starts consistent next time', async () => {
+    const db = join(state.path, 'index.db');
+    const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', 'none', root.path], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    child.stdin.write(`${JSON.stringify(INIT)}\n`);
+    // Kill as soon as the scan has written something, long before 30,000 entries are in.
+    await waitFor(() => existsSync(`${db}-wal`) || /indexed/.test(stderr), TIMEOUT, 'the scan to start writing');
+    child.kill('SIGKILL');
+    await exited;
+    const killedMidScan = !/indexed \d+ entries/.test(stderr);
+
+    const conn = await connectWithNotes(['--db', db, '--watcher', 'none', root.path]);
+    try {
+      const uris = await listedUris(conn);
+      assert.deepEqual(uris, diskUris(root.path));
+      assert.ok(killedMidScan, 'the first run finished its scan before the kill: the tree is too small for this test');
+      // The first run never marked its scan complete, so this one scanned cold, from scratch.
+      assert.match(conn.stderr(), /indexed 30301 entries/);
+    } finally {
+      await conn.close();
+    }
+  });
+
+  test('a request with a progress token hears how the cold scan goes', async () => {
+    const db = join(state.path, 'progress.db');
+    const conn = await connectWithNotes(['--db', db, '--watcher', 'none', root.path]);
+    try {
+      const progress: number[] = [];
+      // initialize was answered at once, long before 30,000 entries are indexed (checked, not assumed).
+      const scanDoneBeforeRequest = /indexed \d+ entries/.test(conn.stderr());
+      const result = await conn.client.request(
+        { method: 'resources/list', params: {} } as never,
+        z.looseObject({}),
+        { onprogress: (p) => progress.push(p.progress), timeout: TIMEOUT },
+      );
+      assert.ok(Array.isArray((result as { resources?: unknown }).resources));
+      assert.equal(scanDoneBeforeRequest, false, 'the scan ended before the request: the tree is too small for this test');
+      assert.ok(progress.length > 0, 'no progress notification');
+      assert.deepEqual([...progress].sort((a, b) => a - b), progress, 'progress went backwards');
+    } finally {
+      await conn.close();
+    }
+  });
+});
+
+describe('shutdown', () => {
+  let root: ReturnType<typeof tempDir>;
+  let state: ReturnType<typeof tempDir>;
+  before(() => {
+    root = tempDir();
+    state = tempDir('folder-mcp-state-');
+    writeTree(root.path, { 'a.md': 'a\n', 'b/c.md': 'c\n' });
+  });
+  after(() => {
+    root.cleanup();
+    state.cleanup();
+  });
+
+  for (const how of ['stdin closes', 'SIGTERM'] as const) {
+    for (const backend of ['chokidar', 'parcel', 'poll'] as const) {
+      test(`${how} (--watcher ${backend}): exits 0, stdout is JSON-RPC only, the database closes cleanly`, async () => {
+        const db = join(state.path, `${backend}-${how.replace(' ', '-')}.db`);
+        const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', backend, root.path], {
+          stdio: ['pipe', 'pipe', 'pipe'],
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+        child.stdin.write(`${JSON.stringify(INIT)}\n`);
+        await waitFor(() => stderr.includes(`watcher: ${backend}`), TIMEOUT, 'the watcher to start');
+        // A change in flight while shutting down must not write after the close.
+        writeFileSync(join(root.path, `late-${backend}.md`), 'late\n');
+        if (how === 'SIGTERM') child.kill('SIGTERM');
+        else child.stdin.end();
+        const code = await waitFor(() => exited.then((c) => ({ c })), TIMEOUT, 'the server to exit');
+        assert.equal(code.c, 0, stderr);
+        for (const line of stdout.split('\n').filter(Boolean)) assert.equal(JSON.parse(line).jsonrpc, '2.0');
+        assert.doesNotMatch(stderr, /error|failed|warn/i);
+        // A clean close checkpoints and removes the WAL: the next open is warm.
+        assert.equal(existsSync(`${db}-wal`), false, 'WAL left behind');
+      });
+    }
+  }
+});
