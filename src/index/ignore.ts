@@ -36,6 +36,11 @@ export class IgnoreRules {
     this.exclude = options.exclude.length > 0 ? ignore().add([...options.exclude]) : null;
   }
 
+  /** True when --exclude patterns apply everywhere; else only a .gitignore on the path can ignore anything. */
+  get hasExcludes(): boolean {
+    return this.exclude !== null;
+  }
+
   /** Records the `.gitignore` text of `dir` (null: it has none). Called by the scan as it reads. */
   setDirRules(dir: string, gitignoreText: string | null): void {
     if (!this.options.gitignore) return;
