@@ -145,7 +145,7 @@ describe('ContentSearch on a real index', () => {
       const search = new ContentSearch(index, silentLogger, 1000);
       search.start();
       await search.idle();
-      const scope = planQuery({ method: 'resources/list' });
+      const scope = { ...planQuery({ method: 'resources/list' }), exact: true };
       const hits = (q: string) => search.search(parseSearchQuery(q), scope, 10).map((h) => h.row.name);
       assert.deepEqual(hits('beta').sort(), ['a.md', 'b.txt']);
       assert.deepEqual(hits('delta'), [], 'over the size cap: not indexed');

@@ -21,8 +21,11 @@ export const SEARCH_MAX_FILE_BYTES = 1024 * 1024;
 const BATCH_BYTES = 2 * 1024 * 1024;
 const BATCH_FILES = 100;
 const READ_CONCURRENCY = 32;
-/** Ranked candidates looked at per search before scope filtering. */
+/** Ranked candidates looked at per search, at most (a scoped search with a very common word may miss the rest). */
 const MAX_CANDIDATES = 20_000;
+/** Extra top-ranked candidates for an unscoped search, for entries removed but not yet dropped from the content index. */
+const FIRST_TIER_SLACK = 20;
+const SCOPED_FIRST_TIER = 2000;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS search_docs (
@@ -65,6 +68,8 @@ export interface SearchHit {
 
 export interface SearchScope {
   ranges: KeyRange[];
+  /** True when the ranges say everything (no glob residual): then the top N by rank need no filtering. */
+  exact: boolean;
   residual: (row: { uri: string; name: string }) => boolean;
 }
 
@@ -119,6 +124,11 @@ export class ContentSearch {
          WHERE e.uri > ? AND e.kind = ${EntryKind.document} ORDER BY e.uri LIMIT ?`,
       ),
       entry: db.prepare(`SELECT uri, parent, root, name, ext, kind, size, mtime, mime FROM entries WHERE uri = ?`),
+      ranked: db.prepare(
+        `SELECT d.id AS id, d.uri AS uri, f.rank AS score
+         FROM (SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ? ORDER BY rank LIMIT ?) f
+         JOIN search_docs d ON d.id = f.rowid ORDER BY f.rank`,
+      ),
       snippet: db.prepare(
         `SELECT snippet(search_fts, 0, char(1), char(2), '…', 16) AS snippet, body FROM search_fts WHERE search_fts MATCH ? AND rowid = CAST(? AS INTEGER)`,
       ),
@@ -156,21 +166,36 @@ export class ContentSearch {
   search(expression: SearchExpression, scope: SearchScope, limit: number): SearchHit[] {
     if (scope.ranges.length === 0) return [];
     const single = scope.ranges.length === 1 ? scope.ranges[0]! : null;
-    // One range (the usual prefix) goes into SQL; several are checked here.
-    const bounds = single ? ` AND d.uri >= ?${single.hi !== null ? ' AND d.uri < ?' : ''}` : '';
-    const sql = `SELECT d.id AS id, d.uri AS uri, bm25(search_fts) AS score FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
-      WHERE search_fts MATCH ?${bounds} ORDER BY score LIMIT ?`;
-    const args: (string | number)[] = [expression.match];
+    const everything = scope.exact && single !== null && single.lo === '' && single.hi === null;
+    // FTS5 sorts by rank itself and keeps only the top N, which is many times
+    // cheaper than sorting every match by bm25() in SQL (6,000 matches: 7 ms
+    // against 80). A scoped search first looks at the global top 2,000 and
+    // only when that is not enough pays for the full sort inside its range.
+    const first = everything ? limit + FIRST_TIER_SLACK : SCOPED_FIRST_TIER;
+    const ranked = this.stmts.ranked.all(expression.match, first) as Candidate0[];
+    const hits = this.collect(expression, scope, ranked, limit);
+    if (hits.length >= limit || ranked.length < first) return hits;
+    let all: Candidate0[];
     if (single) {
-      args.push(single.lo);
-      if (single.hi !== null) args.push(single.hi);
+      const hi = single.hi === null ? '' : ' AND d.uri < ?';
+      const args: (string | number)[] = [expression.match, single.lo, ...(single.hi === null ? [] : [single.hi]), MAX_CANDIDATES];
+      all = this.db
+        .prepare(
+          `SELECT d.id AS id, d.uri AS uri, bm25(search_fts) AS score FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
+           WHERE search_fts MATCH ? AND d.uri >= ?${hi} ORDER BY score LIMIT ?`,
+        )
+        .all(...args) as Candidate0[];
+    } else {
+      all = this.stmts.ranked.all(expression.match, MAX_CANDIDATES) as Candidate0[];
     }
-    args.push(MAX_CANDIDATES);
-    const candidates = this.db.prepare(sql).all(...args) as { id: number; uri: string; score: number }[];
+    return this.collect(expression, scope, all, limit);
+  }
+
+  private collect(expression: SearchExpression, scope: SearchScope, candidates: Candidate0[], limit: number): SearchHit[] {
     const hits: SearchHit[] = [];
     for (const c of candidates) {
       if (hits.length >= limit) break;
-      if (!single && !scope.ranges.some((r) => c.uri >= r.lo && (r.hi === null || c.uri < r.hi))) continue;
+      if (!scope.ranges.some((r) => c.uri >= r.lo && (r.hi === null || c.uri < r.hi))) continue;
       // The entry may have gone since the text was indexed (a removal not yet applied here).
       const row = this.stmts.entry.get(c.uri) as EntryRow | undefined;
       if (!row || !scope.residual(row)) continue;
@@ -381,6 +406,12 @@ async function readSmallText(path: string, maxBytes: number): Promise<string | u
   } finally {
     await handle.close();
   }
+}
+
+interface Candidate0 {
+  id: number;
+  uri: string;
+  score: number;
 }
 
 type Candidate = EntryRow & { docId: number | null; docMtime: number | null; docSize: number | null };

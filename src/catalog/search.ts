@@ -65,7 +65,8 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     await ctx.index.ready;
     const query = scopeQuery({ glob: asList(args.glob), name: asList(args.name), prefix: args.prefix }, ctx.roots);
     const plan = planQuery(query);
-    const hits = search.search(expression, { ranges: plan.ranges, residual: plan.residual }, args.limit);
+    const exact = query.namePatterns === undefined && query.uriPatterns === undefined;
+    const hits = search.search(expression, { ranges: plan.ranges, residual: plan.residual, exact }, args.limit);
     const progress = search.progress;
     const results = hits.map((h) => ({
       uri: h.row.uri,
