@@ -74,7 +74,7 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
       line: h.line,
       text: h.text,
       snippet: h.snippet,
-      score: Math.round(h.score * 1000) / 1000,
+      score: Number(h.score.toPrecision(4)),
     }));
     const indexing = progress.complete ? undefined : { done: progress.done, total: progress.total };
     const lines = results.map((r) => `${r.path}:${r.line}: ${r.text}`);
