@@ -664,35 +664,58 @@ describe('pagination under concurrent changes', () => {
 });
 
 describe('the scan budget', () => {
-  test('a selective namePattern over a big tree still reaches the end, through short pages', async () => {
-    const dir = tempDir();
-    const state = tempDir('folder-mcp-state-');
+  let dir: ReturnType<typeof tempDir>;
+  let state: ReturnType<typeof tempDir>;
+  let conn: Connected;
+  let R: string;
+  const needles = ['d00/needle-a', 'd23/needle-c'];
+  before(async () => {
+    dir = tempDir();
+    state = tempDir('folder-mcp-state-');
     // 12,000 rows with no match between the needles: more than one page's scan budget.
     for (let d = 0; d < 24; d++) {
-      mkdirSync(join(dir.path, `d${String(d).padStart(2, '0')}`));
-      for (let f = 0; f < 500; f++) writeFileSync(join(dir.path, `d${String(d).padStart(2, '0')}`, `hay${f}`), '');
+      const sub = join(dir.path, `d${String(d).padStart(2, '0')}`);
+      mkdirSync(sub);
+      for (let f = 0; f < 500; f++) writeFileSync(join(sub, `hay${f}`), '');
     }
-    const needles = ['d00/needle-a', 'd23/needle-c'];
     for (const n of needles) writeFileSync(join(dir.path, n), '');
-    const R = pathToFileURL(dir.path).href + '/';
-    const conn = await connect([dir.path, '--db', join(state.path, 'i.db'), '--page-size', '1', '--watcher', 'none']);
-    try {
-      let cursor: string | undefined;
-      const seen: string[] = [];
-      let shortPages = 0;
-      do {
-        const page = await conn.request('resources/list', { filter: { namePatterns: ['needle*'] }, ...(cursor ? { cursor } : {}) });
-        const got = (page.resources as LooseResult[]).map((r) => r.uri as string);
-        seen.push(...got);
-        cursor = page.nextCursor as string | undefined;
-        if (got.length === 0 && cursor) shortPages++;
-      } while (cursor);
-      assert.deepEqual(seen, needles.map((n) => R + n));
-      assert.ok(shortPages > 0, 'the budget cut at least one page short');
-    } finally {
-      await conn.close();
-      dir.cleanup();
-      state.cleanup();
+    R = pathToFileURL(dir.path).href + '/';
+    conn = await connect([dir.path, '--db', join(state.path, 'i.db'), '--page-size', '1', '--watcher', 'none']);
+  });
+  after(async () => {
+    await conn.close();
+    dir.cleanup();
+    state.cleanup();
+  });
+
+  test('a selective namePattern over a big tree still reaches the end, through short pages', async () => {
+    let cursor: string | undefined;
+    const seen: string[] = [];
+    let shortPages = 0;
+    do {
+      const page = await conn.request('resources/list', { filter: { namePatterns: ['needle*'] }, ...(cursor ? { cursor } : {}) });
+      const got = (page.resources as LooseResult[]).map((r) => r.uri as string);
+      seen.push(...got);
+      cursor = page.nextCursor as string | undefined;
+      if (got.length === 0 && cursor) shortPages++;
+    } while (cursor);
+    assert.deepEqual(seen, needles.map((n) => R + n));
+    assert.ok(shortPages > 0, 'the budget cut at least one page short');
+  });
+
+  // A liveness guard, not a speed test: without a bound on matching work, one
+  // page of 100 costly patterns over this tree takes minutes.
+  test('100 costly patterns: every page is answered and the server keeps serving', { timeout: 120_000 }, async () => {
+    const costly = Array.from({ length: 100 }, (_, i) => '**a'.repeat(80) + `**b${i}`);
+    const params = { filter: { uriPatterns: costly, namePatterns: costly } };
+    let cursor: string | undefined;
+    for (let pages = 0; pages < 20; pages++) {
+      const page = await conn.request('resources/list', cursor ? { ...params, cursor } : params);
+      assert.deepEqual(page.resources, []);
+      cursor = page.nextCursor as string | undefined;
+      assert.ok(cursor, 'not at the end of 12,000 rows yet');
+      const meta = await conn.request('resources/metadata', { uri: R + needles[0] });
+      assert.equal((meta.resource as LooseResult).name, 'needle-a');
     }
   });
 });

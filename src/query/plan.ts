@@ -24,6 +24,12 @@ export interface Plan {
   parent?: string;
   /** Rows inside the ranges (and exts, parent) match iff this holds. */
   residual: (row: { uri: string; name: string }) => boolean;
+  /**
+   * The matching work `residual` has done so far, in glob steps (absent: the
+   * residual is free). The pager charges it, so a page of 100 long patterns
+   * stops after a few rows, not after the budget's thousands.
+   */
+  residualWork?: () => number;
 }
 
 export interface PlanOptions {
@@ -144,6 +150,8 @@ export function planQuery(query: ListQuery, opts: PlanOptions = {}): Plan {
   // applies the ranges on every access path); the globs are not.
   const residual = c.name || c.uri ? (row: { uri: string; name: string }) => globsHold(c, row) : () => true;
   const plan: Plan = { ranges, exts, residual };
+  const globs = [...(c.name ?? []), ...(c.uri ?? [])];
+  if (globs.length > 0) plan.residualWork = () => globs.reduce((n, g) => n + g.work, 0);
   if (opts.parent !== undefined) plan.parent = opts.parent;
   return plan;
 }

@@ -1,0 +1,103 @@
+// The scan budget counts matching work, not only rows: 100 patterns of 256
+// chars must yield short pages after a few rows, not one page that matches
+// each pattern against thousands of rows while every other request waits.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { openDb, type Db } from '../src/index/db.ts';
+import type { EntryRow } from '../src/index/entry.ts';
+import { silentLogger } from '../src/log.ts';
+import { compileGlob } from '../src/query/glob.ts';
+import { parseListParams } from '../src/query/filter.ts';
+import { createPager, type Pager } from '../src/query/page.ts';
+import { matchesQuery, planQuery } from '../src/query/plan.ts';
+
+const R = 'file:///r/';
+const COSTLY = '**a'.repeat(80) + '**b';
+const plan = (params: unknown) => planQuery(parseListParams(params, 'resources/list'));
+
+function row(uri: string): EntryRow {
+  const name = uri.replace(/\/$/, '').split('/').at(-1)!;
+  const dot = name.lastIndexOf('.');
+  return { uri, parent: R, root: 0, name, ext: dot < 0 ? '' : name.slice(dot + 1), kind: 0, size: 1, mtime: 0, mime: 'text/plain' };
+}
+
+describe('glob work', () => {
+  const workOf = (pattern: string, text: string) => {
+    const g = compileGlob(pattern);
+    const before = g.work;
+    g.match(text);
+    return g.work - before;
+  };
+  it('is a step or two for the shapes answered with string methods', () => {
+    for (const g of ['abc', '*.md', 'src/*', 'src/**']) assert.equal(workOf(g, 'src/x/readme.md'), 1, g);
+    assert.equal(workOf('*.md', 'x'.repeat(40)), 3);
+  });
+  it('is small for ordinary patterns and large for costly ones', () => {
+    assert.ok(workOf('f?.*', 'f1.txt') < 32);
+    assert.ok(workOf(`${R}**/*.ts`, `${R}src/some/dir/file-name.ts`) < 200);
+    assert.ok(workOf(COSTLY, `${R}` + 'a'.repeat(100)) > 5_000);
+  });
+  it('accumulates across matches', () => {
+    const g = compileGlob('*x*y');
+    g.match('axby');
+    const one = g.work;
+    g.match('axby');
+    assert.equal(g.work, 2 * one);
+  });
+});
+
+describe('residualWork', () => {
+  it('is absent without globs', () => {
+    assert.equal(plan({ prefix: R, filters: { uri_paths: [R] } }).residualWork, undefined);
+  });
+  it('sums the work of every glob of the plan', () => {
+    const p = plan({ filter: { namePatterns: ['*.md', 'f?.*'], uriPatterns: [`${R}**/*.ts`] } });
+    assert.equal(p.residualWork!(), 0);
+    p.residual({ uri: `${R}a/f1.ts`, name: 'f1.ts' });
+    assert.ok(p.residualWork!() > 0);
+  });
+});
+
+describe('listPage under a work budget', () => {
+  let db: Db;
+  let pager: Pager;
+  const A = 'a'.repeat(40);
+  const uris = Array.from({ length: 120 }, (_, i) => `${R}${A}/f${String(i).padStart(5, '0')}${A}.txt`);
+  before(() => {
+    db = openDb(':memory:', silentLogger).db;
+    const stmt = db.prepare(
+      `INSERT INTO entries (uri, parent, root, name, ext, kind, size, mtime, mime) VALUES (@uri, @parent, @root, @name, @ext, @kind, @size, @mtime, @mime)`,
+    );
+    db.transaction(() => uris.forEach((u) => stmt.run(row(u))))();
+    pager = createPager(db);
+  });
+  after(() => db.close());
+
+  it('examines few rows per page for costly patterns, and still reaches the end', () => {
+    const many = Array.from({ length: 30 }, (_, i) => COSTLY + i);
+    // Names and URIs full of 'a': the automata stay wide on every char.
+    const params = { filter: { namePatterns: [...many, 'f0002*'], uriPatterns: [...many, `${R}${A}/f0002*`] } };
+    const p = plan(params);
+    const expected = uris.filter((u) => matchesQuery(parseListParams(params, 'resources/list'), row(u)));
+    assert.equal(expected.length, 10);
+    let key: string | null = null;
+    let pages = 0;
+    const seen: string[] = [];
+    for (;;) {
+      const page = pager.listPage(p, key, 200, 10_000);
+      pages++;
+      const examined = uris.filter((u) => (key === null || u > key) && u <= page.lastScanned!).length;
+      assert.ok(examined >= 1 && examined <= 10, `examined ${examined} rows`);
+      seen.push(...page.rows.map((r) => r.uri));
+      if (page.exhausted) break;
+      key = page.lastScanned;
+    }
+    assert.deepEqual(seen, expected);
+    assert.ok(pages >= 12, `${pages} pages`);
+  });
+
+  it('leaves cheap filters a full page', () => {
+    const page = pager.listPage(plan({ filter: { namePatterns: ['f*.txt', 'f?.*'] } }), null, 100, 10_000);
+    assert.equal(page.rows.length, 100);
+  });
+});
