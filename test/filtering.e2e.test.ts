@@ -229,6 +229,8 @@ describe('filtering over stdio', () => {
     ['namePatterns raw non-ASCII', { filter: { namePatterns: ['café*', '語*'] } }, names('café*', '語*')],
     ['namePatterns escapes', { filter: { namePatterns: ['br\\[1\\].txt', 'what\\?.md'] } }, names('br\\[1\\].txt', 'what\\?.md')],
     ['namePatterns dotfiles', { filter: { namePatterns: ['.*'] } }, names('.*')],
+    ['namePatterns literal names (dotfile, no extension, two dots)', { filter: { namePatterns: ['.env', 'Makefile', 'settings.json', 'f1.md'] } }, names('.env', 'Makefile', 'settings.json', 'f1.md')],
+    ['namePatterns extension alternatives', { filter: { namePatterns: ['*.{md,MD}', 'mod0?.js'] } }, names('*.{md,MD}', 'mod0?.js')],
     ['namePatterns with a space and #', { filter: { namePatterns: ['* *', '*#*'] } }, names('* *', '*#*')],
     ['uriPatterns under src, **/*.ts', { filter: { uriPatterns: [`${R}src/**/*.ts`] } }, uris(`${R}src/**/*.ts`)],
     ['uriPatterns with no literal head **/*.json', { filter: { uriPatterns: ['**/*.json'] } }, uris('**/*.json')],
