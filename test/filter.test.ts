@@ -113,6 +113,14 @@ describe('fingerprint', () => {
     );
     assert.equal(fp({}), fp({ filter: {}, prefix: '' }));
   });
+  it('names a uri collection one way: encoding, trailing slash, dot segments, localhost', () => {
+    const a = fp({ uri: 'file:///r/café/' });
+    for (const uri of ['file:///r/café', 'file:///r/caf%C3%A9/', 'file:///r/caf%c3%a9', 'file:///r/x/../café', 'file://localhost/r/café/']) {
+      assert.equal(fp({ uri }), a, uri);
+    }
+    assert.notEqual(fp({ uri: 'file:///r/cafe/' }), a);
+    assert.notEqual(fp({ uri: 'not a uri' }), fp({ uri: 'not a uri!' }));
+  });
   it('changes with every criterion and the method', () => {
     const all = [
       fp({}),

@@ -320,6 +320,17 @@ describe('filtering over stdio', () => {
     await rejectsExactly(conn.request('resources/list', { prefix: `${R}café`, cursor: first.nextCursor as string }), INVALID_PARAMS, FILTER_CHANGED);
   });
 
+  test('a uri cursor is valid with another spelling of the collection', async () => {
+    const lib = await walk(conn, { uri: `${R}lib/` }, 7);
+    const first = await conn.request('resources/list', { uri: `${R}lib` });
+    const firstUris = (first.resources as LooseResult[]).map((r) => r.uri as string);
+    for (const other of [`${R}lib/`, `${R}lib`, `${R}math/../lib/`, `${R.replace('file://', 'file://localhost')}lib/`]) {
+      const rest = await walk(conn, { uri: other, cursor: first.nextCursor as string }, 7);
+      assert.deepEqual([...firstUris, ...rest], lib, other);
+    }
+    await rejectsExactly(conn.request('resources/list', { uri: `${R}math/`, cursor: first.nextCursor as string }), INVALID_PARAMS, FILTER_CHANGED);
+  });
+
   test('a cursor from another list method is refused', async () => {
     const first = await conn.request('resources/list', {});
     await rejectsExactly(conn.request('resources/templates/list', { cursor: first.nextCursor as string }), INVALID_PARAMS, FILTER_CHANGED);

@@ -2,7 +2,7 @@
 // params in, a validated and normalised ListQuery out. Pure; the protocol layer
 // turns FilterError into JSON-RPC -32602 with the message as it is.
 import { createHash } from 'node:crypto';
-import { canonicalUriText } from '../uri.ts';
+import { canonicalUriText, parseFileUri, pathToUri } from '../uri.ts';
 import { compileGlob, GlobSyntaxError, mapGlobLiterals } from './glob.ts';
 
 export type ListMethod = 'resources/list' | 'resources/templates/list' | 'tools/list' | 'prompts/list';
@@ -91,9 +91,19 @@ export function fingerprint(query: ListQuery): string {
     query.uriPaths ?? null,
     query.namePatterns ?? null,
     query.uriPatterns ?? null,
-    query.uri ?? null,
+    query.uri === undefined ? null : collectionKey(query.uri),
   ]);
   return createHash('sha256').update(canonical).digest('base64url').slice(0, 16);
+}
+
+/**
+ * `uri` stays raw in the query (its lookup tells a document from a missing
+ * path), but `.../café`, `.../caf%C3%A9/` and `.../x/../café` name one
+ * collection, so they are one filter. Unparsable: as sent (it names nothing).
+ */
+function collectionKey(uri: string): string {
+  const parsed = parseFileUri(uri);
+  return parsed ? pathToUri(parsed.path, true) : uri;
 }
 
 function checkSyntax(field: 'namePatterns' | 'uriPatterns', pattern: string): void {
