@@ -318,6 +318,9 @@ describe('Formats: budgets and cache', () => {
       again.onIndexChange({ upserted: [doc], removed: [] });
       await again.convert(doc, content('hello!', 2000));
       assert.equal(calls, 4);
+      again.onIndexChange({ upserted: [{ ...entry('r', 'inode/directory', 'file:///r/'), kind: EntryKind.collection }], removed: [] });
+      await again.convert(doc, content('hello!', 2000));
+      assert.equal(calls, 4, 'a changed folder (a child came or went) keeps what is cached beneath it');
       again.onIndexChange({ upserted: [], removed: ['file:///r/'] });
       await again.convert(doc, content('hello!', 2000));
       assert.equal(calls, 5, 'removing a collection forgets everything beneath it');

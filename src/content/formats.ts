@@ -1,5 +1,5 @@
 import type { Db } from '../index/db.ts';
-import type { EntryRow } from '../index/entry.ts';
+import { EntryKind, type EntryRow } from '../index/entry.ts';
 import type { FolderIndex, IndexChange } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import type { Alternative } from '../protocol/context.ts';
@@ -164,7 +164,10 @@ export class Formats {
   /** Index listener: forgets the conversions of changed and removed files. */
   readonly onIndexChange = (change: IndexChange): void => {
     try {
-      this.cache.forget([...change.removed, ...change.upserted.map((row) => row.uri)]);
+      // An upserted collection is only a directory whose mtime moved (a child
+      // came or went): what is cached beneath it stays valid.
+      const changedDocuments = change.upserted.filter((row) => row.kind === EntryKind.document).map((row) => row.uri);
+      this.cache.forget([...change.removed, ...changedDocuments]);
     } catch (error) {
       this.log.debug(`conversion cache: ${(error as Error).message}`);
     }
