@@ -27,6 +27,7 @@ const TREE: Record<string, string | Uint8Array> = {
   'docs/report.pdf': makePdf(['Quarterly report\nPage one body', 'Second page body']),
   'docs/letter.docx': makeDocx([{ heading: 1, text: 'Dear reader' }, 'Thank you (really).']),
   'docs/scan': makePdf(['Scanned without extension']),
+  'docs/long.pdf': makePdf(Array.from({ length: 500 }, (_, i) => `Body of page ${i + 1}`)),
   'text/utf16le.txt': utf16le,
   'text/utf16be.txt': utf16be,
   'text/plain.md': '# Plain\n',
@@ -107,6 +108,16 @@ describe('format alternatives over stdio', () => {
       alternatives[0]!.text,
       '--- page 1 ---\nQuarterly report\nPage one body\n\n--- page 2 ---\nSecond page body\n',
     );
+  });
+
+  test('a 500-page PDF: the first 200 pages, then a line counting the rest', async () => {
+    const items = await read('docs/long.pdf');
+    const [alternative] = await checkPrimary('docs/long.pdf', items, 'blob');
+    const text = alternative!.text!;
+    assert.ok(text.startsWith('--- page 1 ---\nBody of page 1\n\n--- page 2 ---\nBody of page 2\n'));
+    assert.ok(text.includes('--- page 200 ---\nBody of page 200\n'));
+    assert.ok(!text.includes('--- page 201 ---'));
+    assert.ok(text.endsWith('\n--- 300 more pages not extracted ---\n'), text.slice(-200));
   });
 
   test('a Word document: the bytes, then Markdown', async () => {
