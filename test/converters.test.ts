@@ -117,6 +117,11 @@ describe('PDF converter', () => {
     assert.equal(text, '--- page 1 ---\nFirst page\nsecond line\n\n--- page 2 ---\nSecond (page) text\n');
   });
 
+  test('compressed page streams (FlateDecode) read the same', async () => {
+    const text = await convert(pdfConverter, makePdf(['Deflated page', 'And another'], { compress: true }));
+    assert.equal(text, '--- page 1 ---\nDeflated page\n\n--- page 2 ---\nAnd another\n');
+  });
+
   test('stops at the page budget and says how many pages were left', async () => {
     const pages = Array.from({ length: 12 }, (_, i) => `Body of page ${i + 1}`);
     const text = (await convert(pdfConverter, makePdf(pages), { pdfPages: 5 })) as string;

@@ -1,4 +1,4 @@
-import { crc32, deflateRawSync } from 'node:zlib';
+import { crc32, deflateRawSync, deflateSync } from 'node:zlib';
 
 /**
  * Tiny, valid documents built in memory, for tests and benchmarks of the
@@ -8,10 +8,11 @@ import { crc32, deflateRawSync } from 'node:zlib';
 
 /**
  * A PDF with one page per string (Helvetica, one text line per '\n'-separated
- * line). `encrypted` adds a standard security handler whose password is not
+ * line). `compress` deflates the page streams (/FlateDecode), as most real
+ * PDFs do; `encrypted` adds a standard security handler whose password is not
  * empty (and unknown): readers must refuse it.
  */
-export function makePdf(pages: readonly string[], options: { encrypted?: boolean } = {}): Buffer {
+export function makePdf(pages: readonly string[], options: { encrypted?: boolean; compress?: boolean } = {}): Buffer {
   const objects: string[] = [];
   // 1: catalog, 2: page tree, 3: font, then per page a page object and its content stream.
   const pageIds = pages.map((_, i) => 4 + i * 2);
@@ -30,7 +31,12 @@ export function makePdf(pages: readonly string[], options: { encrypted?: boolean
     objects.push(
       `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${pageIds[i]! + 1} 0 R >>`,
     );
-    objects.push(`<< /Length ${Buffer.byteLength(stream, 'latin1')} >>\nstream\n${stream}\nendstream`);
+    if (options.compress) {
+      const data = deflateSync(Buffer.from(stream, 'latin1')).toString('latin1');
+      objects.push(`<< /Length ${data.length} /Filter /FlateDecode >>\nstream\n${data}\nendstream`);
+    } else {
+      objects.push(`<< /Length ${Buffer.byteLength(stream, 'latin1')} >>\nstream\n${stream}\nendstream`);
+    }
   }
   // The comment of high bytes after the header marks the file as binary, as real PDFs do
   // (without it this all-ASCII PDF would be served as text).
