@@ -8,6 +8,7 @@ import { notebookConverter } from '../src/content/converters/notebook.ts';
 import { pdfConverter } from '../src/content/converters/pdf.ts';
 import {
   ConversionError,
+  ConversionUnavailable,
   DEFAULT_CONVERSION_LIMITS,
   type ConversionLimits,
   type Converter,
@@ -397,6 +398,40 @@ describe('conversion worker thread', () => {
       await rejectsConversion(worker.run('no-such@1', { name: 'x', bytes: Buffer.alloc(0), text: undefined, limits }), /no converter/);
     } finally {
       worker.close();
+    }
+  });
+
+  test('a full queue or a closing worker: skipped this time, not remembered, not warned about', async () => {
+    const worker = new ConversionWorker(WORKER, 1);
+    const nb = (text: string) => ({ name: 'n.ipynb', bytes: Buffer.alloc(0), text: makeNotebook([{ cell_type: 'markdown', source: text }]), limits });
+    const running = worker.run('ipynb-markdown@1', nb('one'));
+    const queued = worker.run('ipynb-markdown@1', nb('two'));
+    await assert.rejects(worker.run('ipynb-markdown@1', nb('three')), ConversionUnavailable);
+    assert.equal(await running, 'one\n');
+    assert.equal(await queued, 'two\n');
+    worker.close();
+    await assert.rejects(worker.run('ipynb-markdown@1', nb('four')), ConversionUnavailable);
+
+    const dir = tempDir('folder-mcp-formats-');
+    const { db } = openDb(join(dir.path, 'index.db'), silentLogger);
+    try {
+      const lines: string[] = [];
+      const formats = new Formats({ db, log: createLogger('warn', (l) => lines.push(l)), worker });
+      const doc = entry('n.ipynb', 'application/x-ipynb+json');
+      const text = makeNotebook([{ cell_type: 'markdown', source: 'later' }]);
+      const file = { bytes: Buffer.from(text), text, mtimeMs: 7 };
+      assert.deepEqual(await formats.convert(doc, file), []);
+      assert.deepEqual(lines, []);
+      const working = new ConversionWorker(WORKER);
+      try {
+        const again = new Formats({ db, log: silentLogger, worker: working });
+        assert.deepEqual((await again.convert(doc, file)).map((a) => 'text' in a && a.text), ['later\n']);
+      } finally {
+        working.close();
+      }
+    } finally {
+      db.close();
+      dir.cleanup();
     }
   });
 

@@ -6,6 +6,7 @@ import type { Alternative } from '../protocol/context.ts';
 import { CONVERTERS, convertersFor } from './converters/index.ts';
 import {
   ConversionError,
+  ConversionUnavailable,
   DEFAULT_CONVERSION_LIMITS,
   type ConversionLimits,
   type Converter,
@@ -203,6 +204,7 @@ export class Formats {
     if (cached) return 'alternative' in cached ? cached.alternative : undefined;
 
     const { outcome, bytes } = await this.run(entry, content, converter);
+    if (!outcome) return undefined; // did not happen this time; nothing to remember
     if ('error' in outcome) {
       this.log.warn(`${converter.produces} alternative of ${entry.uri} left out: ${outcome.error}`);
     }
@@ -219,7 +221,7 @@ export class Formats {
     entry: EntryRow,
     content: FileContent,
     converter: Converter,
-  ): Promise<{ outcome: CachedConversion; bytes?: Uint8Array }> {
+  ): Promise<{ outcome?: CachedConversion; bytes?: Uint8Array }> {
     const limits = this.limits;
     if (content.bytes.length > limits.inputBytes) {
       return { outcome: { error: `file is ${content.bytes.length} bytes, over the conversion input limit of ${limits.inputBytes}` } };
@@ -232,6 +234,10 @@ export class Formats {
           ? await this.worker.run(converter.id, input)
           : await runInline(converter, input);
     } catch (error) {
+      if (error instanceof ConversionUnavailable) {
+        this.log.debug(`${converter.produces} alternative of ${entry.uri} skipped: ${error.message}`);
+        return {};
+      }
       const message = error instanceof ConversionError ? error.message : `converter failed: ${(error as Error)?.message ?? String(error)}`;
       return { outcome: { error: message } };
     }

@@ -1,10 +1,13 @@
 import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { ConversionError, type ConversionLimits } from './converters/types.ts';
+import { ConversionError, ConversionUnavailable, type ConversionLimits } from './converters/types.ts';
 import type { WorkerJob, WorkerReply } from './worker.ts';
 
 /** Heap cap of the conversion thread: a hostile document exhausts it, not the server. */
 const WORKER_HEAP_MB = 512;
+
+/** Jobs waiting for the thread (each holds its input in memory); past it a read goes without alternatives. */
+const MAX_QUEUED = 32;
 
 interface Pending {
   job: WorkerJob;
@@ -26,10 +29,16 @@ export class ConversionWorker {
   private nextId = 1;
   private closed = false;
 
-  constructor(private readonly workerUrl: URL) {}
+  constructor(
+    private readonly workerUrl: URL,
+    private readonly maxQueued = MAX_QUEUED,
+  ) {}
 
   run(converter: string, input: { name: string; bytes: Uint8Array; text: string | undefined; limits: ConversionLimits }): Promise<string | Uint8Array> {
-    if (this.closed) return Promise.reject(new ConversionError('server is closing'));
+    if (this.closed) return Promise.reject(new ConversionUnavailable('server is closing'));
+    if (this.queue.length >= this.maxQueued) {
+      return Promise.reject(new ConversionUnavailable(`${this.maxQueued} conversions are already waiting`));
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ job: { id: this.nextId++, converter, ...input }, resolve, reject });
       this.pump();
@@ -38,8 +47,8 @@ export class ConversionWorker {
 
   close(): void {
     this.closed = true;
-    for (const pending of this.queue.splice(0)) pending.reject(new ConversionError('server is closing'));
-    this.finish(new ConversionError('server is closing'));
+    for (const pending of this.queue.splice(0)) pending.reject(new ConversionUnavailable('server is closing'));
+    this.finish(new ConversionUnavailable('server is closing'));
     void this.worker?.terminate();
     this.worker = undefined;
   }

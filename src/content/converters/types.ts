@@ -69,3 +69,10 @@ export interface Converter {
 
 /** A conversion that cannot produce its alternative: the message goes to the warning. */
 export class ConversionError extends Error {}
+
+/**
+ * A conversion that did not happen for reasons that say nothing about the file
+ * (the server is closing, the conversion queue is full): not cached, not
+ * warned about; the next read tries again.
+ */
+export class ConversionUnavailable extends Error {}
