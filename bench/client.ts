@@ -28,7 +28,7 @@ export async function spawnServer(script: string, args: string[]): Promise<Conn>
   const transport = new StdioClientTransport({ command: process.execPath, args: [script, ...args], stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-20_000);
+    stderr = (stderr + chunk.toString()).slice(-50_000);
   });
   let capabilities: LooseResult = {};
   // Peek at the raw initialize result: the Client keeps only the capabilities it knows.
@@ -56,9 +56,50 @@ export async function spawnServer(script: string, args: string[]): Promise<Conn>
   };
 }
 
-/** Starts folder-mcp on `root` with the given extra options. */
+/** Starts folder-mcp on `root` with the given extra options (info logs on stderr, for `settled`). */
 export function spawnFolderMcp(root: string, db: string, extra: string[] = []): Promise<Conn> {
-  return spawnServer(CLI, ['--db', db, '--log-level', 'warn', ...extra, root]);
+  return spawnServer(CLI, ['--db', db, '--log-level', 'info', ...extra, root]);
+}
+
+/** What the server does in the background after start, as its info log lines report it. */
+export interface Settled {
+  /** Whole-tree check of the index against the disk (runs after every start). */
+  reconcileMs: number | null;
+  /** Full-text content index build (with the search tool). */
+  contentIndexMs: number | null;
+  /** Spawn (or `since`) until both were logged. */
+  settledMs: number | null;
+}
+
+/**
+ * Waits until the server's background work after start-up is done, so that
+ * steady-state timings are not measured against a reconcile or a content
+ * index build running alongside. Gives up after `timeoutMs`.
+ */
+export async function settled(conn: Conn, since: number, timeoutMs: number): Promise<Settled> {
+  const hasSearch = await conn
+    .request('tools/list', {})
+    .then((r) => (r.tools as { name: string }[]).some((t) => t.name.endsWith('search')))
+    .catch(() => false);
+  const deadline = performance.now() + timeoutMs;
+  const num = (re: RegExp) => {
+    const m = re.exec(conn.stderr());
+    return m ? Number(m[1]) : null;
+  };
+  for (;;) {
+    const reconcileMs = num(/index checked against the disk in (\d+) ms/);
+    const contentIndexMs = num(/content index: \d+ text documents checked in (\d+) ms/);
+    const done = reconcileMs !== null && (contentIndexMs !== null || !hasSearch);
+    if (done || performance.now() > deadline) {
+      return { reconcileMs, contentIndexMs, settledMs: done ? performance.now() - since : null };
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** How long to wait for background work on a tree of `size` files. */
+export function settleTimeout(size: number): number {
+  return 30_000 + size * 0.3;
 }
 
 /** Peak resident set (VmHWM) of a process in MiB, or null where /proc is not there. */

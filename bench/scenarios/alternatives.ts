@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import picomatch from 'picomatch';
-import { listAll, SERVER_FILESYSTEM, spawnFolderMcp, spawnServer, type Conn } from '../client.ts';
+import { listAll, SERVER_FILESYSTEM, settled, settleTimeout, spawnFolderMcp, spawnServer, type Conn } from '../client.ts';
 import { isSkipped, sampleWithin, sizeLabel, skippedRow, uriOf, type Scenario, type SizeContext } from '../context.ts';
 import { fmtMs, fmtRatio, summarize, type Stat } from '../stats.ts';
 
@@ -82,6 +82,7 @@ export const alternatives: Scenario<AlternativesResult> = {
   async run(ctx) {
     if (!existsSync(ctx.db)) return { skipped: 'no index from the cold scenario (run it first)' };
     const fm = await spawnFolderMcp(ctx.root, ctx.db, ['--watcher', 'none']);
+    await settled(fm, performance.now(), settleTimeout(ctx.tree.size));
     let fs: Conn | null = null;
     const out: AlternativesResult = {};
     try {
@@ -90,6 +91,7 @@ export const alternatives: Scenario<AlternativesResult> = {
         ctx.log(`  vs server-filesystem: ${q.label}`);
         const first = await listAll(fm, q.params);
         const honoured = first.items > 0 && first.uris.every(q.accepts);
+        for (let i = 0; i < 5; i++) await listAll(fm, q.params);
         const fmSamples = await sampleWithin(ctx.runs * 3, 20_000, () => listAll(fm, q.params), 3);
         let filesystem: Stat | null = null;
         let filesystemItems: number | null = null;
@@ -99,7 +101,7 @@ export const alternatives: Scenario<AlternativesResult> = {
         } else {
           const call = async () => (filesystemItems = countAnswer(q.tool, await fs!.request('tools/call', { name: q.tool, arguments: q.args })));
           try {
-            if (ctx.tree.size < 1_000_000) await call(); // warm-up, where affordable
+            if (ctx.tree.size < 1_000_000) for (let i = 0; i < (ctx.tree.size <= 10_000 ? 3 : 1); i++) await call(); // warm-up, where affordable
             filesystem = summarize(await sampleWithin(ctx.runs, 60_000, call, 1));
           } catch (error) {
             note = `server-filesystem failed: ${(error as Error).message.slice(0, 120)}`;

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import picomatch from 'picomatch';
 import { pathToUri } from '../../src/uri.ts';
-import { spawnFolderMcp, peakRssMiB } from '../client.ts';
+import { peakRssMiB, settled, settleTimeout, spawnFolderMcp } from '../client.ts';
 import { sampleWithin, sizeLabel, skippedRow, uriOf, type Scenario, type SizeContext } from '../context.ts';
 import { fmtMs, fmtRatio, summarize, type Stat } from '../stats.ts';
 
@@ -112,6 +112,8 @@ export interface QueryResult {
 }
 
 export interface ListResult {
+  /** A `ping` round trip: the JSON-RPC-over-stdio floor under every page. */
+  ping?: Stat;
   queries: Record<string, QueryResult>;
   peakRssMiB: number | null;
 }
@@ -122,9 +124,12 @@ export const list: Scenario<ListResult> = {
     if (!existsSync(ctx.db)) return { skipped: 'no index from the cold scenario (run it first)' };
     const iterations = ctx.quick ? 60 : 300;
     const conn = await spawnFolderMcp(ctx.root, ctx.db, ['--page-size', String(PAGE), '--watcher', 'none']);
+    await settled(conn, performance.now(), settleTimeout(ctx.tree.size));
     const db = new Database(ctx.db, { readonly: true });
     const out: Record<string, QueryResult> = {};
     try {
+      for (let i = 0; i < 20; i++) await conn.client.ping();
+      const ping = summarize(await sampleWithin(iterations, 5_000, () => conn.client.ping(), 20));
       for (const q of queries(ctx)) {
         ctx.log(`  list: ${q.label}`);
         const first = await conn.request('resources/list', q.params);
@@ -138,7 +143,7 @@ export const list: Scenario<ListResult> = {
         const naive = await sampleWithin(ctx.quick ? 5 : 20, ctx.quick ? 5_000 : 15_000, () => q.naive(), 2);
         out[q.key] = { label: q.label, items: uris.length, honoured, server: summarize(server), floor: summarize(floor), naive: summarize(naive) };
       }
-      return { queries: out, peakRssMiB: peakRssMiB(conn.pid) };
+      return { ping, queries: out, peakRssMiB: peakRssMiB(conn.pid) };
     } finally {
       db.close();
       await conn.close();
@@ -152,6 +157,9 @@ export const list: Scenario<ListResult> = {
       if ('skipped' in r) {
         rows.push(skippedRow(size, r, header.length));
         continue;
+      }
+      if (r.ping) {
+        rows.push([sizeLabel(size), 'ping (stdio round trip, no work)', '', fmtMs(r.ping.p50), fmtMs(r.ping.p99), `${fmtMs(r.ping.min)}–${fmtMs(r.ping.max)}`, '', '', '', '', '']);
       }
       for (const [key, q] of Object.entries(r.queries)) {
         const b = base && !('skipped' in base) ? base.queries[key] : undefined;

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { spawnFolderMcp } from '../client.ts';
+import { settled, settleTimeout, spawnFolderMcp } from '../client.ts';
 import { sizeLabel, skippedRow, type Scenario } from '../context.ts';
 import { fmtMs, fmtRatio, summarize, type Stat } from '../stats.ts';
 import { PAGE } from './list.ts';
@@ -29,6 +29,7 @@ export const paginate: Scenario<PaginateResult> = {
   async run(ctx) {
     if (!existsSync(ctx.db)) return { skipped: 'no index from the cold scenario (run it first)' };
     const conn = await spawnFolderMcp(ctx.root, ctx.db, ['--page-size', String(PAGE), '--watcher', 'none']);
+    await settled(conn, performance.now(), settleTimeout(ctx.tree.size));
     const perPage: number[] = [];
     let entries = 0;
     const t0 = performance.now();

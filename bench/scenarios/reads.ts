@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { spawnFolderMcp, type Conn } from '../client.ts';
+import { settled, settleTimeout, spawnFolderMcp, type Conn } from '../client.ts';
 import { isSkipped, sampleWithin, sizeLabel, uriOf, type Scenario, type SizeContext, type Skipped } from '../context.ts';
 import { fmtMs, fmtRatio, summarize, type Stat } from '../stats.ts';
 
@@ -66,6 +66,7 @@ export const reads: Scenario<ReadsResult> = {
   async run(ctx): Promise<ReadsResult | Skipped> {
     if (!existsSync(ctx.db)) return { skipped: 'no index from the cold scenario (run it first)' };
     const conn = await spawnFolderMcp(ctx.root, ctx.db, ['--watcher', 'none']);
+    await settled(conn, performance.now(), settleTimeout(ctx.tree.size));
     try {
       const t = ctx.tree;
       return {

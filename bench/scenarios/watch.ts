@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { inotifyWatches, listAll, peakRssMiB, spawnFolderMcp, type Conn } from '../client.ts';
+import { inotifyWatches, listAll, peakRssMiB, settled, settleTimeout, spawnFolderMcp, type Conn } from '../client.ts';
 import { isSkipped, sizeLabel, uriOf, type Scenario, type SizeContext } from '../context.ts';
 import { fmtMs, summarize, type Stat } from '../stats.ts';
 
@@ -13,6 +13,10 @@ export interface BackendResult {
   skipped?: string;
   /** Spawn until the first change notification arrives (the watcher is up). */
   readyMs?: number | null;
+  /** The server's own "watcher: X (...), ready in N ms" (start of the backend alone). */
+  watcherStartMs?: number | null;
+  /** Backend the server reports running (it may fall back). */
+  running?: string;
   /** Write of a file in a subscribed collection until `notifications/resources/updated` at the client. */
   latency?: Stat | null;
   burstFiles?: number;
@@ -72,7 +76,9 @@ async function runBackend(ctx: SizeContext, backend: string): Promise<BackendRes
       if ((await waitFor(seen, t0, updated, 2_000)) !== null) readyMs = performance.now() - spawned;
     }
     if (readyMs === null) return { backend, skipped: 'no notifications/resources/updated for a subscribed folder' };
+    await settled(conn, spawned, settleTimeout(ctx.tree.size)); // latency in steady state, not against the start-up reconcile
     await sleep(500);
+    const started = /watcher: (\w+) \([^)]*\), ready in (\d+) ms/.exec(conn.stderr());
 
     const latencies: number[] = [];
     const n = ctx.quick ? 8 : 25;
@@ -111,6 +117,8 @@ async function runBackend(ctx: SizeContext, backend: string): Promise<BackendRes
     return {
       backend,
       readyMs,
+      watcherStartMs: started ? Number(started[2]) : null,
+      running: started?.[1] ?? 'unknown',
       latency: latencies.length ? summarize(latencies) : null,
       burstFiles,
       burstConvergeMs,
@@ -145,7 +153,7 @@ export const watch: Scenario<WatchResult> = {
     return out;
   },
   tables(bySize) {
-    const header = ['size', 'backend', 'ready', 'change→updated p50', 'p99', 'burst', 'converged', 'notifications', 'inotify watches', 'peak RSS'];
+    const header = ['size', 'backend', 'watcher start (log)', 'spawn→1st event', 'change→updated p50', 'p99', 'burst', 'converged', 'notifications', 'inotify watches', 'peak RSS'];
     const rows: string[][] = [];
     for (const { size, result: r } of bySize) {
       if (isSkipped(r)) {
@@ -159,7 +167,8 @@ export const watch: Scenario<WatchResult> = {
         }
         rows.push([
           sizeLabel(size),
-          b.backend,
+          b.running && b.running !== b.backend ? `${b.backend} (ran: ${b.running})` : b.backend,
+          fmtMs(b.watcherStartMs),
           fmtMs(b.readyMs),
           fmtMs(b.latency?.p50),
           fmtMs(b.latency?.p99),
@@ -176,7 +185,7 @@ export const watch: Scenario<WatchResult> = {
         title: '6. Live updates per watcher backend',
         header,
         rows,
-        note: 'Target: change→updated p50 < 100 ms. "ready" = spawn until the first notification (watcher start-up on the whole tree).',
+        note: 'Target: change→updated p50 < 100 ms, measured after the start-up work has settled. "spawn→1st event" = spawn until a probe write in a subscribed folder is first notified.',
       },
     ];
   },

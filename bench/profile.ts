@@ -1,0 +1,68 @@
+// Where the cold index spends its time, phase by phase, on one tree:
+//   node --import tsx bench/profile.ts <dir> [--scan-only]
+//   node --cpu-prof --cpu-prof-dir /tmp/prof --import tsx bench/profile.ts <dir>
+// Prints wall time and the process's CPU time (user+system, all threads) per
+// phase: on a busy machine CPU time is the steadier of the two.
+import fg from 'fast-glob';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openDb } from '../src/index/db.ts';
+import type { EntryRow } from '../src/index/entry.ts';
+import { FolderIndex } from '../src/index/folder-index.ts';
+import { IgnoreRules } from '../src/index/ignore.ts';
+import { scanRoots } from '../src/index/scan.ts';
+import { Store } from '../src/index/store.ts';
+import { silentLogger } from '../src/log.ts';
+import { makeRoot } from '../src/uri.ts';
+
+const root = makeRoot(process.argv[2]!);
+const db = join(tmpdir(), 'folder-mcp-bench-profile.db');
+const clean = () => {
+  for (const s of ['', '-wal', '-shm']) rmSync(db + s, { force: true });
+};
+
+async function phase(label: string, fn: () => Promise<unknown> | unknown): Promise<void> {
+  const cpu = process.cpuUsage();
+  const t = performance.now();
+  const extra = await fn();
+  const c = process.cpuUsage(cpu);
+  console.log(`${label.padEnd(48)} ${String(Math.round(performance.now() - t)).padStart(6)} ms wall ${String(Math.round((c.user + c.system) / 1000)).padStart(6)} ms CPU ${extra ?? ''}`);
+}
+
+async function walk(): Promise<number> {
+  let n = 0;
+  for await (const _ of fg.stream('**', { cwd: root.path, stats: true, onlyFiles: false, dot: true, followSymbolicLinks: false })) n++;
+  return n;
+}
+
+function upsertAll(rows: EntryRow[], pragma?: string): void {
+  clean();
+  const opened = openDb(db, silentLogger);
+  if (pragma) opened.db.pragma(pragma);
+  const store = new Store(opened.db);
+  for (let i = 0; i < rows.length; i += 2000) store.upsertMany(rows.slice(i, i + 2000));
+  opened.db.close();
+}
+
+await walk();
+await phase('bare walk (fast-glob, stats)', walk);
+const rows: EntryRow[] = [];
+await phase('scanRoots only (no SQLite)', async () => {
+  const rules = new IgnoreRules([root], { gitignore: true, exclude: [] });
+  for await (const batch of scanRoots({ roots: [root], rules, log: silentLogger })) rows.push(...batch);
+  return rows.length;
+});
+if (!process.argv.includes('--scan-only')) {
+  await phase('SQLite upserts only, scan order', () => upsertAll(rows));
+  await phase('SQLite upserts only, scan order, sync=OFF', () => upsertAll(rows, 'synchronous = OFF'));
+  const sorted = [...rows].sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
+  await phase('SQLite upserts only, URI order', () => upsertAll(sorted));
+  clean();
+  await phase('FolderIndex cold (scan + SQLite)', async () => {
+    const fi = new FolderIndex({ roots: [root], dbFile: db, log: silentLogger, gitignore: true, exclude: [] });
+    await fi.ready;
+    fi.close();
+  });
+}
+clean();
