@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { mayBeText, formatListing, listingName } from '../src/content/collection.ts';
-import { docxConverter, unescapeProse } from '../src/content/converters/docx.ts';
+import { docxConverter } from '../src/content/converters/docx.ts';
+import { htmlToMarkdown } from '../src/content/converters/html-markdown.ts';
 import { alternativeMimeTypes, convertersFor, CONVERTERS } from '../src/content/converters/index.ts';
 import { notebookConverter } from '../src/content/converters/notebook.ts';
 import { pdfConverter } from '../src/content/converters/pdf.ts';
@@ -151,9 +152,20 @@ describe('PDF converter', () => {
 });
 
 describe('docx converter', () => {
-  test('headings and paragraphs as Markdown, prose punctuation unescaped', async () => {
-    const md = await convert(docxConverter, makeDocx([{ heading: 1, text: 'Quarterly report' }, 'Sales grew (a lot). Costs fell!', '1. not a list']));
-    assert.equal(md, '# Quarterly report\n\nSales grew (a lot). Costs fell!\n\n1\\. not a list\n');
+  test('headings, paragraphs and tables as Markdown, prose unescaped', async () => {
+    const md = await convert(
+      docxConverter,
+      makeDocx([
+        { heading: 1, text: 'Quarterly report' },
+        'Sales grew (a lot). Costs fell! A & B <c>',
+        { table: [['Region', 'Sales'], ['North', '12 | 13']] },
+        { heading: 2, text: 'After' },
+      ]),
+    );
+    assert.equal(
+      md,
+      '# Quarterly report\n\nSales grew (a lot). Costs fell! A & B <c>\n\n| Region | Sales |\n| --- | --- |\n| North | 12 \\| 13 |\n\n## After\n',
+    );
   });
 
   test('a stored (uncompressed) docx works too', async () => {
@@ -184,9 +196,16 @@ describe('docx converter', () => {
     assert.throws(() => checkZip(Buffer.from('not a zip'), { bytes: 10, entries: 1 }), /not a zip/);
   });
 
-  test('unescapeProse keeps escapes that matter at the start of a line', () => {
-    assert.equal(unescapeProse('1\\. one \\(two\\)\n\\# not heading \\#tag'), '1\\. one (two)\n\\# not heading #tag');
-    assert.equal(unescapeProse('a \\\\\\. b'), 'a \\\\. b');
+  test('htmlToMarkdown: the HTML mammoth writes', () => {
+    assert.equal(
+      htmlToMarkdown(
+        '<h2>T &amp; <em>x</em></h2><ul><li>a<ul><li>b</li><li>c</li></ul></li><li>d</li></ul>' +
+          '<ol><li><p>one</p><p>two</p></li></ol><p><strong>Bold </strong>x <a href="http://e.com">link</a>' +
+          '<a id="anchor"></a> <img src="" alt="image: image/png" /></p><table><tr><td><p>a</p><p>b</p></td><td>c</td></tr></table>',
+      ),
+      '## T & *x*\n\n- a\n  - b\n  - c\n- d\n\n1. one\n\n   two\n\n**Bold** x [link](http://e.com) [image: image/png]\n\n| a b | c |\n| --- | --- |\n',
+    );
+    assert.equal(htmlToMarkdown(''), '\n');
   });
 });
 
@@ -197,7 +216,7 @@ describe('registry', () => {
       convertersFor(entry(name, mime), bytes).map((c) => c.id);
     assert.deepEqual(ids('a.ipynb', 'application/x-ipynb+json'), ['ipynb-markdown@1']);
     assert.deepEqual(ids('A.PDF', 'application/pdf'), ['pdf-text@1']);
-    assert.deepEqual(ids('a.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'), ['docx-markdown@1']);
+    assert.deepEqual(ids('a.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'), ['docx-markdown@2']);
     assert.deepEqual(ids('scan', 'application/octet-stream', pdf), ['pdf-text@1']);
     assert.deepEqual(ids('scan', 'application/octet-stream', Buffer.from('hello')), []);
     assert.deepEqual(ids('notes.txt', 'text/plain', pdf), [], 'a text file that mentions %PDF- is not a PDF');
@@ -394,7 +413,7 @@ describe('conversion worker thread', () => {
       });
       await rejectsConversion(slow, /took longer than 1 ms; abandoned/);
       assert.equal(await queued, 'after the kill\n');
-      await rejectsConversion(worker.run('docx-markdown@1', { name: 'x.docx', bytes: Buffer.from('nope'), text: 'nope', limits }), /not a zip/);
+      await rejectsConversion(worker.run(docxConverter.id, { name: 'x.docx', bytes: Buffer.from('nope'), text: 'nope', limits }), /not a zip/);
       await rejectsConversion(worker.run('no-such@1', { name: 'x', bytes: Buffer.alloc(0), text: undefined, limits }), /no converter/);
     } finally {
       worker.close();

@@ -118,16 +118,21 @@ export function makeZip(entries: readonly ZipEntryInput[]): Buffer {
   return Buffer.concat([...locals, ...centrals, end]);
 }
 
-/** Paragraph styles makeDocx understands. */
-export type DocxParagraph = string | { heading: 1 | 2 | 3; text: string };
+/** Blocks makeDocx understands: a paragraph, a heading, or a table of text cells. */
+export type DocxParagraph = string | { heading: 1 | 2 | 3; text: string } | { table: string[][] };
 
 /** The minimal parts of a Word document, ready for makeZip (to corrupt or inflate them). */
 export function docxParts(paragraphs: readonly DocxParagraph[]): ZipEntryInput[] {
+  const run = (text: string) => `<w:r><w:t xml:space="preserve">${escapeXml(text)}</w:t></w:r>`;
   const body = paragraphs
     .map((p) => {
+      if (typeof p !== 'string' && 'table' in p) {
+        const rows = p.table.map((row) => `<w:tr>${row.map((cell) => `<w:tc><w:p>${run(cell)}</w:p></w:tc>`).join('')}</w:tr>`);
+        return `<w:tbl>${rows.join('')}</w:tbl>`;
+      }
       const { text, style } = typeof p === 'string' ? { text: p, style: '' } : { text: p.text, style: `Heading${p.heading}` };
       const pPr = style ? `<w:pPr><w:pStyle w:val="${style}"/></w:pPr>` : '';
-      return `<w:p>${pPr}<w:r><w:t xml:space="preserve">${escapeXml(text)}</w:t></w:r></w:p>`;
+      return `<w:p>${pPr}${run(text)}</w:p>`;
     })
     .join('');
   const styles = [1, 2, 3]

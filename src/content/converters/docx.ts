@@ -1,14 +1,15 @@
 import { ConversionError, type ConvertInput, type Converter } from './types.ts';
+import { htmlToMarkdown } from './html-markdown.ts';
 import { checkZip } from './zip.ts';
 
 /**
- * Word documents (.docx) as Markdown with mammoth: headings, lists, emphasis,
- * links. The zip is checked against the budget first (mammoth unpacks it in
+ * Word documents (.docx) as Markdown with mammoth: headings, lists, tables,
+ * emphasis, links. The zip is checked against the budget first (mammoth unpacks it in
  * memory), images become a placeholder instead of inline base64, and
  * external files referenced by the document are never opened.
  */
 export const docxConverter: Converter = {
-  id: 'docx-markdown@1',
+  id: 'docx-markdown@2',
   accepts: {
     extensions: ['docx'],
     mimeTypes: ['application/vnd.openxmlformats-officedocument.wordprocessingml.document'],
@@ -18,10 +19,7 @@ export const docxConverter: Converter = {
 };
 
 interface Mammoth {
-  convertToMarkdown(
-    input: { buffer: Buffer },
-    options: Record<string, unknown>,
-  ): Promise<{ value: string; messages: unknown[] }>;
+  convertToHtml(input: { buffer: Buffer }, options: Record<string, unknown>): Promise<{ value: string; messages: unknown[] }>;
   images: { imgElement(f: (image: { contentType: string }) => Promise<{ src: string; alt?: string }>): unknown };
 }
 
@@ -32,31 +30,17 @@ export async function docxToMarkdown(input: ConvertInput): Promise<string> {
   const mammoth = ((await import('mammoth')) as unknown as { default: Mammoth }).default;
   let result;
   try {
-    result = await mammoth.convertToMarkdown(
+    // HTML, then our Markdown: mammoth's own Markdown writer is deprecated,
+    // drops tables and backslash-escapes every punctuation mark.
+    result = await mammoth.convertToHtml(
       { buffer: input.bytes },
       {
         externalFileAccess: false,
-        convertImage: mammoth.images.imgElement(async (image) => ({ src: '', alt: `[${image.contentType} image]` })),
+        convertImage: mammoth.images.imgElement(async (image) => ({ src: '', alt: `image: ${image.contentType}` })),
       },
     );
   } catch (error) {
     throw new ConversionError(`Word document cannot be read: ${(error as Error).message}`);
   }
-  return `${unescapeProse(result.value).trimEnd()}\n`;
-}
-
-/**
- * mammoth escapes every Markdown punctuation character (`end\.`, `\(see\)`),
- * which is noise to a reader. Punctuation that means nothing in the middle of
- * a line is unescaped; the first word of each line keeps its escapes, so
- * `1\.` and `\#` there still do not become a list or a heading.
- */
-export function unescapeProse(markdown: string): string {
-  return markdown
-    .split('\n')
-    .map((line) => {
-      const lead = /^\s*\S*/.exec(line)![0];
-      return lead + line.slice(lead.length).replace(/\\([.!(){}+\-#])/g, '$1');
-    })
-    .join('\n');
+  return htmlToMarkdown(result.value);
 }
