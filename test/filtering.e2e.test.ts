@@ -428,6 +428,20 @@ describe('filtering over stdio', () => {
       }
     }
     assert.equal(answered.length, hostile.length * 3);
+    // The same patterns on the in-memory lists.
+    for (const [method, key] of [
+      ['resources/templates/list', 'resourceTemplates'],
+      ['tools/list', 'tools'],
+      ['prompts/list', 'prompts'],
+    ] as const) {
+      for (const g of hostile) {
+        try {
+          await walk(conn, { filter: { namePatterns: [g], uriPatterns: [g] } }, 7, method, key);
+        } catch (error) {
+          assert.equal((error as { code: number }).code, INVALID_PARAMS, `${method} ${g}: ${(error as Error).message}`);
+        }
+      }
+    }
     assert.equal((await walk(conn, { prefix: `${R}math/` }, 7)).length, 5);
   });
 
