@@ -10,6 +10,8 @@ import { ContentSearch, isTextMime, locate } from '../src/catalog/content-search
 import { encodeRelative, escapeGlob, prefixUris } from '../src/catalog/paths.ts';
 import { scopeQuery } from '../src/catalog/scope.ts';
 import { parseSearchQuery, SearchQueryError } from '../src/catalog/search-query.ts';
+import { searchTool } from '../src/catalog/search.ts';
+import type { ServerContext } from '../src/protocol/context.ts';
 import { ToolFailure } from '../src/catalog/tool.ts';
 import { entryRow } from '../src/index/scan.ts';
 import { FolderIndex } from '../src/index/folder-index.ts';
@@ -180,4 +182,31 @@ describe('ContentSearch on a real index', () => {
       state.cleanup();
     }
   });
+});
+
+test('search says so while the content index is still being built', async () => {
+  const dir = tempDir();
+  const state = tempDir('folder-mcp-state-');
+  try {
+    writeTree(dir.path, { 'a.md': 'alpha\n' });
+    const root = makeRoot(dir.path);
+    const index = new FolderIndex({ roots: [root], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
+    await index.ready;
+    // Not started: the state of the first moments after a scan.
+    const search = new ContentSearch(index, silentLogger);
+    const ctx = { index, roots: [root], log: silentLogger } as unknown as ServerContext;
+    const result = await searchTool.run({ ctx, search }, { query: 'alpha', limit: 20 });
+    assert.deepEqual(result.structuredContent!.indexing, { done: 0, total: 0 });
+    assert.match(String(result.content[0]!.text), /still being built/);
+    search.start();
+    await search.idle();
+    const done = await searchTool.run({ ctx, search }, { query: 'alpha', limit: 20 });
+    assert.equal(done.structuredContent!.indexing, undefined);
+    assert.equal((done.structuredContent!.results as unknown[]).length, 1);
+    await search.close();
+    index.close();
+  } finally {
+    dir.cleanup();
+    state.cleanup();
+  }
 });

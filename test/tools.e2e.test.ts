@@ -10,6 +10,7 @@ import { CallToolResultSchema, GetPromptResultSchema } from '@modelcontextprotoc
 import { connect, rejectsWith, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
 
 const BINARY = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0xff, 0xfe, 0x00, 0x10]);
+const BIG_BINARY = Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 256));
 const BIG = Array.from({ length: 3000 }, (_, i) => `line ${i + 1}: ünïcödé ✓ text\n`).join('');
 
 const TREE: Record<string, string | Uint8Array> = {
@@ -23,6 +24,7 @@ const TREE: Record<string, string | Uint8Array> = {
   'docs/with space.md': 'spaced out\n',
   'assets/logo.png': BINARY,
   'big.txt': BIG,
+  'assets/big.bin': BIG_BINARY,
   'ignored/secret.txt': 'quick brown secret\n',
   ...Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`many/f${String(i).padStart(2, '0')}.txt`, `file number ${i}\n`])),
 };
@@ -71,7 +73,8 @@ describe('tools, prompts, completions and groups over stdio', () => {
     state = tempDir('folder-mcp-state-');
     writeTree(root.path, TREE);
     rootUri = pathToFileURL(root.path).href + '/';
-    conn = await connect([root.path, '--db', join(state.path, 'index.db'), '--page-size', '2']);
+    // --max-read-bytes below big.txt and big.bin: windows read them anyway.
+    conn = await connect([root.path, '--db', join(state.path, 'index.db'), '--page-size', '2', '--max-read-bytes', '65536']);
   });
   after(async () => {
     await conn?.close();
@@ -287,6 +290,20 @@ describe('tools, prompts, completions and groups over stdio', () => {
       // An offset inside a character moves forward to the next whole one.
       const mid = await call('read', { uri: 'big.txt', offset: Buffer.byteLength('line 1: ü') - 1, length: 3 });
       assert.equal((mid.content[0]!.resource as LooseResult).text, 'nï');
+    });
+
+    test('a binary file over --max-read-bytes reads in base64 windows', async () => {
+      const parts: Buffer[] = [];
+      let offset: number | undefined = 0;
+      while (offset !== undefined) {
+        const result = await call('read', { uri: 'assets/big.bin', offset, length: 30_000 });
+        assert.ok(!result.isError, text(result));
+        assert.equal(result.structuredContent!.encoding, 'base64');
+        parts.push(Buffer.from((result.content[0]!.resource as LooseResult).blob as string, 'base64'));
+        offset = result.structuredContent!.nextOffset as number | undefined;
+      }
+      assert.ok(Buffer.concat(parts).equals(BIG_BINARY));
+      assert.equal(parts.length, 4);
     });
 
     test('binary files as base64, folders as their listing', async () => {

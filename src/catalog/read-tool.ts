@@ -130,13 +130,22 @@ async function documentWindow(ctx: ServerContext, entry: EntryRow, offset: numbe
       const text = utf8Window(buffer.subarray(0, bytesRead), from, offset, length, stats.size);
       if (text) return { mimeType: entry.mime, ...text, size: stats.size };
     }
+    if (stats.size > ctx.maxReadBytes) {
+      // Too large to convert or decode whole: a window of the raw bytes, so any file can be read in parts.
+      const start = Math.min(offset, stats.size);
+      const buffer = Buffer.alloc(Math.min(length, stats.size - start));
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
+      const slice = buffer.subarray(0, bytesRead);
+      return { mimeType: entry.mime, blob: slice.toString('base64'), size: stats.size, offset: start, length: slice.length };
+    }
   } catch (error) {
     if (error instanceof ToolFailure) throw error;
     throw readFailure(error, entry.uri);
   } finally {
     await handle?.close();
   }
-  // UTF-16 text, binary, or bytes that are not UTF-8 after all: the whole file, within --max-read-bytes.
+  // UTF-16 text, binary, or bytes that are not UTF-8 after all, within --max-read-bytes: the whole file,
+  // decoded or converted (a PDF's text), then the window.
   let content: FileContent;
   try {
     content = await readFileContent(path, ctx.maxReadBytes);
@@ -192,6 +201,6 @@ function readFailure(error: unknown, uri: string): ToolFailure {
   const reason = (error as { reason?: string }).reason;
   const message = (error as Error).message;
   if (reason === 'not-found' || (error as NodeJS.ErrnoException).code === 'ENOENT') return new ToolFailure(`Not found: ${uri} (it was deleted)`);
-  if (reason === 'too-large') return new ToolFailure(`${message}; this file is not text, so it cannot be read in windows`);
+  if (reason === 'too-large') return new ToolFailure(`${message}; it grew while being read: try again`);
   return new ToolFailure(`Cannot read ${uri}: ${(error as NodeJS.ErrnoException).code ?? message}`);
 }
