@@ -20,7 +20,10 @@ export const SEARCH_MAX_FILE_BYTES = 1024 * 1024;
 /** Text written per transaction, so that one batch blocks the event loop for tens of milliseconds at most. */
 const BATCH_BYTES = 2 * 1024 * 1024;
 const BATCH_FILES = 100;
-const READ_CONCURRENCY = 32;
+// Reads in flight. They share libuv's 4-thread pool with every other file
+// operation of the server: more would make a resources/read wait behind the
+// build, for little gain (20,000 small files: 8 -> 2.1 s, 32 -> 1.9 s).
+const READ_CONCURRENCY = 8;
 /** Ranked candidates looked at per search, at most (a scoped search with a very common word may miss the rest). */
 const MAX_CANDIDATES = 20_000;
 /** Extra top-ranked candidates for an unscoped search, for entries removed but not yet dropped from the content index. */
