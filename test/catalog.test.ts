@@ -11,6 +11,7 @@ import { encodeRelative, escapeGlob, prefixUris } from '../src/catalog/paths.ts'
 import { scopeQuery } from '../src/catalog/scope.ts';
 import { parseSearchQuery, SearchQueryError } from '../src/catalog/search-query.ts';
 import { searchTool } from '../src/catalog/search.ts';
+import { resourceGroups } from '../src/catalog/groups.ts';
 import type { ServerContext } from '../src/protocol/context.ts';
 import { ToolFailure } from '../src/catalog/tool.ts';
 import { entryRow } from '../src/index/scan.ts';
@@ -208,5 +209,25 @@ test('search says so while the content index is still being built', async () => 
   } finally {
     dir.cleanup();
     state.cleanup();
+  }
+});
+
+test('resource groups name at most 200 top-level folders per root and count the rest', async () => {
+  const dir = tempDir();
+  try {
+    writeTree(dir.path, Object.fromEntries(Array.from({ length: 205 }, (_, i) => [`d${String(i).padStart(3, '0')}/`, ''])));
+    writeTree(dir.path, { 'file.txt': 'not a group\n' });
+    const root = makeRoot(dir.path);
+    const index = new FolderIndex({ roots: [root], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    const ctx = { index, roots: [root], log: silentLogger } as unknown as ServerContext;
+    const doc = await resourceGroups(ctx);
+    assert.equal(doc.groups.length, 201);
+    assert.deepEqual(doc.groups[0]!.uri_paths, [root.uri]);
+    assert.equal(doc.groups[1]!.name, `${root.name}/d000`);
+    assert.equal(doc.groups[200]!.name, `${root.name}/d199`);
+    assert.deepEqual(doc.omitted, { [root.uri]: 5 });
+    index.close();
+  } finally {
+    dir.cleanup();
   }
 });

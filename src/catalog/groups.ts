@@ -46,11 +46,19 @@ export async function resourceGroups(ctx: ServerContext): Promise<GroupsDocument
   const doc: GroupsDocument = { groups: [] };
   for (const root of ctx.roots) {
     doc.groups.push({ name: root.name, description: `Everything in ${root.path}`, uri_paths: [root.uri] });
-    const children = ctx.index.store.children(root.uri, '', 100_000).filter((c) => c.kind === EntryKind.collection);
-    for (const dir of children.slice(0, MAX_FOLDER_GROUPS)) {
+    // (parent, uri) index: the folders among the root's children, at most the cap, then a count of the rest.
+    const dirs = ctx.index.db
+      .prepare(`SELECT uri, name FROM entries WHERE parent = ? AND kind = ${EntryKind.collection} ORDER BY uri LIMIT ?`)
+      .all(root.uri, MAX_FOLDER_GROUPS + 1) as { uri: string; name: string }[];
+    for (const dir of dirs.slice(0, MAX_FOLDER_GROUPS)) {
       doc.groups.push({ name: `${root.name}/${dir.name}`, description: `The ${dir.name} folder of ${root.name}`, uri_paths: [dir.uri] });
     }
-    if (children.length > MAX_FOLDER_GROUPS) (doc.omitted ??= {})[root.uri] = children.length - MAX_FOLDER_GROUPS;
+    if (dirs.length > MAX_FOLDER_GROUPS) {
+      const { n } = ctx.index.db
+        .prepare(`SELECT count(*) AS n FROM entries WHERE parent = ? AND kind = ${EntryKind.collection}`)
+        .get(root.uri) as { n: number };
+      (doc.omitted ??= {})[root.uri] = n - MAX_FOLDER_GROUPS;
+    }
   }
   return doc;
 }
