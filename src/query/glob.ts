@@ -422,15 +422,34 @@ function classTest(negate: boolean, ranges: readonly number[]): CharTest {
   };
 }
 
+/** A set of NFA states (char states and accept, after closure), with its outgoing moves as found. */
+interface DState {
+  readonly states: readonly number[];
+  readonly accepting: boolean;
+  /** Code point -> next set (null: no state survives). */
+  readonly next: Map<number, DState | null>;
+}
+
+/** Past this many cached sets or moves, the cache starts over: memory stays bounded per pattern. */
+const MAX_DFA_STATES = 4096;
+const MAX_DFA_MOVES = 65_536;
+
 /**
- * Runs the state set over the text. Scratch space is allocated once per
- * pattern and reused (a page scan matches thousands of rows); `gen` stamps
- * which step a state was last added in, so nothing is cleared between steps.
+ * Runs the state set over the text, and remembers each set it builds and each
+ * move between sets (a lazy DFA, as RE2 does): once a set's move on a char is
+ * known, a step is a map lookup, not a walk over the set. A 10,000-char URI
+ * against `**a**a**a...` costs a lookup per char, not 250 states per char.
+ * Scratch space is allocated once per pattern and reused (a page scan matches
+ * thousands of rows); `gen` stamps which step a state was last added in, so
+ * nothing is cleared between steps.
  */
 class Simulation {
   private readonly mark: Uint32Array;
   private readonly stack: number[] = [];
   private gen = 0;
+  private readonly sets = new Map<string, DState>();
+  private moves = 0;
+  private first: DState | null = null;
 
   constructor(
     private readonly tests: readonly (CharTest | null)[],
@@ -443,25 +462,59 @@ class Simulation {
   }
 
   run(text: string): boolean {
-    let cur: number[] = [];
-    let next: number[] = [];
-    this.step();
-    this.close(this.start, cur);
-    this.meter.steps += RUN_STEPS;
+    const meter = this.meter;
+    meter.steps += RUN_STEPS;
+    let d = this.first ?? (this.first = this.initial());
     for (let i = 0; i < text.length; ) {
       const cp = text.codePointAt(i)!;
       i += cp > 0xffff ? 2 : 1;
-      this.step();
-      this.meter.steps += cur.length;
-      next.length = 0;
-      for (const s of cur) {
-        const test = this.tests[s];
-        if (test && test(cp)) this.close(this.outs[s]![0]!, next);
-      }
-      if (next.length === 0) return false;
-      [cur, next] = [next, cur];
+      let n = d.next.get(cp);
+      if (n === undefined) {
+        meter.steps += d.states.length;
+        n = this.move(d, cp);
+      } else meter.steps += 1;
+      if (n === null) return false;
+      d = n;
     }
-    return cur.includes(this.accept);
+    return d.accepting;
+  }
+
+  private initial(): DState {
+    this.step();
+    const list: number[] = [];
+    this.close(this.start, list);
+    return this.intern(list);
+  }
+
+  private move(d: DState, cp: number): DState | null {
+    this.step();
+    const list: number[] = [];
+    for (const s of d.states) {
+      const test = this.tests[s];
+      if (test && test(cp)) this.close(this.outs[s]![0]!, list);
+    }
+    const n = list.length === 0 ? null : this.intern(list);
+    if (this.sets.size > MAX_DFA_STATES || this.moves >= MAX_DFA_MOVES) {
+      // Start over; sets still in use by this run stay valid, just uncached.
+      this.sets.clear();
+      this.moves = 0;
+      this.first = null;
+    } else {
+      d.next.set(cp, n);
+      this.moves++;
+    }
+    return n;
+  }
+
+  private intern(list: number[]): DState {
+    list.sort((a, b) => a - b);
+    const key = list.join(',');
+    let d = this.sets.get(key);
+    if (d === undefined) {
+      d = { states: list, accepting: list.includes(this.accept), next: new Map() };
+      this.sets.set(key, d);
+    }
+    return d;
   }
 
   private step(): void {
