@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { openDb, type Db } from '../src/index/db.ts';
 import type { EntryRow } from '../src/index/entry.ts';
 import { silentLogger } from '../src/log.ts';
-import { compileGlob } from '../src/query/glob.ts';
+import { compileGlob, MatchCache } from '../src/query/glob.ts';
 import { parseListParams } from '../src/query/filter.ts';
 import { createPager, type Pager } from '../src/query/page.ts';
 import { matchesQuery, planQuery } from '../src/query/plan.ts';
@@ -52,6 +52,28 @@ describe('glob work', () => {
     const first = g.work;
     g.match(text);
     assert.equal(g.work - first, 16 + text.length);
+  });
+});
+
+describe('the match cache room', () => {
+  it('is shared, never overdrawn, and a matcher short of room still answers right', () => {
+    const patterns = ['**a**a**a**b', '*a*?[a-c]*', '{a,b}**/[!x]*', '**/*.md', 'a?**c', '[a-z]**z'];
+    const rand = (() => {
+      let x = 7;
+      return () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    })();
+    const texts = Array.from({ length: 400 }, () =>
+      Array.from({ length: 1 + Math.floor(rand() * 40) }, () => 'ab/cxz.md'[Math.floor(rand() * 9)]).join(''),
+    );
+    for (const room of [0, 3, 20, 200, 5_000]) {
+      const cache = new MatchCache(room);
+      const tight = patterns.map((p) => compileGlob(p, { cache }));
+      const roomy = patterns.map((p) => compileGlob(p));
+      for (const text of texts) {
+        tight.forEach((g, i) => assert.equal(g.match(text), roomy[i]!.match(text), `${patterns[i]} on ${text}, room ${room}`));
+        assert.ok(cache.room >= 0 && cache.room <= room);
+      }
+    }
   });
 });
 

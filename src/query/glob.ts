@@ -44,6 +44,18 @@ export interface CompiledGlob {
 export interface GlobOptions {
   /** Length limit in UTF-16 units; normalised patterns (percent-encoded) may exceed the wire limit. */
   maxLength?: number;
+  /** Room for cached state sets, shared by the patterns of one query (default: a room of this pattern's own). */
+  cache?: MatchCache;
+}
+
+/**
+ * Room for the state sets and moves that matchers cache, in units of about
+ * one array slot. Shared by the globs of one query, so 200 costly patterns
+ * hold a few MB at most, not a few hundred; a matcher that finds no room
+ * drops its own cache and works on uncached (slower, never wrong).
+ */
+export class MatchCache {
+  constructor(public room = 1 << 18) {}
 }
 
 type Atom =
@@ -82,7 +94,7 @@ export function compileGlob(pattern: string, options: GlobOptions = {}): Compile
           meter.steps += 1 + (text.length >> 4); // a string method walks the text once, far faster than a step
           return fast(text);
         }
-      : nfaMatcher(seq, meter),
+      : nfaMatcher(seq, meter, options.cache ?? new MatchCache()),
   };
 }
 
@@ -368,7 +380,7 @@ interface Meter {
   steps: number;
 }
 
-function nfaMatcher(seq: readonly Atom[], meter: Meter): (text: string) => boolean {
+function nfaMatcher(seq: readonly Atom[], meter: Meter, cache: MatchCache): (text: string) => boolean {
   const tests: (CharTest | null)[] = [];
   const outs: number[][] = [];
   const add = (test: CharTest | null, out: number[]): number => {
@@ -409,7 +421,7 @@ function nfaMatcher(seq: readonly Atom[], meter: Meter): (text: string) => boole
   };
   const accept = add(null, []);
   const start = sequence(seq, accept);
-  const sim = new Simulation(tests, outs, start, accept, meter);
+  const sim = new Simulation(tests, outs, start, accept, meter, cache);
   return (text) => sim.run(text);
 }
 
@@ -430,9 +442,8 @@ interface DState {
   readonly next: Map<number, DState | null>;
 }
 
-/** Past this many cached sets or moves, the cache starts over: memory stays bounded per pattern. */
-const MAX_DFA_STATES = 4096;
-const MAX_DFA_MOVES = 65_536;
+/** What a cached move takes from the room: a map entry weighs a few array slots. */
+const MOVE_UNITS = 4;
 
 /**
  * Runs the state set over the text, and remembers each set it builds and each
@@ -448,7 +459,8 @@ class Simulation {
   private readonly stack: number[] = [];
   private gen = 0;
   private readonly sets = new Map<string, DState>();
-  private moves = 0;
+  /** Units of the shared room this matcher's cache holds. */
+  private held = 0;
   private first: DState | null = null;
 
   constructor(
@@ -457,6 +469,7 @@ class Simulation {
     private readonly start: number,
     private readonly accept: number,
     private readonly meter: Meter,
+    private readonly cache: MatchCache,
   ) {
     this.mark = new Uint32Array(tests.length);
   }
@@ -494,15 +507,7 @@ class Simulation {
       if (test && test(cp)) this.close(this.outs[s]![0]!, list);
     }
     const n = list.length === 0 ? null : this.intern(list);
-    if (this.sets.size > MAX_DFA_STATES || this.moves >= MAX_DFA_MOVES) {
-      // Start over; sets still in use by this run stay valid, just uncached.
-      this.sets.clear();
-      this.moves = 0;
-      this.first = null;
-    } else {
-      d.next.set(cp, n);
-      this.moves++;
-    }
+    if (this.take(MOVE_UNITS)) d.next.set(cp, n);
     return n;
   }
 
@@ -512,9 +517,28 @@ class Simulation {
     let d = this.sets.get(key);
     if (d === undefined) {
       d = { states: list, accepting: list.includes(this.accept), next: new Map() };
-      this.sets.set(key, d);
+      // The set's array and its key string.
+      if (this.take(2 * list.length + 2)) this.sets.set(key, d);
     }
     return d;
+  }
+
+  /**
+   * Takes room for a cache entry. Without room, drops this cache and gives
+   * its room back (sets in use by the current run stay valid, just
+   * uncached); the entry is cached only if the room then suffices.
+   */
+  private take(units: number): boolean {
+    if (this.cache.room < units) {
+      this.cache.room += this.held;
+      this.held = 0;
+      this.sets.clear();
+      this.first = null;
+      if (this.cache.room < units) return false;
+    }
+    this.cache.room -= units;
+    this.held += units;
+    return true;
   }
 
   private step(): void {

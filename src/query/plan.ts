@@ -6,7 +6,7 @@
 // Ranges compare by JS string (UTF-16 unit) order. Canonical URIs are ASCII,
 // where that equals SQLite BINARY (byte) order; see src/index/db.ts.
 import { succ } from '../keys.ts';
-import { compileGlob, type CompiledGlob } from './glob.ts';
+import { compileGlob, MatchCache, type CompiledGlob } from './glob.ts';
 import type { ListQuery } from './filter.ts';
 
 /** `uri >= lo AND (hi IS NULL OR uri < hi)`. */
@@ -104,7 +104,9 @@ function compiled(query: ListQuery): Compiled {
   let c = compiledCache.get(query);
   if (!c) {
     // Normalised uriPatterns may outgrow the wire limit (é -> %C3%A9); they were checked before.
-    const compile = (ps: string[] | undefined) => ps?.map((p) => compileGlob(p, { maxLength: Infinity })) ?? null;
+    // One cache room for all the query's globs bounds their memory together.
+    const cache = new MatchCache();
+    const compile = (ps: string[] | undefined) => ps?.map((p) => compileGlob(p, { maxLength: Infinity, cache })) ?? null;
     c = { name: compile(query.namePatterns), uri: compile(query.uriPatterns) };
     compiledCache.set(query, c);
   }
