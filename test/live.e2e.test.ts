@@ -80,6 +80,13 @@ for (const backend of BACKENDS) {
       await waitFor(() => metadata('src/new.ts'), TIMEOUT, 'the new file');
       await settles('after adding a file');
       await waitFor(() => conn.notes.listChanged > 0, TIMEOUT, 'list_changed');
+      // Editor backup and swap names are files like any other: the scan serves them, so must the watcher.
+      writeFileSync(join(root.path, 'src/new.ts~'), 'backup\n');
+      writeFileSync(join(root.path, 'src/.new.ts.swp'), 'swap\n');
+      await waitFor(() => metadata('src/.new.ts.swp'), TIMEOUT, 'the swap file');
+      await waitFor(() => metadata('src/new.ts~'), TIMEOUT, 'the backup file');
+      rmSync(join(root.path, 'src/new.ts~'));
+      rmSync(join(root.path, 'src/.new.ts.swp'));
 
       writeFileSync(join(root.path, 'src/new.ts'), 'export const n = 1234567890;\n');
       await waitFor(async () => (await metadata('src/new.ts'))?.size === 29, TIMEOUT, 'the new size');
@@ -109,6 +116,16 @@ for (const backend of BACKENDS) {
       rmSync(join(root.path, 'pkg2'), { recursive: true });
       await settles('after deleting the directory');
       assert.equal(await metadata('pkg2/'), null);
+    });
+
+    test('directories created nested in one go (mkdir -p) are watched: later changes inside them are seen', async () => {
+      for (let i = 0; i < 10; i++) writeTree(root.path, { [`nest${i}/a/b/c/first.md`]: 'first\n' });
+      await settles('after creating nested directories');
+      for (let i = 0; i < 10; i++) writeFileSync(join(root.path, `nest${i}/a/b/c/later.md`), 'later\n');
+      for (let i = 0; i < 10; i++) writeFileSync(join(root.path, `nest${i}/a/b/later.md`), 'later\n');
+      await settles('after writing into the nested directories');
+      for (let i = 0; i < 10; i++) rmSync(join(root.path, `nest${i}`), { recursive: true });
+      await settles('after removing them');
     });
 
     test('a directory moved in from outside the root is indexed whole', async () => {

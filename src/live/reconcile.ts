@@ -7,6 +7,7 @@ import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
 import { entryRow, rootRow, sniffMime } from '../index/scan.ts';
 import type { Logger } from '../log.ts';
 import { findRoot, pathToUri, type Root } from '../uri.ts';
+import { outermostDirs, type RewatchReason } from './watcher.ts';
 
 /** Rows (and removals) per committed transaction. */
 const BATCH = 2000;
@@ -35,8 +36,16 @@ export class Reconciler {
     private readonly index: FolderIndex,
     private readonly log: Logger,
     private readonly isClosed: () => boolean,
-    /** Told of each directory that a `.gitignore` edit brought back (the watcher may have skipped it). */
-    private readonly onUnignored: (dir: string) => void = () => {},
+    /** Told of directories a walk found that the watcher may have missed (see Watcher.rewatch). */
+    private readonly rewatch: (dir: string, reason: RewatchReason) => void = () => {},
+    /**
+     * Told of each directory walked because it had just appeared. Watchers
+     * read a new directory and then watch it; a file created in between is
+     * reported by nobody, and this walk may have run before it existed too.
+     * So the caller looks at such a directory once more a little later,
+     * when the watch surely exists.
+     */
+    private readonly recheckLater: (dir: string) => void = () => {},
   ) {}
 
   private get roots(): readonly Root[] {
@@ -54,7 +63,7 @@ export class Reconciler {
     const files: string[] = [];
     for (const path of new Set(paths)) {
       if (!findRoot(this.roots, path)) continue;
-      if (basename(path) === '.gitignore') {
+      if (basename(path) === '.gitignore' && this.index.options.gitignore) {
         // What is ignored beneath this directory may have changed either way:
         // forget its rules and diff the subtree (which reads them again).
         rules.invalidate(dirname(path));
@@ -102,14 +111,16 @@ export class Reconciler {
       if (this.pendingCount() >= BATCH) await this.flush();
     }
     await this.flush();
-    for (const dir of outermost(trees)) {
+    for (const dir of outermostDirs(trees)) {
       if (this.isClosed()) return;
-      await this.tree(dir, ignoreEdits.has(dir));
+      // A directory that just appeared may hold directories created before the watcher saw it.
+      await this.tree(dir, ignoreEdits.has(dir) ? 'unignored' : 'nested');
+      this.recheckLater(dir);
     }
   }
 
   /** Diffs the directory `dir` (a root or inside one) and everything beneath it against the index. */
-  async tree(dir: string, afterIgnoreEdit = false): Promise<void> {
+  async tree(dir: string, newDirsAre?: RewatchReason): Promise<void> {
     const { store, rules } = this.index;
     const root = findRoot(this.roots, dir);
     if (!root) return;
@@ -120,7 +131,7 @@ export class Reconciler {
       this.consider(rootRow(root, rootIndex, st), dir);
     } else {
       const parentUri = pathToUri(dirname(dir), true);
-      if (!store.get(parentUri)) return this.tree(this.highestUnindexedAncestor(dirname(dir), root));
+      if (!store.get(parentUri)) return this.tree(this.highestUnindexedAncestor(dirname(dir), root), newDirsAre);
       if (!st?.isDirectory() || rules.isIgnored(dir, true)) {
         // Gone, ignored now, or a file: the path check handles every case.
         await this.flush();
@@ -132,13 +143,18 @@ export class Reconciler {
     const pending = [dir];
     while (pending.length > 0) {
       if (this.isClosed()) return;
-      await this.diffDirectory(pending.pop()!, rootIndex, pending, afterIgnoreEdit);
+      await this.diffDirectory(pending.pop()!, rootIndex, pending, newDirsAre);
       if (this.pendingCount() >= BATCH) await this.flush();
     }
     await this.flush();
   }
 
-  private async diffDirectory(dir: string, rootIndex: number, pending: string[], afterIgnoreEdit: boolean): Promise<void> {
+  private async diffDirectory(
+    dir: string,
+    rootIndex: number,
+    pending: string[],
+    newDirsAre: RewatchReason | undefined,
+  ): Promise<void> {
     const { store, rules } = this.index;
     const dirUri = pathToUri(dir, true);
     let dirents: Dirent[];
@@ -181,7 +197,7 @@ export class Reconciler {
       this.consider(row, path, known ?? null);
       if (st.isDirectory()) {
         pending.push(path);
-        if (afterIgnoreEdit && !known) this.onUnignored(path);
+        if (newDirsAre && !known) this.rewatch(path, newDirsAre);
       }
     }
     // In the index, not on disk (or ignored now): a collection takes its subtree with it.
@@ -254,13 +270,4 @@ async function mapLimited<T, R>(items: readonly T[], fn: (item: T) => Promise<R>
     for (let i = 0; i < results.length; i++) out[start + i] = results[i]!;
   }
   return out;
-}
-
-/** The directories of `dirs` that are not inside another one of them. */
-function outermost(dirs: Iterable<string>): string[] {
-  const all = new Set(dirs);
-  return [...all].filter((dir) => {
-    for (let prev = dir, up = dirname(dir); up !== prev; prev = up, up = dirname(up)) if (all.has(up)) return false;
-    return true;
-  });
 }

@@ -3,7 +3,10 @@ import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import { BACKEND_STARTERS, planWatchers, type WatcherPlan } from './choose.ts';
 import { Reconciler } from './reconcile.ts';
-import { isResourceExhausted, type Watcher, type WatcherBackend, type WatchSink } from './watcher.ts';
+import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatcherBackend, type WatchSink } from './watcher.ts';
+
+/** How long after a new directory's first walk it is walked once more. */
+const RECHECK_DELAY_MS = 1000;
 
 export interface LiveSyncOptions {
   index: FolderIndex;
@@ -13,6 +16,8 @@ export interface LiveSyncOptions {
   debounceMs?: number;
   /** ...and no later than this after the first. */
   maxBatchDelayMs?: number;
+  /** The backends' start functions (injected so a test can make one fail like an exhausted inotify). */
+  starters?: Record<WatcherBackend, StartWatcher>;
 }
 
 /**
@@ -42,7 +47,8 @@ export class LiveSync {
       options.index,
       options.log,
       () => this.closed,
-      (dir) => this.watcher?.rewatch?.(dir),
+      (dir, reason) => this.watcher?.rewatch?.(dir, reason),
+      (dir) => this.recheckLater(dir),
     );
     this.debounceMs = options.debounceMs ?? 50;
     this.maxBatchDelayMs = options.maxBatchDelayMs ?? 500;
@@ -83,21 +89,28 @@ export class LiveSync {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.flushTimer);
+    clearTimeout(this.recheckTimer);
     const watcher = this.watcher;
     this.watcher = undefined;
     await watcher?.close().catch(() => {});
     await this.queue;
   }
 
-  /** Resolves once every change reported so far is applied (for tests and benchmarks). */
-  async settled(): Promise<void> {
-    for (;;) {
-      const queue = this.queue;
-      await queue;
-      if (this.dirty.size === 0 && this.queue === queue) return;
-      if (this.dirty.size > 0) this.scheduleFlush(0);
-      await new Promise((r) => setTimeout(r, 5));
-    }
+  /** New directories to diff once more after RECHECK_DELAY_MS (see Reconciler's recheckLater). */
+  private recheck = new Set<string>();
+  private recheckTimer: NodeJS.Timeout | undefined;
+
+  private recheckLater(dir: string): void {
+    this.recheck.add(dir);
+    if (this.recheckTimer !== undefined || this.closed) return;
+    this.recheckTimer = setTimeout(() => {
+      this.recheckTimer = undefined;
+      const dirs = outermostDirs(this.recheck);
+      this.recheck = new Set();
+      void this.enqueue(async () => {
+        for (const dir of dirs) await this.reconciler.tree(dir);
+      });
+    }, RECHECK_DELAY_MS);
   }
 
   private readonly sink: WatchSink = {
@@ -151,7 +164,8 @@ export class LiveSync {
       if (this.closed) return false;
       const started = performance.now();
       try {
-        const watcher = await BACKEND_STARTERS[backend]({ roots: index.roots, rules: index.rules, sink: this.sink, log });
+        const starters = this.options.starters ?? BACKEND_STARTERS;
+        const watcher = await starters[backend]({ roots: index.roots, rules: index.rules, sink: this.sink, log });
         if (this.closed) {
           await watcher.close();
           return false;

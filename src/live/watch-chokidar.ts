@@ -18,6 +18,10 @@ export const startChokidarWatcher: StartWatcher = ({ roots, rules, sink, log }) 
         ignoreInitial: true,
         followSymlinks: false,
         persistent: true,
+        // chokidar's atomic mode hides editor temp files (`x~`, `.x.swp`) that
+        // the scan serves; we stat every path anyway, so a save that arrives
+        // as unlink + add still ends as one updated row.
+        atomic: false,
         // Without stats chokidar has not decided yet what the path is; a
         // directory-only rule (`build/`) is checked again when stats come.
         ignored: (path: string, stats?: Stats) => rules.isIgnored(path, stats?.isDirectory() ?? false),
@@ -29,12 +33,12 @@ export const startChokidarWatcher: StartWatcher = ({ roots, rules, sink, log }) 
     for (const event of ['add', 'addDir', 'change', 'unlink', 'unlinkDir'] as const) watcher.on(event, changed);
     watcher.on('error', (error: unknown) => {
       if (closed) return;
-      if (!ready) {
+      if (isResourceExhausted(error)) {
+        if (ready) return sink.fatal(error as Error);
         closed = true;
         void watcher.close();
         return reject(error);
       }
-      if (isResourceExhausted(error)) return sink.fatal(error as Error);
       // e.g. EACCES on one directory: that subtree is not watched, the rest is.
       log.warn(`watcher (chokidar): ${(error as Error).message ?? String(error)}`);
     });
@@ -43,8 +47,9 @@ export const startChokidarWatcher: StartWatcher = ({ roots, rules, sink, log }) 
       ready = true;
       resolve({
         backend: 'chokidar',
-        rewatch(dir: string) {
-          if (!closed) watcher.add(dir);
+        rewatch(dir, reason) {
+          // chokidar walks new directories itself; only what it skipped as ignored needs adding.
+          if (!closed && reason === 'unignored') watcher.add(dir);
         },
         async close() {
           closed = true;

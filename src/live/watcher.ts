@@ -1,3 +1,4 @@
+import { dirname } from 'node:path';
 import type { IgnoreRules } from '../index/ignore.ts';
 import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
@@ -35,14 +36,18 @@ export interface WatchStart {
 export interface Watcher {
   readonly backend: WatcherBackend;
   /**
-   * A directory the backend skipped as ignored is served now (a `.gitignore`
-   * line went away): start watching it. Backends that watch everything and
-   * filter later do not need it.
+   * A directory the backend may not be watching:
+   * - `unignored`: it was skipped as ignored and is served now (a `.gitignore` line went away);
+   * - `nested`: it was found by walking a directory that had just appeared,
+   *   so it may have been created before the backend watched its parent.
+   * Backends without the gap ignore the hint.
    */
-  rewatch?(dir: string): void;
+  rewatch?(dir: string, reason: RewatchReason): void;
   /** Stops watching; no sink call happens after it resolves. */
   close(): Promise<void>;
 }
+
+export type RewatchReason = 'unignored' | 'nested';
 
 /** Starts a backend; resolves once it watches every root (its "ready"), rejects if it cannot start. */
 export type StartWatcher = (start: WatchStart) => Promise<Watcher>;
@@ -53,4 +58,13 @@ export function isResourceExhausted(error: unknown): boolean {
   if (code === 'ENOSPC' || code === 'EMFILE' || code === 'ENFILE') return true;
   const message = String((error as Error | undefined)?.message ?? error);
   return /ENOSPC|EMFILE|ENFILE|inotify|too many open files|no space left/i.test(message);
+}
+
+/** The directories of `dirs` that are not inside another one of them. */
+export function outermostDirs(dirs: Iterable<string>): string[] {
+  const all = new Set(dirs);
+  return [...all].filter((dir) => {
+    for (let prev = dir, up = dirname(dir); up !== prev; prev = up, up = dirname(up)) if (all.has(up)) return false;
+    return true;
+  });
 }

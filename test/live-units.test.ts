@@ -1,0 +1,114 @@
+// In-process tests of the live layer: backend choice, degrading when a
+// watcher runs out of OS resources, which subscriptions a change concerns.
+// Real temp folders, real SQLite, real watchers; only the failure is staged.
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { FolderIndex } from '../src/index/folder-index.ts';
+import type { EntryRow } from '../src/index/entry.ts';
+import { BACKEND_STARTERS, planWatchers } from '../src/live/choose.ts';
+import { Subscriptions } from '../src/live/subscriptions.ts';
+import { LiveSync } from '../src/live/sync.ts';
+import type { StartWatcher, WatchSink } from '../src/live/watcher.ts';
+import { createLogger } from '../src/log.ts';
+import { makeRoot, pathToUri } from '../src/uri.ts';
+import { tempDir, waitFor, writeTree } from './helpers.ts';
+
+describe('planWatchers', () => {
+  const cases: Array<[Parameters<typeof planWatchers>, string[]]> = [
+    [['auto', 10, 192536], ['chokidar', 'parcel', 'poll']],
+    [['auto', 2000, 192536], ['chokidar', 'parcel', 'poll']],
+    [['auto', 2001, 192536], ['parcel', 'poll']],
+    [['auto', 1_000_000, 192536], ['parcel', 'poll']],
+    // A tiny inotify limit leaves chokidar only what a quarter of it covers.
+    [['auto', 500, 1000], ['parcel', 'poll']],
+    [['auto', 250, 1000], ['chokidar', 'parcel', 'poll']],
+    [['chokidar', 1_000_000, 192536], ['chokidar', 'poll']],
+    [['parcel', 1, 192536], ['parcel', 'poll']],
+    [['poll', 1, 192536], ['poll']],
+    [['none', 1, 192536], ['none']],
+  ];
+  for (const [args, candidates] of cases) {
+    test(`${args.join(' ')} -> ${candidates.join(', ')}`, () => {
+      assert.deepEqual(planWatchers(...args).candidates, candidates);
+    });
+  }
+});
+
+describe('Subscriptions.affectedBy', () => {
+  const subs = new Subscriptions();
+  for (const uri of ['file:///r/', 'file:///r/src/', 'file:///r/src/a.ts', 'file:///r/docs/x.md', 'file:///r/src-other/']) {
+    subs.add(uri, uri);
+  }
+  const row = (uri: string) => ({ uri }) as EntryRow;
+  const cases: Array<[string, { upserted?: string[]; removed?: string[] }, string[]]> = [
+    ['a changed document and its ancestors', { upserted: ['file:///r/src/a.ts'] }, ['file:///r/', 'file:///r/src/', 'file:///r/src/a.ts']],
+    ['a new file deep down tells each subscribed ancestor', { upserted: ['file:///r/src/x/y/z.ts'] }, ['file:///r/', 'file:///r/src/']],
+    ['a sibling with a shared prefix is not inside', { upserted: ['file:///r/src-other/q.ts'] }, ['file:///r/', 'file:///r/src-other/']],
+    ['a removed collection takes subscribed descendants', { removed: ['file:///r/src/'] }, ['file:///r/', 'file:///r/src/', 'file:///r/src/a.ts']],
+    ['a removed document', { removed: ['file:///r/docs/x.md'] }, ['file:///r/', 'file:///r/docs/x.md']],
+    ['outside every subscription', { upserted: ['file:///elsewhere/a'] }, []],
+  ];
+  for (const [name, change, expected] of cases) {
+    test(name, () => {
+      const hit = subs.affectedBy({ upserted: (change.upserted ?? []).map(row), removed: change.removed ?? [] });
+      assert.deepEqual([...hit].sort(), expected.sort());
+    });
+  }
+});
+
+describe('LiveSync degrades when a watcher runs out of watches', () => {
+  const enospc = () => Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
+
+  async function withSync(
+    starters: Partial<typeof BACKEND_STARTERS>,
+    run: (ctx: { root: string; index: FolderIndex; sync: LiveSync; logs: string[] }) => Promise<void>,
+  ) {
+    const dir = tempDir();
+    writeTree(dir.path, { 'a.md': 'a\n' });
+    const logs: string[] = [];
+    const log = createLogger('debug', (line) => logs.push(line));
+    const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [] });
+    const sync = new LiveSync({ index, log, watcher: 'chokidar', starters: { ...BACKEND_STARTERS, ...starters } });
+    try {
+      await sync.start();
+      await run({ root: dir.path, index, sync, logs });
+    } finally {
+      await sync.close();
+      index.close();
+      dir.cleanup();
+    }
+  }
+
+  test('a backend that cannot start (ENOSPC) falls back to the next, with a warning', async () => {
+    const failing: StartWatcher = async () => {
+      throw enospc();
+    };
+    await withSync({ chokidar: failing }, async ({ root, index, sync, logs }) => {
+      assert.equal(sync.backend, 'poll');
+      assert.match(logs.join(''), /warn: watcher chokidar could not start \(ENOSPC.*falling back to poll/);
+      writeFileSync(join(root, 'b.md'), 'b\n');
+      await waitFor(() => index.store.get(pathToUri(join(root, 'b.md'), false)), 30_000, 'polling to see b.md');
+    });
+  });
+
+  test('a running backend that hits ENOSPC is replaced, and what changed meanwhile is caught up', async () => {
+    let sink: WatchSink | undefined;
+    let closed = false;
+    const flaky: StartWatcher = async (start) => {
+      sink = start.sink;
+      return { backend: 'chokidar', close: async () => void (closed = true) };
+    };
+    await withSync({ chokidar: flaky }, async ({ root, index, sync, logs }) => {
+      assert.equal(sync.backend, 'chokidar');
+      // The change happens while the broken watcher sees nothing.
+      writeFileSync(join(root, 'missed.md'), 'missed\n');
+      sink!.fatal(enospc());
+      await waitFor(() => sync.backend === 'poll', 10_000, 'the fallback');
+      assert.ok(closed, 'the failed watcher was not closed');
+      assert.match(logs.join(''), /warn: watcher chokidar failed \(ENOSPC.*degrading to poll/);
+      await waitFor(() => index.store.get(pathToUri(join(root, 'missed.md'), false)), 10_000, 'the catch-up diff');
+    });
+  });
+});
