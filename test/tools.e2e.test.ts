@@ -536,6 +536,9 @@ describe('--no-search', () => {
       await rejectsWith(conn.request('tools/call', { name: 'search', arguments: { query: 'hello' } }), -32602, 'Unknown tool: search');
       const found = (await conn.request('tools/call', { name: 'find', arguments: {} })) as ToolCall;
       assert.equal((found.structuredContent!.matches as LooseResult[]).length, 2);
+    } catch (error) {
+      // A server that died says why on stderr.
+      throw new Error(`${(error as Error).message}\nserver stderr:\n${conn.stderr()}`);
     } finally {
       await conn.close();
       root.cleanup();
