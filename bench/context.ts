@@ -13,6 +13,8 @@ export interface SizeContext {
   quick: boolean;
   /** Scratch dir outside the tree for index files. */
   work: string;
+  /** Watcher backends the watch scenario tries. */
+  backends: string[];
   /** The index built by the cold scenario (warm from then on). */
   db: string;
   log(line: string): void;

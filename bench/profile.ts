@@ -11,7 +11,10 @@ import { openDb } from '../src/index/db.ts';
 import type { EntryRow } from '../src/index/entry.ts';
 import { FolderIndex } from '../src/index/folder-index.ts';
 import { IgnoreRules } from '../src/index/ignore.ts';
-import { scanRoots } from '../src/index/scan.ts';
+import { entryRow, scanRoots } from '../src/index/scan.ts';
+import { dirname } from 'node:path';
+import type { Stats } from 'node:fs';
+import { pathToUri } from '../src/uri.ts';
 import { Store } from '../src/index/store.ts';
 import { silentLogger } from '../src/log.ts';
 import { makeRoot } from '../src/uri.ts';
@@ -36,17 +39,43 @@ async function walk(): Promise<number> {
   return n;
 }
 
-function upsertAll(rows: EntryRow[], pragma?: string): void {
+function upsertAll(rows: EntryRow[], pragma?: string, indexesAfter = false): void {
   clean();
   const opened = openDb(db, silentLogger);
   if (pragma) opened.db.pragma(pragma);
+  // The secondary indexes as db.ts declares them, dropped for the load and built once after.
+  const indexes = indexesAfter
+    ? (opened.db.prepare(`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entries' AND sql IS NOT NULL`).all() as { sql: string }[])
+    : [];
+  for (const { sql } of indexes) opened.db.exec(`DROP INDEX ${/INDEX (\w+)/.exec(sql)![1]}`);
   const store = new Store(opened.db);
   for (let i = 0; i < rows.length; i += 2000) store.upsertMany(rows.slice(i, i + 2000));
+  for (const { sql } of indexes) opened.db.exec(sql);
   opened.db.close();
 }
 
 await walk();
 await phase('bare walk (fast-glob, stats)', walk);
+/** The scan's own fast-glob options, without its pruning readdir; optionally building rows as the scan does. */
+async function walkLikeScan(rowsToo: boolean): Promise<number> {
+  let n = 0;
+  let lastDir = '';
+  let lastDirUri = '';
+  const stream = fg.stream('**', { cwd: root.path, absolute: true, onlyFiles: false, dot: true, stats: true, followSymbolicLinks: false, objectMode: true });
+  for await (const item of stream as AsyncIterable<{ path: string; name: string; stats: Stats }>) {
+    n++;
+    if (!rowsToo) continue;
+    const dir = dirname(item.path);
+    if (dir !== lastDir) {
+      lastDir = dir;
+      lastDirUri = pathToUri(dir, true);
+    }
+    entryRow(item.path, item.name, item.stats.isDirectory(), item.stats, lastDirUri, 0);
+  }
+  return n;
+}
+await phase('walk, scan options (absolute, objectMode)', () => walkLikeScan(false));
+await phase('... + entryRow per entry (no sniff, no prune)', () => walkLikeScan(true));
 const rows: EntryRow[] = [];
 await phase('scanRoots only (no SQLite)', async () => {
   const rules = new IgnoreRules([root], { gitignore: true, exclude: [] });
@@ -56,6 +85,8 @@ await phase('scanRoots only (no SQLite)', async () => {
 if (!process.argv.includes('--scan-only')) {
   await phase('SQLite upserts only, scan order', () => upsertAll(rows));
   await phase('SQLite upserts only, scan order, sync=OFF', () => upsertAll(rows, 'synchronous = OFF'));
+  await phase('SQLite upserts, secondary indexes built after', () => upsertAll(rows, undefined, true));
+  await phase('... and sync=OFF', () => upsertAll(rows, 'synchronous = OFF', true));
   const sorted = [...rows].sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
   await phase('SQLite upserts only, URI order', () => upsertAll(sorted));
   clean();

@@ -7,6 +7,7 @@ import { CLI, spawnFolderMcp } from './client.ts';
 import { makeContext, type Scenario, type Skipped } from './context.ts';
 import { allTables, gitRev, mergeInto, readResults, renderTables, RESULTS_DIR, SCENARIOS, type Machine, type Results } from './results.ts';
 import { cold } from './scenarios/cold.ts';
+import { BACKENDS } from './scenarios/watch.ts';
 import { writeChart } from './svg.ts';
 import { benchHome, ensureTree } from './tree.ts';
 
@@ -16,6 +17,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --only LIST     scenarios to run: ${SCENARIOS.map((s) => s.name).join(', ')} (default all)
   --runs N        measured repetitions of slow measurements (default 5; 1 at 1M files)
   --seed N        tree generator seed (default 1)
+  --backends LIST watcher backends for the watch scenario (default ${BACKENDS.join(',')})
   --quick         10k files, few runs: checks the harness in about a minute (results not saved to latest.json)
   -h, --help      this help
 
@@ -41,6 +43,7 @@ async function main(): Promise<void> {
       runs: { type: 'string' },
       seed: { type: 'string' },
       quick: { type: 'boolean' },
+      backends: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -54,6 +57,9 @@ async function main(): Promise<void> {
   const scenarios = SCENARIOS.filter((s) => !only || only.includes(s.name));
   const runsOpt = values.runs ? Number(values.runs) : quick ? 2 : 5;
   const seed = values.seed ? Number(values.seed) : 1;
+  const backends = values.backends ? values.backends.split(',').map((s) => s.trim()) : [...BACKENDS];
+  const badBackend = backends.filter((b) => !(BACKENDS as readonly string[]).includes(b));
+  if (badBackend.length) throw new Error(`--backends: unknown ${badBackend.join(', ')}; known: ${BACKENDS.join(', ')}`);
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first (npm run bench does)`);
 
   const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -66,7 +72,7 @@ async function main(): Promise<void> {
     for (const size of sizes) {
       const tree = ensureTree(size, seed, log);
       const runs = size >= 1_000_000 && !values.runs ? 1 : runsOpt;
-      const ctx = makeContext(tree, { runs, quick, work, log });
+      const ctx = makeContext(tree, { runs, quick, work, log, backends });
       // The later scenarios need an index; without the cold scenario, build one untimed.
       if (!scenarios.includes(cold as Scenario<unknown>)) await buildIndex(ctx.root, ctx.db, log);
       const entry = (fresh.sizes[size] = { machine: mach, commit: gitRev(), seed, runs, at: {} as Record<string, string>, scenarios: {} as Record<string, unknown> });

@@ -60,7 +60,9 @@ export function textTable(title: string, header: string[], rows: string[][]): st
 
 /** The same table as GitHub markdown. */
 export function mdTable(header: string[], rows: string[][]): string {
-  const esc = (c: string) => c.replace(/\|/g, '\\|');
+  // Table cells hold globs and '<root>': keep them literal in GitHub markdown.
+  const esc = (c: string) =>
+    c.replace(/\|/g, '\\|').replace(/\*/g, '\\*').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   return [
     `| ${header.map(esc).join(' | ')} |`,
     `|${header.map(() => '---').join('|')}|`,

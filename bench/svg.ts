@@ -76,10 +76,10 @@ function panel(p: Panel, x0: number): string {
 export function renderSvg(panels: Panel[], caption: string): string {
   const width = W * panels.length;
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H + 18}" viewBox="0 0 ${width} ${H + 18}" font-family="sans-serif" font-size="11">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H + 30}" viewBox="0 0 ${width} ${H + 30}" font-family="sans-serif" font-size="11">`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
     ...panels.map((p, i) => panel(p, i * W)),
-    `<text x="${width / 2}" y="${H + 12}" text-anchor="middle" fill="#666">${esc(caption)}</text>`,
+    `<text x="${width / 2}" y="${H + 22}" text-anchor="middle" fill="#666">${esc(caption)}</text>`,
     '</svg>',
     '',
   ].join('\n');

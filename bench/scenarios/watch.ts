@@ -142,7 +142,7 @@ export const watch: Scenario<WatchResult> = {
     await probe.close();
     if (!caps.resources?.subscribe) return { skipped: 'the server does not declare resources.subscribe' };
     const out: WatchResult = {};
-    for (const backend of BACKENDS) {
+    for (const backend of ctx.backends) {
       ctx.log(`  watch: --watcher ${backend}`);
       try {
         out[backend] = await runBackend(ctx, backend);
