@@ -28,6 +28,8 @@ const CHILD_PAGE = 5000;
  * size of the tree.
  */
 export class Reconciler {
+  /** Rows written and URIs removed so far, over the Reconciler's life (to tell whether a diff found anything). */
+  written = 0;
   private upserted: EntryRow[] = [];
   private removed: string[] = [];
   private sniffs: Promise<void>[] = [];
@@ -249,7 +251,7 @@ export class Reconciler {
     this.upserted = [];
     this.removed = [];
     if (this.isClosed()) return;
-    this.index.apply(change);
+    if (this.index.apply(change)) this.written += change.upserted.length + change.removed.length;
   }
 }
 

@@ -7,6 +7,15 @@ import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, ty
 
 /** How long after a new directory's first walk it is walked once more. */
 const RECHECK_DELAY_MS = 1000;
+/**
+ * Safety net: with a watcher running, the whole tree is diffed again every
+ * so often, at least this long apart and at most 1% of the time (a pause of
+ * 100 times the last diff's duration). Watchers do lose events (inotify queue
+ * overflow, races on directories that come and go); this bounds how long a
+ * lost event can leave the index wrong.
+ */
+const SAFETY_MIN_INTERVAL_MS = 60_000;
+const SAFETY_DUTY_FACTOR = 100;
 
 export interface LiveSyncOptions {
   index: FolderIndex;
@@ -77,11 +86,42 @@ export class LiveSync {
     if (this.closed) return;
     this.plan = planWatchers(this.options.watcher, index.store.count());
     await this.startWatcher(this.plan.candidates, this.plan.reason);
-    const started = performance.now();
+    const ms = await this.diffRoots();
+    if (this.closed) return;
+    log.info(`index checked against the disk in ${ms} ms`);
+    this.scheduleSafetyDiff(ms);
+  }
+
+  /** Diffs every root with the disk on the queue; resolves to how long it took. */
+  private async diffRoots(): Promise<number> {
+    let ms = 0;
     await this.enqueue(async () => {
-      for (const root of index.roots) await this.reconciler.tree(root.path);
+      const started = performance.now();
+      for (const root of this.options.index.roots) await this.reconciler.tree(root.path);
+      ms = Math.round(performance.now() - started);
     });
-    if (!this.closed) log.info(`index checked against the disk in ${Math.round(performance.now() - started)} ms`);
+    return ms;
+  }
+
+  private safetyTimer: NodeJS.Timeout | undefined;
+
+  private scheduleSafetyDiff(lastMs: number): void {
+    const backend = this.watcher?.backend;
+    // poll diffs all the time anyway; none promised a static index.
+    if (this.closed || backend === undefined || backend === 'poll' || backend === 'none') return;
+    this.safetyTimer = setTimeout(
+      async () => {
+        const before = this.reconciler.written;
+        const ms = await this.diffRoots();
+        const missed = this.reconciler.written - before;
+        if (missed > 0 && !this.closed) {
+          this.options.log.info(`periodic check: ${missed} change(s) the watcher did not report were applied (${ms} ms)`);
+        }
+        this.scheduleSafetyDiff(ms);
+      },
+      Math.max(SAFETY_MIN_INTERVAL_MS, SAFETY_DUTY_FACTOR * lastMs),
+    );
+    this.safetyTimer.unref();
   }
 
   /** Stops the watcher and waits for the write in progress; nothing is written after. */
@@ -90,6 +130,7 @@ export class LiveSync {
     this.closed = true;
     clearTimeout(this.flushTimer);
     clearTimeout(this.recheckTimer);
+    clearTimeout(this.safetyTimer);
     const watcher = this.watcher;
     this.watcher = undefined;
     await watcher?.close().catch(() => {});
@@ -203,11 +244,7 @@ export class LiveSync {
       `watcher ${failed.backend} failed (${error.message}${isResourceExhausted(error) ? ': out of watches or file descriptors; raise fs.inotify.max_user_watches' : ''}); degrading to ${fallback[0]}`,
     );
     await failed.close().catch(() => {});
-    if (await this.startWatcher(fallback, `${failed.backend} failed`)) {
-      await this.enqueue(async () => {
-        for (const root of this.options.index.roots) await this.reconciler.tree(root.path);
-      });
-    }
+    if (await this.startWatcher(fallback, `${failed.backend} failed`)) await this.diffRoots();
     this.degrading = false;
   }
 }
