@@ -140,6 +140,25 @@ describe('literalHead and extensions', () => {
   }
 });
 
+describe('literals (for the name index)', () => {
+  const TABLE: [string, string[] | null][] = [
+    ['Makefile', ['Makefile']],
+    ['{package,tsconfig}.json', ['package.json', 'tsconfig.json']],
+    ['{a,{b,a}}', ['a', 'b']],
+    ['br\\[1\\].txt', ['br[1].txt']],
+    ['what\\?', ['what?']],
+    ['{}', ['']],
+    ['*.md', null],
+    ['a?', null],
+    ['[ab]', null],
+    ['{a,b*}', null],
+    ['**', null],
+  ];
+  for (const [pattern, literals] of TABLE) {
+    it(pattern, () => assert.deepEqual(compileGlob(pattern).literals, literals));
+  }
+});
+
 describe('mapGlobLiterals', () => {
   const upper = (s: string) => s.toUpperCase();
   it('maps literal runs only, keeping metachars and classes', () => {

@@ -84,6 +84,8 @@ const CASES: [string, unknown, PlanOptions?][] = [
   ['uri_paths with boundary', { filters: { uri_paths: [`${R}math`, `${R}src/`] } }],
   ['namePatterns with exts', { filter: { namePatterns: ['*.md', '*.ts'] } }],
   ['namePatterns without exts', { filter: { namePatterns: ['README*', 'a*'] } }],
+  ['namePatterns literal names', { filter: { namePatterns: ['README', '{math,x.y}', 'caf%C3%A9.md', '.gitignore'] } }],
+  ['literal names and a wildcard', { filter: { namePatterns: ['README', '*.ts'] } }],
   ['uriPatterns', { filter: { uriPatterns: [`${R}**/math/*.md`, `${R}b/**`] } }],
   ['non-ASCII in two spellings', { filter: { uriPatterns: [`${R}café/**`, `${R}**/caf%c3%a9.md`] } }],
   ['parent', { uri: `${R}a/` }, { parent: `${R}a/` }],
@@ -124,7 +126,8 @@ describe('listPage', () => {
   }
 
   it('a budget-limited page returns early with rows examined counted', () => {
-    const plan = planQuery(parseListParams({ filter: { namePatterns: ['math.md'] } }, 'resources/list'));
+    // Neither a literal name nor an extension: a primary-key scan, which the budget cuts short.
+    const plan = planQuery(parseListParams({ filter: { namePatterns: ['math.m?'] } }, 'resources/list'));
     const page = pager.listPage(plan, null, 200, 5);
     assert.equal(page.exhausted, false);
     assert.ok(page.rows.length <= 5);
@@ -167,7 +170,7 @@ describe('listPage', () => {
       if (rand() < 0.5) params.prefix = cut();
       if (rand() < 0.4) params.filters = { uri_paths: [cut(), cut()] };
       const filter: Record<string, unknown> = {};
-      if (rand() < 0.5) filter.namePatterns = [pick(['*.md', '*.{md,txt}', 'README', '*a*', '?.ts', '*.MD'])];
+      if (rand() < 0.5) filter.namePatterns = [pick(['*.md', '*.{md,txt}', 'README', '*a*', '?.ts', '*.MD', '{math,a.md}', '.gitignore'])];
       if (rand() < 0.3) filter.uriPatterns = [cut() + pick(['*', '**', '/*.md'])];
       params.filter = filter;
       const query = parseListParams(params, 'resources/list');
@@ -239,6 +242,8 @@ describe('explainPlan', () => {
     ['uriPatterns', { filter: { uriPatterns: [`${R}a/**/x*`] } }, /^SEARCH entries USING PRIMARY KEY/],
     ['exts', { filter: { namePatterns: ['*.md', '*.txt'] } }, /^SEARCH entries USING INDEX entries_by_ext \(ext=\? AND uri>\?\)$/],
     ['exts with prefix', { prefix: `${R}a/`, filter: { namePatterns: ['*.md'] } }, /^SEARCH entries USING INDEX entries_by_ext \(ext=\? AND uri>\? AND uri<\?\)$/],
+    ['literal names', { filter: { namePatterns: ['README', '{math,x}.md'] } }, /^SEARCH entries USING INDEX entries_by_name \(name=\? AND uri>\?\)$/],
+    ['literal names with prefix', { prefix: `${R}a/`, filter: { namePatterns: ['README'] } }, /^SEARCH entries USING INDEX entries_by_name \(name=\? AND uri>\? AND uri<\?\)$/],
     ['parent', { uri: `${R}a/` }, /^SEARCH entries USING INDEX entries_by_parent \(parent=\? AND uri>\? AND uri<\?\)$/, { parent: `${R}a/` }],
   ];
   for (const [name, params, detail, opts] of EXPECT) {

@@ -31,6 +31,8 @@ export interface CompiledGlob {
   readonly literalHead: string;
   /** Every possible `ext` of a matching name, when each alternative ends in `.LIT`; else null. */
   readonly extensions: string[] | null;
+  /** Every text the pattern matches, when it has no wildcard or class (braces allowed); else null. */
+  readonly literals: string[] | null;
   /**
    * The work match() has done so far, in steps (automaton states visited per
    * char, plus a fixed cost per run; the string-method shapes count far less).
@@ -86,6 +88,7 @@ export function compileGlob(pattern: string, options: GlobOptions = {}): Compile
     source: pattern,
     literalHead: literalHead(seq),
     extensions: extensions(seq),
+    literals: literals(seq),
     get work() {
       return meter.steps;
     },
@@ -260,6 +263,15 @@ function literalHead(seq: readonly Atom[]): string {
     head += String.fromCodePoint(atom.cp);
   }
   return head;
+}
+
+function literals(seq: readonly Atom[]): string[] | null {
+  const out = new Set<string>();
+  for (const alt of expand(seq)) {
+    if (!alt.every((a) => a.k === 'lit')) return null;
+    out.add(literalHead(alt));
+  }
+  return [...out].sort();
 }
 
 function trailingLiteral(seq: readonly Atom[]): string {

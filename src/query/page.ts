@@ -28,7 +28,7 @@ export interface Pager {
   listPage(plan: Plan, afterKey: string | null, limit: number, budget: number): PageResult;
 }
 
-type Access = 'pk' | 'ext' | 'parent';
+type Access = 'pk' | 'ext' | 'name' | 'parent';
 
 const COLUMNS = 'uri, parent, root, name, ext, kind, size, mtime, mime';
 const FIRST_CHUNK_MAX = 256;
@@ -41,13 +41,16 @@ const CHUNK_MAX = 1024;
 // page. So the pager folds the cursor into the lower bound (`key + '\0'` is
 // the smallest string after `key`).
 function selectSql(access: Access, bounded: boolean): string {
-  const eq = access === 'ext' ? 'ext = ? AND ' : access === 'parent' ? 'parent = ? AND ' : '';
+  const eq = access === 'pk' ? '' : `${access} = ? AND `;
   const hi = bounded ? ' AND uri < ?' : '';
   return `SELECT ${COLUMNS} FROM entries WHERE ${eq}uri >= ?${hi} ORDER BY uri LIMIT ?`;
 }
 
 function accessOf(plan: Plan): Access {
-  return plan.parent !== undefined ? 'parent' : plan.exts !== null ? 'ext' : 'pk';
+  // Most selective first: one parent, then a few exact names, then extensions.
+  if (plan.parent !== undefined) return 'parent';
+  if (plan.names) return 'name';
+  return plan.exts !== null ? 'ext' : 'pk';
 }
 
 /** The equality values of each source of one range: one per ext, else one unconstrained. */
@@ -55,6 +58,7 @@ function sourceKeys(plan: Plan): (string | undefined)[] {
   const access = accessOf(plan);
   if (access === 'parent') return [plan.parent];
   if (access === 'ext') return plan.exts!;
+  if (access === 'name') return plan.names!;
   return [undefined];
 }
 
@@ -98,7 +102,7 @@ class Source {
 
 export function createPager(db: Db): Pager {
   const statements = new Map<string, Statement>();
-  for (const access of ['pk', 'ext', 'parent'] as const) {
+  for (const access of ['pk', 'ext', 'name', 'parent'] as const) {
     for (const bounded of [false, true]) statements.set(`${access}:${bounded}`, db.prepare(selectSql(access, bounded)));
   }
 

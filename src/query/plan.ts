@@ -20,6 +20,8 @@ export interface Plan {
   ranges: KeyRange[];
   /** When set, every match has one of these `ext` values (sorted). */
   exts: string[] | null;
+  /** When set, every match has one of these names (sorted): literal namePatterns, for the (name, uri) index. */
+  names: string[] | null;
   /** When set, only direct children of this collection URI match. */
   parent?: string;
   /** Rows inside the ranges (and exts, parent) match iff this holds. */
@@ -147,11 +149,14 @@ export function planQuery(query: ListQuery, opts: PlanOptions = {}): Plan {
     if (set) exts = exts ? exts.filter((e) => set.has(e)) : [...set].sort();
   }
   if (exts && exts.length === 0) ranges = [];
+  // namePatterns without wildcards (`Makefile`, `{package,tsconfig}.json`) name their rows exactly.
+  let names: string[] | null = null;
+  if (c.name && c.name.every((g) => g.literals !== null)) names = [...new Set(c.name.flatMap((g) => g.literals!))].sort();
 
   // Prefix, uri_paths and parent are exact in the ranges (and the executor
   // applies the ranges on every access path); the globs are not.
   const residual = c.name || c.uri ? (row: { uri: string; name: string }) => globsHold(c, row) : () => true;
-  const plan: Plan = { ranges, exts, residual };
+  const plan: Plan = { ranges, exts, names, residual };
   const globs = [...(c.name ?? []), ...(c.uri ?? [])];
   if (globs.length > 0) plan.residualWork = () => globs.reduce((n, g) => n + g.work, 0);
   if (opts.parent !== undefined) plan.parent = opts.parent;
