@@ -18,8 +18,8 @@ import { tempDir, waitFor, writeTree } from './helpers.ts';
 describe('planWatchers', () => {
   const cases: Array<[Parameters<typeof planWatchers>, string[]]> = [
     [['auto', 10, 192536], ['chokidar', 'parcel', 'poll']],
-    [['auto', 2000, 192536], ['chokidar', 'parcel', 'poll']],
-    [['auto', 2001, 192536], ['parcel', 'poll']],
+    [['auto', 1000, 192536], ['chokidar', 'parcel', 'poll']],
+    [['auto', 1001, 192536], ['parcel', 'poll']],
     [['auto', 1_000_000, 192536], ['parcel', 'poll']],
     // A tiny inotify limit leaves chokidar only what a quarter of it covers.
     [['auto', 500, 1000], ['parcel', 'poll']],

@@ -14,16 +14,25 @@ export const BACKEND_STARTERS: Record<WatcherBackend, StartWatcher> = {
 };
 
 /**
- * Above this many indexed entries `auto` prefers parcel to chokidar.
- * Measured (src/live/probe.ts, 2 vCPU Linux, 20 files per directory):
- * chokidar holds one inotify watch per file and directory and ~13 KiB of JS
- * heap per entry (10k entries: 1.5 s to ready, 10,526 watches, +129 MiB;
- * 100k: 9.9 s, 105,251 watches, +910 MiB), parcel one watch per directory
- * (10k: 0.13 s, 526 watches, +0.2 MiB; 100k: 0.86 s, 5,251 watches,
- * +29 MiB). Below ~2,000 entries chokidar is ready in well under half a
- * second and costs no native code path; above it parcel wins on every count.
+ * Up to this many indexed entries `auto` runs chokidar, above it parcel.
+ * Measured with src/live/probe.ts (2 vCPU Linux VM, Node 20, 20 files per
+ * directory; time to ready / inotify watches / RSS growth):
+ *
+ *   entries   chokidar                   parcel
+ *     1,054   0.22 s /   1,054 / +19 MiB   0.08 s /    54 / +0 MiB
+ *     2,106   0.65 s /   2,106 / +33 MiB   0.11 s /   106 / +3 MiB
+ *     5,264   1.07 s /   5,264 / +66 MiB   0.56 s /   264 / +1 MiB
+ *    10,526   1.49 s /  10,526 / +129 MiB  0.13 s /   526 / +0 MiB
+ *   105,251   9.89 s / 105,251 / +910 MiB  0.86 s / 5,251 / +29 MiB
+ *
+ * chokidar holds a watch per file and directory and ~9 KiB of heap per
+ * entry; parcel a watch per directory and next to no heap. parcel wins on
+ * every count, but it is native code with a known gap (nested new
+ * directories, see watch-parcel.ts) that we patch; chokidar is plain JS
+ * and reports every path itself. On a small tree its cost does not matter
+ * (a fifth of a second, ~20 MiB), so it runs there.
  */
-export const AUTO_CHOKIDAR_MAX_ENTRIES = 2000;
+export const AUTO_CHOKIDAR_MAX_ENTRIES = 1000;
 
 export interface WatcherPlan {
   /** Backends to try in order: the first that starts runs, the rest are fallbacks. */
