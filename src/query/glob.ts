@@ -450,6 +450,8 @@ function classTest(negate: boolean, ranges: readonly number[]): CharTest {
 interface DState {
   readonly states: readonly number[];
   readonly accepting: boolean;
+  /** False for a set built without room to keep it: its moves are not kept either. */
+  readonly kept: boolean;
   /** Code point -> next set (null: no state survives). */
   readonly next: Map<number, DState | null>;
 }
@@ -519,18 +521,23 @@ class Simulation {
       if (test && test(cp)) this.close(this.outs[s]![0]!, list);
     }
     const n = list.length === 0 ? null : this.intern(list);
-    if (this.take(MOVE_UNITS)) d.next.set(cp, n);
+    if (d.kept && this.take(MOVE_UNITS)) d.next.set(cp, n);
     return n;
   }
 
   private intern(list: number[]): DState {
+    // No room even after dropping this cache (other patterns hold it): skip the key work.
+    if (this.cache.room + this.held < 2 * list.length + 2) {
+      return { states: list, accepting: list.includes(this.accept), kept: false, next: new Map() };
+    }
     list.sort((a, b) => a - b);
     const key = list.join(',');
     let d = this.sets.get(key);
     if (d === undefined) {
-      d = { states: list, accepting: list.includes(this.accept), next: new Map() };
       // The set's array and its key string.
-      if (this.take(2 * list.length + 2)) this.sets.set(key, d);
+      const kept = this.take(2 * list.length + 2);
+      d = { states: list, accepting: list.includes(this.accept), kept, next: new Map() };
+      if (kept) this.sets.set(key, d);
     }
     return d;
   }
