@@ -1,5 +1,6 @@
 import type { Dirent, Stats } from 'node:fs';
-import { lstat, readdir, readFile } from 'node:fs/promises';
+import { lstat as lstatCallback } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { EntryRow } from '../index/entry.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
@@ -13,6 +14,8 @@ import { outermostDirs, type RewatchReason } from './watcher.ts';
 const BATCH = 2000;
 /** Files opened or stat'ed at once: well under any fd limit. */
 const PARALLEL_IO = 128;
+/** Directories diffed at once (memory: this many directory listings). */
+const PARALLEL_DIRS = 8;
 /** Index children read per query when diffing one directory. */
 const CHILD_PAGE = 5000;
 
@@ -145,7 +148,9 @@ export class Reconciler {
     const pending = [dir];
     while (pending.length > 0) {
       if (this.isClosed()) return;
-      await this.diffDirectory(pending.pop()!, rootIndex, pending, newDirsAre);
+      // A few directories at once: each is a readdir and a few lstats, mostly waiting on the thread pool.
+      const round = pending.splice(-PARALLEL_DIRS);
+      await Promise.all(round.map((d) => this.diffDirectory(d, rootIndex, pending, newDirsAre)));
       if (this.pendingCount() >= BATCH) await this.flush();
     }
     await this.flush();
@@ -255,12 +260,9 @@ export class Reconciler {
   }
 }
 
-async function lstatOrNull(path: string): Promise<Stats | null> {
-  try {
-    return await lstat(path);
-  } catch {
-    return null; // gone (or unreachable): the caller treats it as not there
-  }
+/** Gone (or unreachable) is null: the caller treats it as not there. Callback lstat: measurably cheaper than fs/promises per call. */
+function lstatOrNull(path: string): Promise<Stats | null> {
+  return new Promise((resolve) => lstatCallback(path, (error, stats) => resolve(error ? null : stats)));
 }
 
 /** `fn` over items, at most PARALLEL_IO at a time, results in order. */

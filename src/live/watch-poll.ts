@@ -2,8 +2,8 @@ import type { StartWatcher } from './watcher.ts';
 
 /** Shortest pause between two polls. */
 export const POLL_MIN_INTERVAL_MS = 2000;
-/** A poll pauses at least this many times as long as the last reconcile took, so polling a huge tree stays a small share of a CPU. */
-const POLL_DUTY_FACTOR = 4;
+/** A poll pauses at least this many times as long as the last diff took, so polling a huge tree takes at most ~10% of a CPU. */
+const POLL_DUTY_FACTOR = 10;
 
 /**
  * Polling: a periodic reconcile of every root against the index (readdir +
