@@ -177,3 +177,28 @@ describe('shutdown', () => {
     }
   }
 });
+
+describe('--watcher auto', () => {
+  for (const [files, backend] of [
+    [5, 'chokidar'],
+    [1500, 'parcel'],
+  ] as const) {
+    test(`${files} files: runs ${backend}, says why, and sees changes`, async () => {
+      const root = tempDir();
+      try {
+        bigTree(root.path, files);
+        const conn = await connectWithNotes(['--db', ':memory:', root.path]);
+        try {
+          await waitFor(() => /watcher: \w+ \(auto: \d+ entries [<>]=? 1000\)/.test(conn.stderr()), TIMEOUT, 'the watcher line');
+          assert.match(conn.stderr(), new RegExp(`watcher: ${backend} \\(auto: `));
+          writeFileSync(join(root.path, 'd0', 'new.txt'), 'new\n');
+          await waitFor(() => listingEqualsDisk(conn, () => diskUris(root.path)), TIMEOUT, 'the new file');
+        } finally {
+          await conn.close();
+        }
+      } finally {
+        root.cleanup();
+      }
+    });
+  }
+});
