@@ -134,7 +134,10 @@ export class LiveSync {
     const watcher = this.watcher;
     this.watcher = undefined;
     await watcher?.close().catch(() => {});
-    await this.queue;
+    // Tasks still waiting for the first scan would wait for all of it: the
+    // caller closes the index next, which ends the scan, and they then see
+    // `closed` and do nothing. Only a write in progress is waited for.
+    if (this.options.index.isReady) await this.queue;
   }
 
   /** New directories to diff once more after RECHECK_DELAY_MS (see Reconciler's recheckLater). */
