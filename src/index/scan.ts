@@ -17,6 +17,8 @@ export interface ScanOptions {
   batchSize?: number;
 }
 
+const MAX_PARALLEL_SNIFFS = 128;
+
 type ReaddirCallback = (error: NodeJS.ErrnoException | null, entries: Dirent[]) => void;
 
 /**
@@ -59,6 +61,11 @@ export async function* scanRoots(options: ScanOptions): AsyncGenerator<EntryRow[
       const row = entryRow(item.path, item.name, isDirectory, stats, lastDirUri, rootIndex);
       if (row.mime === '') pendingSniffs.push(sniffMime(item.path, row));
       batch.push(row);
+      // Bounded open files: a sniff that fails with EMFILE would call a text file binary.
+      if (pendingSniffs.length >= MAX_PARALLEL_SNIFFS) {
+        await Promise.all(pendingSniffs);
+        pendingSniffs = [];
+      }
       if (batch.length >= batchSize) {
         await Promise.all(pendingSniffs);
         yield batch;

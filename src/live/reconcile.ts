@@ -107,6 +107,7 @@ export class Reconciler {
       if (isFile) {
         this.removeIfIndexed(dirUri); // a directory replaced by a file of the same name
         this.consider(entryRow(path, basename(path), false, st!, parentUri, rootIndex), path);
+        await this.limitSniffs();
       } else if (store.get(dirUri)) {
         this.consider(entryRow(path, basename(path), true, st!, parentUri, rootIndex), path);
       } else {
@@ -202,6 +203,7 @@ export class Reconciler {
       const known = indexed.get(row.uri);
       indexed.delete(row.uri);
       this.consider(row, path, known ?? null);
+      await this.limitSniffs();
       if (st.isDirectory()) {
         pending.push(path);
         if (newDirsAre && !known) this.rewatch(path, newDirsAre);
@@ -226,6 +228,14 @@ export class Reconciler {
     }
     if (row.mime === '') this.sniffs.push(sniffMime(path, row));
     this.upserted.push(row);
+  }
+
+  /** Keeps the files open for sniffing under PARALLEL_IO (a sniff that hits EMFILE would call text binary). */
+  private async limitSniffs(): Promise<void> {
+    if (this.sniffs.length < PARALLEL_IO) return;
+    const sniffs = this.sniffs;
+    this.sniffs = [];
+    await Promise.all(sniffs);
   }
 
   private removeIfIndexed(uri: string): void {
