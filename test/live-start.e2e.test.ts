@@ -114,6 +114,33 @@ describe('crash safety', () => {
     }
   });
 
+  test('a server killed (SIGKILL) while applying a burst starts consistent next time', async () => {
+    const db = join(state.path, 'index.db'); // complete now: the previous test's restart finished its scan
+    const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', 'parcel', root.path], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    child.stdin.write(`${JSON.stringify(INIT)}\n`);
+    await waitFor(() => stderr.includes('watcher: parcel'), TIMEOUT, 'the watcher to start');
+    const burst = join(root.path, 'burst');
+    mkdirSync(burst);
+    for (let i = 0; i < 3000; i++) {
+      writeFileSync(join(burst, `b${i}.txt`), `${i}\n`);
+      if (i === 1500) child.kill('SIGKILL'); // while batches of the first half are being written
+    }
+    rmSync(join(root.path, 'd0'), { recursive: true }); // and a deletion the dead server never saw
+    await exited;
+
+    const conn = await connectWithNotes(['--db', db, '--watcher', 'none', root.path]);
+    try {
+      await waitFor(() => conn.stderr().includes('index checked against the disk'), TIMEOUT, 'the start-up diff');
+      assert.doesNotMatch(conn.stderr(), /indexed \d+ entries/, 'the index should have been warm');
+      assert.deepEqual(await listedUris(conn), diskUris(root.path));
+    } finally {
+      await conn.close();
+    }
+  });
+
   test('a request with a progress token hears how the cold scan goes', async () => {
     const db = join(state.path, 'progress.db');
     const conn = await connectWithNotes(['--db', db, '--watcher', 'none', root.path]);
