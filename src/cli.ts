@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import { createApp } from './app.ts';
 import { USAGE, UsageError, defaultDbPath, parseCliArgs } from './config.ts';
 import { createLogger } from './log.ts';
+import { guardMalformedMessages } from './protocol/stdio-guard.ts';
 import { isPathInside, makeRoot, type Root } from './uri.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
@@ -47,7 +48,9 @@ async function main(): Promise<void> {
   process.stdin.on('close', shutdown);
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
-  await app.server.connect(new StdioServerTransport());
+  // Malformed lines get a JSON-RPC error instead of silence (see stdio-guard.ts).
+  const input = process.stdin.pipe(guardMalformedMessages((line) => process.stdout.write(line)));
+  await app.server.connect(new StdioServerTransport(input, process.stdout));
 }
 
 /** Real paths of the folders given, deduplicated; a bad folder is a usage error. */
