@@ -115,7 +115,8 @@ export class LiveSync {
         const ms = await this.diffRoots();
         const missed = this.reconciler.written - before;
         if (missed > 0 && !this.closed) {
-          this.options.log.info(`periodic check: ${missed} change(s) the watcher did not report were applied (${ms} ms)`);
+          // Includes changes whose events were still in the debounce window; a large number means lost events.
+          this.options.log.info(`periodic check applied ${missed} change(s) not yet applied from watcher events (${ms} ms)`);
         }
         this.scheduleSafetyDiff(ms);
       },
