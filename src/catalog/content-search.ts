@@ -85,6 +85,8 @@ interface DocState {
 export class ContentSearch {
   private readonly db: Db;
   private closed = false;
+  private markClosed: () => void = () => {};
+  private readonly closedSignal = new Promise<void>((resolve) => (this.markClosed = resolve));
   private progressState: SearchProgress = { done: 0, total: 0, complete: false };
   private readonly pendingUpserts = new Set<string>();
   private readonly pendingRemovals: string[] = [];
@@ -160,6 +162,7 @@ export class ContentSearch {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.markClosed();
     this.unsubscribe?.();
     this.wake?.();
     await this.worker;
@@ -220,7 +223,8 @@ export class ContentSearch {
   }
 
   private async run(): Promise<void> {
-    await this.index.ready;
+    // Closing during the first scan must not wait for the whole scan.
+    await Promise.race([this.index.ready, this.closedSignal]);
     const started = performance.now();
     this.removeOrphans();
     this.progressState.total = (this.stmts.countCandidates.get(this.maxFileBytes) as { n: number }).n;
