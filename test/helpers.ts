@@ -1,9 +1,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -106,4 +106,26 @@ export async function rejectsWith(promise: Promise<unknown>, code: number, messa
     return e;
   }
   throw new Error(`expected error ${code}, but the request succeeded`);
+}
+
+/**
+ * Every URI that should be served under `root`: a plain walk of the disk that
+ * skips .git, node_modules and the names in `skip` (the test trees' ignore rules).
+ */
+export function diskUris(root: string, skip: (name: string, isDir: boolean) => boolean = () => false): string[] {
+  const out: string[] = [pathToFileURL(root).href + '/'];
+  const walk = (dir: string) => {
+    for (const dirent of readdirSync(dir, { withFileTypes: true })) {
+      if (dirent.name === '.git' || dirent.name === 'node_modules' || skip(dirent.name, dirent.isDirectory())) continue;
+      const path = join(dir, dirent.name);
+      if (dirent.isDirectory()) {
+        out.push(pathToFileURL(path).href + '/');
+        walk(path);
+      } else if (dirent.isFile()) {
+        out.push(pathToFileURL(path).href);
+      }
+    }
+  };
+  walk(root);
+  return out.sort();
 }

@@ -1,7 +1,4 @@
-// Shared by the live tests: notification capture and a disk walk to compare the index with.
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+// Shared by the live tests: notification capture and listing-vs-disk comparison.
 import { z } from 'zod';
 import { connect, listAll, type Connected } from './helpers.ts';
 
@@ -37,28 +34,6 @@ export async function connectWithNotes(args: string[]): Promise<Connected & { no
   });
   // notifications/progress is left to the SDK, which routes it to the request's onprogress.
   return Object.assign(conn, { notes });
-}
-
-/**
- * Every URI that should be served under `root`: a plain walk of the disk that
- * skips .git, node_modules and the names in `skip` (the test trees' ignore rules).
- */
-export function diskUris(root: string, skip: (name: string, isDir: boolean) => boolean = () => false): string[] {
-  const out: string[] = [pathToFileURL(root).href + '/'];
-  const walk = (dir: string) => {
-    for (const dirent of readdirSync(dir, { withFileTypes: true })) {
-      if (dirent.name === '.git' || dirent.name === 'node_modules' || skip(dirent.name, dirent.isDirectory())) continue;
-      const path = join(dir, dirent.name);
-      if (dirent.isDirectory()) {
-        out.push(pathToFileURL(path).href + '/');
-        walk(path);
-      } else if (dirent.isFile()) {
-        out.push(pathToFileURL(path).href);
-      }
-    }
-  };
-  walk(root);
-  return out.sort();
 }
 
 /** Every URI resources/list returns, sorted. */

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync 
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { CLI, connect, listAll, rejectsWith, tempDir, writeTree, type Connected, type LooseResult } from './helpers.ts';
+import { CLI, connect, diskUris, listAll, rejectsWith, tempDir, writeTree, type Connected, type LooseResult } from './helpers.ts';
 
 const BINARY = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0xff, 0xfe, 0x00, 0x10]);
 const LATIN1 = Buffer.from('caf\xe9 cr\xe8me\n', 'latin1');
@@ -30,25 +30,6 @@ const TREE: Record<string, string | Uint8Array> = {
   '.git/HEAD': 'ref: refs/heads/main\n',
 };
 
-/** What the server must list, walked from the disk with the test tree's own ignore rules. */
-function expectedUris(root: string): string[] {
-  const out: string[] = [pathToFileURL(root).href + '/'];
-  const walk = (dir: string) => {
-    for (const dirent of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, dirent.name);
-      if (['.git', 'node_modules', 'ignored'].includes(dirent.name) || dirent.name.endsWith('.log')) continue;
-      if (dirent.isDirectory()) {
-        out.push(pathToFileURL(path).href + '/');
-        walk(path);
-      } else if (dirent.isFile()) {
-        out.push(pathToFileURL(path).href);
-      }
-    }
-  };
-  walk(root);
-  return out.sort();
-}
-
 describe('resources over stdio', () => {
   let root: ReturnType<typeof tempDir>;
   let state: ReturnType<typeof tempDir>;
@@ -72,7 +53,7 @@ describe('resources over stdio', () => {
   test('lists every file and folder once, in URI order, across pages', async () => {
     const { items, pages } = await listAll(conn, 'resources/list', 'resources');
     const uris = items.map((r) => r.uri as string);
-    assert.deepEqual(uris, expectedUris(root.path));
+    assert.deepEqual(uris, diskUris(root.path, (name) => name === 'ignored' || name.endsWith('.log')));
     assert.ok(pages > 3, `expected several pages of 3, got ${pages}`);
   });
 
