@@ -105,6 +105,9 @@ export const alternatives: Scenario<AlternativesResult> = {
             filesystem = summarize(await sampleWithin(ctx.runs, 60_000, call, 1));
           } catch (error) {
             note = `server-filesystem failed: ${(error as Error).message.slice(0, 120)}`;
+            // A closed connection (e.g. an answer over the SDK's 10 MiB message limit) ends that server: start another.
+            await fs.close().catch(() => {});
+            fs = await spawnServer(SERVER_FILESYSTEM, [ctx.root]);
           }
         }
         out[q.key] = {
