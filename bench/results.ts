@@ -67,12 +67,13 @@ export function bySize<R>(results: Results, name: string): BySize<R> {
     .map((size) => ({ size, result: results.sizes[size]!.scenarios[name] as never }));
 }
 
-/** Every scenario's tables over every size in the results. */
+/** Every scenario's tables over every size in the results, in the order of their numbered titles. */
 export function allTables(results: Results): Table[] {
+  const num = (t: Table) => Number.parseInt(t.title, 10) || 0;
   return SCENARIOS.flatMap((s) => {
     const rows = bySize(results, s.name);
     return rows.length ? s.tables(rows) : [];
-  });
+  }).sort((a, b) => num(a) - num(b));
 }
 
 export function renderTables(tables: Table[], format: 'text' | 'md'): string {

@@ -48,6 +48,7 @@ export function fmtRatio(r: number | null | undefined): string {
 
 export function fmtStat(s: Stat | null | undefined): string {
   if (!s) return 'n/a';
+  if (s.n === 1) return `${fmtMs(s.p50)} (1 run)`;
   return `${fmtMs(s.p50)} (p99 ${fmtMs(s.p99)}, ${fmtMs(s.min)}–${fmtMs(s.max)})`;
 }
 
