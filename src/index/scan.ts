@@ -1,6 +1,18 @@
 import fg from 'fast-glob';
 import { stat } from 'node:fs/promises';
-import { close as fsClose, open as fsOpen, read as fsRead, readdir, readFile, type Dirent, type Stats } from 'node:fs';
+import {
+  close as fsClose,
+  closeSync,
+  constants,
+  open as fsOpen,
+  openSync,
+  read as fsRead,
+  readdir,
+  readFile,
+  readSync,
+  type Dirent,
+  type Stats,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../log.ts';
 import { pathToUri, type Root } from '../uri.ts';
@@ -17,8 +29,6 @@ export interface ScanOptions {
   batchSize?: number;
 }
 
-const MAX_PARALLEL_SNIFFS = 128;
-
 type ReaddirCallback = (error: NodeJS.ErrnoException | null, entries: Dirent[]) => void;
 
 /**
@@ -33,10 +43,10 @@ type ReaddirCallback = (error: NodeJS.ErrnoException | null, entries: Dirent[]) 
 export async function* scanRoots(options: ScanOptions): AsyncGenerator<EntryRow[]> {
   const { roots, log } = options;
   const batchSize = options.batchSize ?? 2000;
+  const sniffBuffer = Buffer.alloc(SNIFF_BYTES);
   for (let rootIndex = 0; rootIndex < roots.length; rootIndex++) {
     const root = roots[rootIndex]!;
     let batch: EntryRow[] = [rootRow(root, rootIndex, await statRoot(root))];
-    let pendingSniffs: Promise<void>[] = [];
     let lastDir = '';
     let lastDirUri = '';
     const stream = fg.stream('**', {
@@ -47,6 +57,8 @@ export async function* scanRoots(options: ScanOptions): AsyncGenerator<EntryRow[
       stats: true,
       followSymbolicLinks: false,
       objectMode: true,
+      // One pattern, '**': no path can come twice, so no set of every path seen.
+      unique: false,
       fs: { readdir: prunedReaddir(root, options) as never },
     });
     for await (const item of stream as AsyncIterable<{ path: string; name: string; stats: Stats }>) {
@@ -59,21 +71,13 @@ export async function* scanRoots(options: ScanOptions): AsyncGenerator<EntryRow[
         lastDirUri = pathToUri(dir, true);
       }
       const row = entryRow(item.path, item.name, isDirectory, stats, lastDirUri, rootIndex);
-      if (row.mime === '') pendingSniffs.push(sniffMime(item.path, row));
+      if (row.mime === '') sniffMimeSync(item.path, row, sniffBuffer);
       batch.push(row);
-      // Bounded open files: a sniff that fails with EMFILE would call a text file binary.
-      if (pendingSniffs.length >= MAX_PARALLEL_SNIFFS) {
-        await Promise.all(pendingSniffs);
-        pendingSniffs = [];
-      }
       if (batch.length >= batchSize) {
-        await Promise.all(pendingSniffs);
         yield batch;
         batch = [];
-        pendingSniffs = [];
       }
     }
-    await Promise.all(pendingSniffs);
     if (batch.length > 0) yield batch;
   }
 }
@@ -107,6 +111,27 @@ export function rootRow(root: Root, rootIndex: number, stats: Pick<Stats, 'mtime
 
 function statRoot(root: Root): Promise<Stats> {
   return stat(root.path);
+}
+
+/**
+ * The scan's sniff: synchronous on purpose. The first bytes of a local file
+ * cost microseconds, while three async calls per file (open, read, close)
+ * cost far more main-thread time than they save (the scan of a 100k tree with
+ * 10% such files spent ~0.9 s of CPU in them), and a sync sniff keeps no file
+ * open across an await (so no EMFILE, which would call a text file binary).
+ */
+export function sniffMimeSync(path: string, row: EntryRow, buffer: Buffer): void {
+  row.mime = BINARY_FALLBACK_MIME;
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const bytesRead = readSync(fd, buffer, 0, Math.min(buffer.length, Math.max(row.size, 1)), 0);
+    if (detectTextEncoding(buffer.subarray(0, bytesRead), bytesRead >= row.size) !== null) row.mime = TEXT_FALLBACK_MIME;
+  } catch {
+    // Unreadable right now: it stays listed as binary; a read reports the real error.
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /**
