@@ -1,12 +1,15 @@
 /**
- * Trailing-edge coalescing in time: `trigger()` schedules `fire` `quietMs`
- * after the last trigger, but never later than `maxDelayMs` after the first
- * one of a burst. So a burst of 10,000 changes yields a handful of calls,
- * and a steady stream still yields one at least every `maxDelayMs`.
+ * Coalescing in time, on both edges. A trigger after a quiet spell (nothing
+ * pending, nothing fired for `quietMs`) fires at once, so a single change is
+ * told without delay; triggers that follow are gathered and fire `quietMs`
+ * after the last of them, but never later than `maxDelayMs` after the first.
+ * So a burst of 10,000 changes yields a handful of calls, and a steady
+ * stream still yields one at least every `maxDelayMs`.
  */
 export class Coalescer {
   private timer: NodeJS.Timeout | undefined;
   private firstAt = 0;
+  private lastFiredAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly fire: () => void,
@@ -16,11 +19,17 @@ export class Coalescer {
 
   trigger(): void {
     const now = performance.now();
+    if (this.timer === undefined && now - this.lastFiredAt >= this.quietMs) {
+      this.lastFiredAt = now;
+      this.fire();
+      return;
+    }
     if (this.timer === undefined) this.firstAt = now;
     else clearTimeout(this.timer);
     const delay = Math.max(0, Math.min(this.quietMs, this.firstAt + this.maxDelayMs - now));
     this.timer = setTimeout(() => {
       this.timer = undefined;
+      this.lastFiredAt = performance.now();
       this.fire();
     }, delay);
   }
@@ -30,6 +39,7 @@ export class Coalescer {
     if (this.timer === undefined) return;
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.lastFiredAt = performance.now();
     this.fire();
   }
 

@@ -59,7 +59,7 @@ export class LiveSync {
       (dir, reason) => this.watcher?.rewatch?.(dir, reason),
       (dir) => this.recheckLater(dir),
     );
-    this.debounceMs = options.debounceMs ?? 50;
+    this.debounceMs = options.debounceMs ?? 20;
     this.maxBatchDelayMs = options.maxBatchDelayMs ?? 500;
   }
 
