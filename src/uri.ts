@@ -78,6 +78,17 @@ export function pathToUri(absPath: string, isDirectory: boolean): string {
   return href + '/';
 }
 
+/**
+ * The URI of `name` inside the collection `parentUri`: the same string as
+ * pathToUri(join(parentPath, name)), built without re-normalising and
+ * re-encoding the whole path (the scan calls this once per entry). `name` is
+ * one path segment, as readdir returns it.
+ */
+export function childUri(parentUri: string, name: string, isDirectory: boolean): string {
+  const uri = parentUri + percentEncodePath(name);
+  return isDirectory ? `${uri}/` : uri;
+}
+
 /** Inverse for canonical URIs from our own index (trailing '/' dropped). */
 export function uriToPath(uri: string): string {
   return stripTrailingSlashes(fileURLToPath(uri));

@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import {
   MAX_URI_LENGTH,
+  childUri,
   canonicalUriText,
   findRoot,
   isPathInside,
@@ -529,4 +530,18 @@ describe('pathToUri agrees with pathToFileURL for every ASCII character inside a
       assert.equal(pathToUri(path, false), pathToFileURL(path).href, `char ${code}`);
     }
   });
+});
+
+describe('childUri equals pathToUri of the joined path', () => {
+  const names = ['a.txt', 'with space', 'café', '日本', '%41', '#x?y', 'a\\b', '[x]{y}', "it's", '\u0001c', '😀', '.hidden', '...'];
+  for (const parent of ['/', '/r', '/r/sub dir', '/r/caf\u00e9']) {
+    for (const name of names) {
+      for (const dir of [false, true]) {
+        it(`${parent} + ${JSON.stringify(name)}${dir ? '/' : ''}`, () => {
+          const joined = parent === '/' ? `/${name}` : `${parent}/${name}`;
+          assert.equal(childUri(pathToUri(parent, true), name, dir), pathToUri(joined, dir));
+        });
+      }
+    }
+  }
 });

@@ -15,7 +15,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../log.ts';
-import { pathToUri, type Root } from '../uri.ts';
+import { childUri, pathToUri, type Root } from '../uri.ts';
 import { BINARY_FALLBACK_MIME, COLLECTION_MIME, TEXT_FALLBACK_MIME, extOf, mimeFromName } from '../content/mime.ts';
 import { SNIFF_BYTES, detectTextEncoding } from '../content/sniff.ts';
 import { EntryKind, type EntryRow } from './entry.ts';
@@ -82,7 +82,11 @@ export async function* scanRoots(options: ScanOptions): AsyncGenerator<EntryRow[
   }
 }
 
-/** One row for a path, from its stats; `mime` is '' when the name cannot tell and content must. */
+/**
+ * One row for a path, from its stats; `mime` is '' when the name cannot tell
+ * and content must. `name` is the basename of `path`, and `parentUri` the URI
+ * of its directory (null only for a root).
+ */
 export function entryRow(
   path: string,
   name: string,
@@ -93,7 +97,7 @@ export function entryRow(
 ): EntryRow {
   const ext = extOf(name);
   return {
-    uri: pathToUri(path, isDirectory),
+    uri: parentUri === null ? pathToUri(path, isDirectory) : childUri(parentUri, name, isDirectory),
     parent: parentUri,
     root: rootIndex,
     name,
