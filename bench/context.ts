@@ -78,6 +78,13 @@ export function skippedRow(size: number, r: Skipped, width: number): string[] {
   return [sizeLabel(size), `n/a: ${r.skipped}`, ...Array(Math.max(0, width - 2)).fill('')];
 }
 
+/** One table row per tree size: the size, then `cells` of its result, or an n/a row for a skipped size. */
+export function rowPerSize<R>(bySize: BySize<R>, header: readonly string[], cells: (r: R) => string[]): string[][] {
+  return bySize.map(({ size, result }) =>
+    isSkipped(result) ? skippedRow(size, result, header.length) : [sizeLabel(size), ...cells(result)],
+  );
+}
+
 export function sizeLabel(size: number): string {
   return size >= 1_000_000 ? `${size / 1_000_000}M` : size >= 1000 ? `${size / 1000}k` : String(size);
 }

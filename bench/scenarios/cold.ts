@@ -5,7 +5,7 @@ import { FolderIndex } from '../../src/index/folder-index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { peakRssMiB, settled, settleTimeout, spawnFolderMcp, type Settled } from '../client.ts';
-import { sizeLabel, skippedRow, type Scenario, type SizeContext } from '../context.ts';
+import { rowPerSize, type Scenario, type SizeContext } from '../context.ts';
 import { fmtMs, fmtRatio, fmtStat, summarize, type Stat } from '../stats.ts';
 
 export interface ColdResult {
@@ -90,23 +90,18 @@ export const cold: Scenario<ColdResult> = {
       {
         title: '1. Cold index vs the physical limit (bare fast-glob walk with stats)',
         header,
-        rows: bySize.map(({ size, result: r }) =>
-          'skipped' in r
-            ? skippedRow(size, r, header.length)
-            : [
-                sizeLabel(size),
-                String(r.entries),
-                fmtStat(r.walk),
-                fmtStat(r.index),
-                fmtRatio(r.index.p50 / r.walk.p50),
-                fmtStat(r.server),
-                fmtRatio(r.server.p50 / r.walk.p50),
-                r.serverScan ? fmtMs(r.serverScan.p50) : 'n/a',
-                r.settle ? `${fmtMs(r.settle.reconcileMs)} / ${fmtMs(r.settle.contentIndexMs)}` : 'n/a',
-                fmtMs(r.settle?.settledMs),
-                r.peakRssMiB === null ? 'n/a' : `${r.peakRssMiB} MiB`,
-              ],
-        ),
+        rows: rowPerSize(bySize, header, (r) => [
+          String(r.entries),
+          fmtStat(r.walk),
+          fmtStat(r.index),
+          fmtRatio(r.index.p50 / r.walk.p50),
+          fmtStat(r.server),
+          fmtRatio(r.server.p50 / r.walk.p50),
+          r.serverScan ? fmtMs(r.serverScan.p50) : 'n/a',
+          r.settle ? `${fmtMs(r.settle.reconcileMs)} / ${fmtMs(r.settle.contentIndexMs)}` : 'n/a',
+          fmtMs(r.settle?.settledMs),
+          r.peakRssMiB === null ? 'n/a' : `${r.peakRssMiB} MiB`,
+        ]),
         note: 'Medians (p99, min–max). Target: index <= 1.3x the bare walk. The server time includes Node start-up and the MCP handshake. After the first page the server goes on in the background: a whole-tree check against the disk and the full-text content index (one run, from its log); peak RSS includes them.',
       },
     ];

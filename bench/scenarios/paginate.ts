@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { settled, settleTimeout, spawnFolderMcp } from '../client.ts';
-import { sizeLabel, skippedRow, type Scenario } from '../context.ts';
+import { rowPerSize, type Scenario } from '../context.ts';
 import { fmtMs, fmtRatio, summarize, type Stat } from '../stats.ts';
 import { PAGE } from './list.ts';
 
@@ -117,22 +117,17 @@ export const paginate: Scenario<PaginateResult> = {
       {
         title: `4. Full pagination (${PAGE} per page): keyset cursors vs OFFSET`,
         header,
-        rows: bySize.map(({ size, result: r }) =>
-          'skipped' in r
-            ? skippedRow(size, r, header.length)
-            : [
-                sizeLabel(size),
-                String(r.entries),
-                String(r.pages),
-                fmtMs(r.serverTotalMs),
-                `${fmtMs(r.serverFirstTenth.p50)} / ${fmtMs(r.serverLastTenth.p50)}`,
-                fmtMs(r.keysetTotalMs),
-                fmtMs(r.offsetTotalMs) + (r.offsetEstimated ? ' (est.)' : ''),
-                fmtRatio(r.offsetTotalMs / r.keysetTotalMs),
-                fmtMs(r.keysetLastPage.p50),
-                fmtMs(r.offsetLastPage.p50),
-              ],
-        ),
+        rows: rowPerSize(bySize, header, (r) => [
+          String(r.entries),
+          String(r.pages),
+          fmtMs(r.serverTotalMs),
+          `${fmtMs(r.serverFirstTenth.p50)} / ${fmtMs(r.serverLastTenth.p50)}`,
+          fmtMs(r.keysetTotalMs),
+          fmtMs(r.offsetTotalMs) + (r.offsetEstimated ? ' (est.)' : ''),
+          fmtRatio(r.offsetTotalMs / r.keysetTotalMs),
+          fmtMs(r.keysetLastPage.p50),
+          fmtMs(r.offsetLastPage.p50),
+        ]),
         note: 'Keyset: every page costs the same, so a full walk is linear in the tree size. OFFSET re-reads every skipped row: the last page costs O(N) and the walk O(N²). "est." = integrated from 20 sampled pages.',
       },
     ];

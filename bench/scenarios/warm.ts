@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { CLI, peakRssMiB, settled, settleTimeout, spawnFolderMcp, type Settled } from '../client.ts';
-import { sizeLabel, skippedRow, type Scenario } from '../context.ts';
+import { rowPerSize, type Scenario } from '../context.ts';
 import { fmtMs, fmtStat, summarize, type Stat } from '../stats.ts';
 
 export interface WarmResult {
@@ -44,11 +44,7 @@ export const warm: Scenario<WarmResult> = {
       {
         title: '2. Warm start: second spawn on the same --db until the first answered list',
         header,
-        rows: bySize.map(({ size, result: r }) =>
-          'skipped' in r
-            ? skippedRow(size, r, header.length)
-            : [sizeLabel(size), fmtStat(r.server), r.startFloor ? fmtStat(r.startFloor) : 'n/a', fmtMs(r.settle?.reconcileMs), fmtMs(r.settle?.settledMs), r.peakRssMiB === null ? 'n/a' : `${r.peakRssMiB} MiB`],
-        ),
+        rows: rowPerSize(bySize, header, (r) => [fmtStat(r.server), r.startFloor ? fmtStat(r.startFloor) : 'n/a', fmtMs(r.settle?.reconcileMs), fmtMs(r.settle?.settledMs), r.peakRssMiB === null ? 'n/a' : `${r.peakRssMiB} MiB`]),
         note: 'Includes Node start-up, module loading and the MCP handshake; `--version` (same modules, no index, no stdio) is that floor. The watcher is off here.',
       },
     ];
