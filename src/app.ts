@@ -1,29 +1,109 @@
+import type { Server } from '@modelcontextprotocol/server';
 import { randomBytes } from 'node:crypto';
+import { createCatalog, type Catalog } from './catalog/catalog.ts';
 import { ContentSearch } from './catalog/content-search.ts';
 import type { Config } from './config.ts';
 import { createConvert } from './content/formats.ts';
 import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
-import { createPager } from './query/page.ts';
 import { createLive, type Live } from './live/live.ts';
-import { Subscriptions } from './live/subscriptions.ts';
 import type { Logger } from './log.ts';
+import { Connection } from './protocol/connection.ts';
 import type { ServerContext } from './protocol/context.ts';
+import { trackListens } from './protocol/listen.ts';
+import { createPager } from './query/page.ts';
 import { createServer, type ServerInfo } from './server.ts';
 import type { Root } from './uri.ts';
 
+/** What every client shares: built once per process, on the first request that needs it. */
+export interface Services {
+  readonly ctx: ServerContext;
+  readonly catalog: Catalog;
+  readonly index: FolderIndex;
+  readonly live: Live;
+}
+
+/** One client of the process: its state, and what a transport needs to serve it. */
+export interface ClientSession {
+  readonly connection: Connection;
+  /** The factory the SDK's serving entry calls (once per instance it builds). */
+  createServer(): Server;
+  /** Every well-formed inbound message, seen before the SDK: starts the services, follows listen streams. */
+  onInbound(message: Record<string, unknown>): void;
+  /** The client went away: its subscriptions and notifications end. */
+  close(): void;
+}
+
 export interface App {
-  server: ReturnType<typeof createServer>;
-  index: FolderIndex;
-  live: Live;
+  /** The shared services, started now if they were not yet (index, watcher, content index). */
+  services(): Services;
+  /** True once services() has run. */
+  readonly started: boolean;
+  openSession(): ClientSession;
   close(): Promise<void>;
 }
 
+/** Messages that do not start the services: the 2026-07-28 probe, which a v2 client sends to a throw-away process. */
+const PROBES = new Set(['server/discover', 'ping']);
+
 /**
- * Assembles index and server for resolved roots. Nothing here touches the
- * process (argv, stdio, exit): cli.ts does, and tests can build an App directly.
+ * The composition root: one set of services (index, watcher, conversions,
+ * content search, catalog) for the process, and a session per client.
+ * Start-up is cheap: nothing opens the index until a message other than a
+ * probe arrives (a v2 client probes with `server/discover` on a process it
+ * then kills, before it starts the one it keeps). Nothing here touches the
+ * process (argv, stdio, exit): cli.ts does, and tests can build an App.
  */
 export function createApp(config: Config, roots: readonly Root[], dbFile: string, log: Logger, info: ServerInfo): App {
+  let services: (Services & { close(): Promise<void> }) | undefined;
+  const sessions = new Set<ClientSession & { attach(live: Live): void }>();
+
+  const start = (): Services => {
+    if (services) return services;
+    services = startServices(config, roots, dbFile, log);
+    for (const session of sessions) session.attach(services.live);
+    return services;
+  };
+
+  return {
+    services: start,
+    get started() {
+      return services !== undefined;
+    },
+    openSession() {
+      const connection = new Connection();
+      let detach = () => {};
+      let listens: ((message: Record<string, unknown>) => void) | undefined;
+      const session = {
+        connection,
+        createServer: () => createServer(() => start(), connection, info),
+        onInbound(message: Record<string, unknown>) {
+          if (typeof message.method !== 'string' || PROBES.has(message.method)) return;
+          const { ctx } = start();
+          listens ??= trackListens(ctx, connection.subscriptions);
+          listens(message);
+        },
+        attach(live: Live) {
+          detach = live.attach(connection);
+        },
+        close() {
+          detach();
+          connection.close();
+          sessions.delete(session);
+        },
+      };
+      sessions.add(session);
+      if (services) session.attach(services.live);
+      return session;
+    },
+    async close() {
+      for (const session of sessions) session.close();
+      await services?.close();
+    },
+  };
+}
+
+function startServices(config: Config, roots: readonly Root[], dbFile: string, log: Logger): Services & { close(): Promise<void> } {
   const index = new FolderIndex({
     roots,
     dbFile,
@@ -31,6 +111,7 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
     gitignore: config.gitignore,
     exclude: config.exclude,
   });
+  const convert = createConvert(index, log);
   const ctx: ServerContext = {
     index,
     roots,
@@ -41,25 +122,25 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
     pager: createPager(index.db),
     // Always written with the schema; the fallback only keeps cursors signed.
     cursorSecret: getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
-    convert: createConvert(index, log),
-    subscriptions: new Subscriptions(),
+    convert: convert.convert,
     search: config.search ? new ContentSearch(index, log) : null,
   };
-  const server = createServer(ctx, info);
-  const live = createLive({ index, server, subscriptions: ctx.subscriptions, log, watcher: config.watcher });
-  // In the background: initialize is answered at once; requests wait on index.ready themselves.
+  const catalog = createCatalog(ctx);
+  const live = createLive({ index, log, watcher: config.watcher });
+  // In the background: requests wait on index.ready themselves.
   void live.start();
   // Content index for the search tool: built after the first scan, in the background.
   ctx.search?.start();
   return {
-    server,
+    ctx,
+    catalog,
     index,
     live,
     async close() {
       // Watcher first: no event may write after the database closes.
       await live.close();
       await ctx.search?.close();
-      await server.close();
+      await convert.close();
       index.close();
     },
   };

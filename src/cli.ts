@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { realpathSync, statSync, accessSync, constants } from 'node:fs';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createApp } from './app.ts';
 import { USAGE, UsageError, defaultDbPath, parseCliArgs } from './config.ts';
 import { createLogger } from './log.ts';
-import { guardMalformedMessages } from './protocol/stdio-guard.ts';
+import { StdioTransport } from './protocol/stdio-transport.ts';
 import { isPathInside, makeRoot, type Root } from './uri.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
@@ -37,20 +37,29 @@ async function main(): Promise<void> {
   }
   log.info(`serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile})`);
   const app = createApp(config, roots, dbFile, log, { name: 'folder-mcp', version: VERSION });
+  const session = app.openSession();
   let closing = false;
-  const shutdown = async () => {
+  const shutdown = async (reason: string) => {
     if (closing) return;
     closing = true;
+    log.debug(`shutting down: ${reason}`);
+    await handle.close().catch(() => {});
+    session.close();
     await app.close();
     process.exit(0);
   };
-  process.stdin.on('end', shutdown);
-  process.stdin.on('close', shutdown);
-  process.on('SIGTERM', shutdown);
-  process.on('SIGINT', shutdown);
-  // Malformed lines get a JSON-RPC error instead of silence (see stdio-guard.ts).
-  const input = process.stdin.pipe(guardMalformedMessages((line) => process.stdout.write(line)));
-  await app.server.connect(new StdioServerTransport(input, process.stdout));
+  // Both protocol eras from one factory: 2026-07-28 (server/discover, listen) and 2025-11-25 and older (initialize).
+  const transport = new StdioTransport(process.stdin, process.stdout, {
+    onInbound: session.onInbound,
+    onEnd: (reason) => void shutdown(reason),
+  });
+  const handle = serveStdio(() => session.createServer(), {
+    legacy: 'serve',
+    transport,
+    onerror: (error) => log.debug(`stdio: ${error.message}`),
+  });
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
 /** Real paths of the folders given, deduplicated; a bad folder is a usage error. */

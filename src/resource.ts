@@ -39,7 +39,13 @@ export function toResource(row: EntryRow, roots: readonly Root[]): ResourceObjec
 function titleOf(row: EntryRow, roots: readonly Root[]): string {
   const root = roots[row.root];
   if (!root || row.uri === root.uri) return row.name;
-  let relative = row.uri.slice(root.uri.length);
+  return relativeTitle(row.uri, root);
+}
+
+/** The title of a URI under `root` (its path relative to the root, decoded), for a URI that may not be indexed. */
+export function relativeTitle(uri: string, root: Root): string {
+  if (uri === root.uri) return root.name;
+  let relative = uri.slice(root.uri.length);
   if (relative.endsWith('/')) relative = relative.slice(0, -1);
   try {
     return decodeURIComponent(relative);

@@ -1,52 +1,42 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { EXPERIMENTAL, FILTERING } from './protocol/capabilities.ts';
-import type { ServerContext } from './protocol/context.ts';
-import { listResources, listResourceTemplates } from './protocol/list.ts';
-import { waitForIndex } from './live/progress.ts';
-import { subscribeResource, unsubscribeResource } from './live/subscribe.ts';
-import { readResource, resourceMetadata } from './protocol/read.ts';
-import * as schemas from './protocol/schemas.ts';
-import { CATALOG_CAPABILITIES, wireCatalog } from './catalog/wire.ts';
+import type { Server } from '@modelcontextprotocol/server';
+import type { Services } from './app.ts';
+import { CACHE_HINTS, SERVER_CAPABILITIES } from './protocol/capabilities.ts';
+import type { Connection } from './protocol/connection.ts';
+import { REQUEST_HANDLERS } from './protocol/handlers.ts';
+import { waitForIndex } from './protocol/progress.ts';
+import { FolderServer, LOOSE_PARAMS } from './protocol/sdk.ts';
 
 export interface ServerInfo {
   name: string;
   version: string;
 }
 
+const INSTRUCTIONS =
+  'Files and folders of the served project as MCP resources: every file a document, every directory a collection. ' +
+  'List with resources/list (params: prefix, filters.uri_paths, filter.namePatterns/uriPatterns, uri for the children of a collection). ' +
+  'Tools find, search, read and tree reach the same files; group discovery at mcp://groups/tools, mcp://groups/prompts, mcp://groups/resources.';
+
 /**
- * Builds the MCP server: capabilities and handler wiring, nothing else. The
- * low-level `Server` (not `McpServer`, which ignores list params and cursors)
- * with loose request schemas, so the handlers see every param.
+ * Builds one SDK server instance for one connection: capabilities and the
+ * handler table, nothing else. Cheap (the SDK builds one per HTTP request,
+ * and one for a stdio probe): the shared services are built once, by the
+ * first request that needs them (`services`).
  */
-export function createServer(ctx: ServerContext, info: ServerInfo): Server {
-  const server = new Server(info, {
-    capabilities: {
-      resources: { subscribe: true, listChanged: true, filtering: FILTERING.resources } as Record<string, unknown>,
-      experimental: EXPERIMENTAL,
-      ...CATALOG_CAPABILITIES,
-    },
-    instructions:
-      'Files and folders of the served project as MCP resources: every file a document, every directory a collection. ' +
-      'List with resources/list (params: prefix, filters.uri_paths, filter.namePatterns/uriPatterns, uri for the children of a collection). ' +
-      'Tools find, search, read and tree reach the same files; group discovery at mcp://groups/tools, mcp://groups/prompts, mcp://groups/resources.',
-  });
-  // Cold start: wait for the first scan here, with notifications/progress when the request has a progress token.
-  server.setRequestHandler(schemas.ListResourcesRequest, async (request, extra) => {
-    await waitForIndex(ctx.index, extra);
-    return listResources(ctx, request.params);
-  });
-  server.setRequestHandler(schemas.ListResourceTemplatesRequest, (request) =>
-    listResourceTemplates(ctx, request.params),
-  );
-  server.setRequestHandler(schemas.ReadResourceRequest, async (request, extra) => {
-    await waitForIndex(ctx.index, extra);
-    return readResource(ctx, request.params);
-  });
-  server.setRequestHandler(schemas.ResourceMetadataRequest, (request) => resourceMetadata(ctx, request.params));
-  server.setRequestHandler(schemas.SubscribeRequest, (request) => subscribeResource(ctx, ctx.subscriptions, request.params));
-  server.setRequestHandler(schemas.UnsubscribeRequest, (request) =>
-    unsubscribeResource(ctx, ctx.subscriptions, request.params),
-  );
-  wireCatalog(server, ctx);
+export function createServer(services: () => Services, connection: Connection, info: ServerInfo): Server {
+  const server = new FolderServer(info, { capabilities: SERVER_CAPABILITIES, instructions: INSTRUCTIONS, cacheHints: CACHE_HINTS });
+  for (const [method, handler] of Object.entries(REQUEST_HANDLERS)) {
+    // Three-argument form with loose params: the proposals' params reach the handler (src/protocol/sdk.ts).
+    server.setRequestHandler(method, { params: LOOSE_PARAMS }, async (params, request) => {
+      const { ctx, catalog } = services();
+      if (handler.waitsForIndex) {
+        await waitForIndex(ctx.index, {
+          _meta: request.mcpReq._meta as { progressToken?: string | number },
+          sendNotification: (notification) => request.mcpReq.notify(notification),
+        });
+      }
+      return handler.handle({ ctx, catalog, connection }, params as Record<string, unknown>);
+    });
+  }
+  connection.server = server;
   return server;
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { docxParts, makeDocx, makeNotebook, makePdf, makeZip } from '../src/content/fixtures.ts';
-import { connect, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
+import { connect, ERAS, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
 
 const NOTEBOOK = makeNotebook([
   { cell_type: 'markdown', source: '# Notebook\nIntro text.' },
@@ -45,7 +45,7 @@ type Item = LooseResult & { uri: string; mimeType: string; size: number; text?: 
 /** Resource fields every content item of one document shares (SEP-2093: consistent metadata). */
 const SHARED = ['uri', 'name', 'title', 'resourceType', 'capabilities', 'annotations'] as const;
 
-describe('format alternatives over stdio', () => {
+for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () => {
   let root: ReturnType<typeof tempDir>;
   let state: ReturnType<typeof tempDir>;
   let conn: Connected;
@@ -60,7 +60,7 @@ describe('format alternatives over stdio', () => {
     state = tempDir('folder-mcp-state-');
     writeTree(root.path, TREE);
     rootUri = pathToFileURL(root.path).href + '/';
-    conn = await connect([root.path, '--db', join(state.path, 'index.db')]);
+    conn = await connect([root.path, '--db', join(state.path, 'index.db')], { era });
   });
   after(async () => {
     await conn?.close();

@@ -1,5 +1,7 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -31,32 +33,122 @@ export function writeTree(root: string, files: Record<string, string | Uint8Arra
   }
 }
 
+/**
+ * How a test client talks to the server:
+ * - `legacy`: the v1 SDK client (`@modelcontextprotocol/sdk`), 2025-11-25 with
+ *   the initialize handshake, as most deployed hosts speak today; it passes
+ *   error codes through as sent (-32002 for not found);
+ * - `modern`: the v2 client pinned to 2026-07-28 (server/discover, the
+ *   per-request envelope, subscriptions/listen);
+ * - `auto`: the v2 client negotiating (it must land on the modern era).
+ */
+export type Era = 'legacy' | 'modern' | 'auto';
+
+/** The eras every protocol suite runs against. */
+export const ERAS: readonly Era[] = ['legacy', 'modern'];
+
+/** Resource not found, as each era's spec says: -32002 on 2025-11-25, -32602 on 2026-07-28 (SEP-2164). */
+export function notFoundCode(era: Era): number {
+  return era === 'legacy' ? -32002 : -32602;
+}
+
 export interface Connected {
-  client: Client;
+  era: Era;
+  client: Client | V1Client;
   stderr: () => string;
+  /** The server process's pid (for RSS and signals). */
+  pid: number | undefined;
   /** Sends a request and returns the raw result, every field kept. */
-  request(method: string, params?: Record<string, unknown>): Promise<LooseResult>;
+  request(method: string, params?: Record<string, unknown>, options?: RequestOptions): Promise<LooseResult>;
+  /** Calls `handler` for each notification of `method`, with its params. */
+  onNotification(method: string, handler: (params: LooseResult) => void): void;
+  /**
+   * Asks to hear `updated` for `uri`: resources/subscribe on the legacy era, a
+   * subscriptions/listen stream naming it on the modern one.
+   */
+  subscribe(uri: string): Promise<void>;
+  /** Undoes subscribe: resources/unsubscribe, or closing that listen stream. */
+  unsubscribe(uri: string): Promise<void>;
+  /** Asks to hear list_changed: nothing to do on the legacy era (every client hears it), a listen stream on the modern one. */
+  listenListChanged(): Promise<void>;
   close(): Promise<void>;
 }
 
-/** Spawns the built CLI over real stdio and connects the SDK Client. */
-export async function connect(args: string[], options: { env?: Record<string, string> } = {}): Promise<Connected> {
-  const transport = new StdioClientTransport({
+export interface RequestOptions {
+  onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
+  timeout?: number;
+}
+
+/** The v1 client prefixes "MCP error <code>: " to an error's message; tests compare the message as sent. */
+function unprefixed(error: unknown): never {
+  const e = error as { code?: unknown; message?: unknown };
+  const prefix = `MCP error ${String(e.code)}: `;
+  if (typeof e.message === 'string' && e.message.startsWith(prefix)) e.message = e.message.slice(prefix.length);
+  throw error;
+}
+
+/** Spawns the built CLI over real stdio and connects an SDK client of the given era (the FOLDER_MCP_TEST_ERA default, else legacy). */
+export async function connect(
+  args: string[],
+  options: { env?: Record<string, string>; era?: Era } = {},
+): Promise<Connected> {
+  const era = options.era ?? ((process.env.FOLDER_MCP_TEST_ERA as Era | undefined) ?? 'legacy');
+  const params = {
     command: process.execPath,
     args: [CLI, ...args],
-    stderr: 'pipe',
+    stderr: 'pipe' as const,
     env: { ...(process.env as Record<string, string>), ...options.env },
-  });
+  };
   let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => {
+  const onStderr = (chunk: Buffer) => {
     stderr += chunk.toString();
-  });
-  const client = new Client({ name: 'folder-mcp-test', version: '0.0.0' });
+  };
+  if (era === 'legacy') {
+    const transport = new V1StdioClientTransport(params);
+    transport.stderr?.on('data', onStderr);
+    const client = new V1Client({ name: 'folder-mcp-test', version: '0.0.0' });
+    await client.connect(transport);
+    return {
+      era,
+      client,
+      stderr: () => stderr,
+      pid: transport.pid ?? undefined,
+      request: (method, p, o) => (client.request({ method, params: p } as never, Loose, o) as Promise<LooseResult>).catch(unprefixed),
+      onNotification: (method, handler) =>
+        client.setNotificationHandler(z.object({ method: z.literal(method), params: Loose.optional() }) as never, ((n: { params?: LooseResult }) =>
+          handler(n.params ?? {})) as never),
+      subscribe: async (uri) => void (await client.request({ method: 'resources/subscribe', params: { uri } } as never, Loose)),
+      unsubscribe: async (uri) => void (await client.request({ method: 'resources/unsubscribe', params: { uri } } as never, Loose)),
+      listenListChanged: async () => {},
+      close: () => client.close(),
+    };
+  }
+  const transport = new StdioClientTransport(params);
+  transport.stderr?.on('data', onStderr);
+  const client = new Client(
+    { name: 'folder-mcp-test', version: '0.0.0' },
+    { versionNegotiation: { mode: era === 'auto' ? 'auto' : { pin: '2026-07-28' } } },
+  );
   await client.connect(transport);
+  const listens = new Map<string, { close(): Promise<void> }>();
   return {
+    era,
     client,
     stderr: () => stderr,
-    request: (method, params) => client.request({ method, params } as never, Loose) as Promise<LooseResult>,
+    pid: transport.pid ?? undefined,
+    request: (method, p, o) => client.request({ method, params: p } as never, Loose as never, o as never) as Promise<LooseResult>,
+    onNotification: (method, handler) =>
+      client.setNotificationHandler(method as never, ((n: { params?: LooseResult }) => handler(n.params ?? {})) as never),
+    subscribe: async (uri) => {
+      if (!listens.has(uri)) listens.set(uri, await client.listen({ resourceSubscriptions: [uri] }));
+    },
+    unsubscribe: async (uri) => {
+      await listens.get(uri)?.close();
+      listens.delete(uri);
+    },
+    listenListChanged: async () => {
+      if (!listens.has('list_changed')) listens.set('list_changed', await client.listen({ resourcesListChanged: true }));
+    },
     close: () => client.close(),
   };
 }

@@ -1,6 +1,5 @@
 // Shared by the live tests: notification capture and listing-vs-disk comparison.
-import { z } from 'zod';
-import { connect, listAll, type Connected } from './helpers.ts';
+import { connect, listAll, type Connected, type Era } from './helpers.ts';
 
 export interface Notes {
   listChanged: number;
@@ -9,15 +8,9 @@ export interface Notes {
   reset(): void;
 }
 
-const ListChanged = z.object({ method: z.literal('notifications/resources/list_changed'), params: z.unknown().optional() });
-const Updated = z.object({
-  method: z.literal('notifications/resources/updated'),
-  params: z.looseObject({ uri: z.string(), title: z.string().optional() }),
-});
-
-/** Connects and records every list_changed and updated notification. */
-export async function connectWithNotes(args: string[]): Promise<Connected & { notes: Notes }> {
-  const conn = await connect(args);
+/** Connects and records every list_changed and updated notification (on the modern era, through a listen stream). */
+export async function connectWithNotes(args: string[], options: { era?: Era } = {}): Promise<Connected & { notes: Notes }> {
+  const conn = await connect(args, options);
   const notes: Notes = {
     listChanged: 0,
     updated: [],
@@ -26,12 +19,13 @@ export async function connectWithNotes(args: string[]): Promise<Connected & { no
       this.updated.length = 0;
     },
   };
-  conn.client.setNotificationHandler(ListChanged as never, () => {
+  conn.onNotification('notifications/resources/list_changed', () => {
     notes.listChanged++;
   });
-  conn.client.setNotificationHandler(Updated as never, (n: z.infer<typeof Updated>) => {
-    notes.updated.push({ uri: n.params.uri, title: n.params.title });
+  conn.onNotification('notifications/resources/updated', (params) => {
+    notes.updated.push({ uri: params.uri as string, title: params.title as string | undefined });
   });
+  await conn.listenListChanged();
   // notifications/progress is left to the SDK, which routes it to the request's onprogress.
   return Object.assign(conn, { notes });
 }

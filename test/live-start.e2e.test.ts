@@ -148,11 +148,7 @@ describe('crash safety', () => {
       const progress: number[] = [];
       // initialize was answered at once, long before 30,000 entries are indexed (checked, not assumed).
       const scanDoneBeforeRequest = /indexed \d+ entries/.test(conn.stderr());
-      const result = await conn.client.request(
-        { method: 'resources/list', params: {} } as never,
-        z.looseObject({}),
-        { onprogress: (p) => progress.push(p.progress), timeout: TIMEOUT },
-      );
+      const result = await conn.request('resources/list', {}, { onprogress: (p) => progress.push(p.progress), timeout: TIMEOUT });
       assert.ok(Array.isArray((result as { resources?: unknown }).resources));
       assert.equal(scanDoneBeforeRequest, false, 'the scan ended before the request: the tree is too small for this test');
       assert.ok(progress.length > 0, 'no progress notification');

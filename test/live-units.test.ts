@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import { FolderIndex } from '../src/index/folder-index.ts';
 import type { EntryRow } from '../src/index/entry.ts';
 import { BACKEND_STARTERS, planWatchers } from '../src/live/choose.ts';
-import { Subscriptions } from '../src/live/subscriptions.ts';
+import { Subscriptions } from '../src/protocol/subscriptions.ts';
 import { LiveSync } from '../src/live/sync.ts';
 import type { StartWatcher, WatchSink } from '../src/live/watcher.ts';
 import { createLogger } from '../src/log.ts';

@@ -4,7 +4,10 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync 
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { CLI, connect, diskUris, listAll, rejectsWith, tempDir, writeTree, type Connected, type LooseResult } from './helpers.ts';
+import { CLI, connect, diskUris, ERAS, listAll, notFoundCode, rejectsWith, tempDir, writeTree, type Connected, type LooseResult } from './helpers.ts';
+
+/** What an error's data repeats of a URI: at most 512 characters, then the length. */
+const echoed = (uri: string) => (uri.length <= 512 ? uri : `${uri.slice(0, 512)}… (${uri.length} characters)`);
 
 const BINARY = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0xff, 0xfe, 0x00, 0x10]);
 const LATIN1 = Buffer.from('caf\xe9 cr\xe8me\n', 'latin1');
@@ -30,7 +33,7 @@ const TREE: Record<string, string | Uint8Array> = {
   '.git/HEAD': 'ref: refs/heads/main\n',
 };
 
-describe('resources over stdio', () => {
+for (const era of ERAS) describe(`resources over stdio (${era})`, () => {
   let root: ReturnType<typeof tempDir>;
   let state: ReturnType<typeof tempDir>;
   let conn: Connected;
@@ -42,7 +45,7 @@ describe('resources over stdio', () => {
     state = tempDir('folder-mcp-state-');
     writeTree(root.path, TREE);
     rootUri = pathToFileURL(root.path).href + '/';
-    conn = await connect([root.path, '--db', join(state.path, 'index.db'), '--page-size', '3', '--max-read-bytes', '4096']);
+    conn = await connect([root.path, '--db', join(state.path, 'index.db'), '--page-size', '3', '--max-read-bytes', '4096'], { era });
   });
   after(async () => {
     await conn?.close();
@@ -179,9 +182,9 @@ describe('resources over stdio', () => {
       `${rootUri}${'a/'.repeat(5000)}`,
     ];
     for (const uri of cases) {
-      const error = await rejectsWith(conn.request('resources/read', { uri }), -32002, 'Resource not found');
-      assert.deepEqual(error.data, { uri }, uri);
-      await rejectsWith(conn.request('resources/metadata', { uri }), -32002);
+      const error = await rejectsWith(conn.request('resources/read', { uri }), notFoundCode(era), 'Resource not found');
+      assert.deepEqual(error.data, { uri: echoed(uri) }, uri);
+      await rejectsWith(conn.request('resources/metadata', { uri }), notFoundCode(era));
     }
   });
 
@@ -203,7 +206,7 @@ describe('resources over stdio', () => {
 
   test('a file deleted after indexing is not found, not a crash', async () => {
     rmSync(join(root.path, 'README.md'));
-    await rejectsWith(conn.request('resources/read', { uri: uriOf('README.md') }), -32002);
+    await rejectsWith(conn.request('resources/read', { uri: uriOf('README.md') }), notFoundCode(era));
     writeFileSync(join(root.path, 'README.md'), TREE['README.md'] as string);
   });
 });
@@ -288,7 +291,7 @@ describe('command line', () => {
   });
 });
 
-describe('symlinks', () => {
+for (const era of ERAS) describe(`symlinks (${era})`, () => {
   test('links are not listed; a URI through a link resolves only with --follow-symlinks and only inside', async () => {
     const { symlinkSync } = await import('node:fs');
     const root = tempDir();
@@ -304,7 +307,7 @@ describe('symlinks', () => {
       const through = [`${rootUri}alias/doc.txt`, `${rootUri}top-link.txt`];
       const escaping = [`${rootUri}escape/secret.txt`, `${rootUri}secret-link.txt`, `${rootUri}escape/`];
       for (const follow of [false, true]) {
-        const conn = await connect([root.path, '--db', ':memory:', ...(follow ? ['--follow-symlinks'] : [])]);
+        const conn = await connect([root.path, '--db', ':memory:', ...(follow ? ['--follow-symlinks'] : [])], { era });
         try {
           const { items } = await listAll(conn, 'resources/list', 'resources');
           assert.deepEqual(
@@ -312,10 +315,10 @@ describe('symlinks', () => {
             [rootUri, `${rootUri}real/`, `${rootUri}real/doc.txt`, `${rootUri}top.txt`],
             'links never appear as resources of their own',
           );
-          for (const uri of escaping) await rejectsWith(conn.request('resources/read', { uri }), -32002);
+          for (const uri of escaping) await rejectsWith(conn.request('resources/read', { uri }), notFoundCode(era));
           for (const uri of through) {
             if (!follow) {
-              await rejectsWith(conn.request('resources/read', { uri }), -32002);
+              await rejectsWith(conn.request('resources/read', { uri }), notFoundCode(era));
               continue;
             }
             const item = ((await conn.request('resources/read', { uri })).contents as LooseResult[])[0]!;

@@ -7,7 +7,7 @@ import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { CallToolResultSchema, GetPromptResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connect, rejectsWith, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
+import { connect, ERAS, notFoundCode, rejectsWith, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
 
 const BINARY = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0xff, 0xfe, 0x00, 0x10]);
 const BIG_BINARY = Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 256));
@@ -49,7 +49,7 @@ function diskPaths(root: string): { path: string; uri: string; dir: boolean }[] 
 
 type ToolCall = LooseResult & { content: LooseResult[]; structuredContent?: LooseResult; isError?: boolean };
 
-describe('tools, prompts, completions and groups over stdio', () => {
+for (const era of ERAS) describe(`tools, prompts, completions and groups over stdio (${era})`, () => {
   let root: ReturnType<typeof tempDir>;
   let state: ReturnType<typeof tempDir>;
   let conn: Connected;
@@ -74,7 +74,7 @@ describe('tools, prompts, completions and groups over stdio', () => {
     writeTree(root.path, TREE);
     rootUri = pathToFileURL(root.path).href + '/';
     // --max-read-bytes below big.txt and big.bin: windows read them anyway.
-    conn = await connect([root.path, '--db', join(state.path, 'index.db'), '--page-size', '2', '--max-read-bytes', '65536']);
+    conn = await connect([root.path, '--db', join(state.path, 'index.db'), '--page-size', '2', '--max-read-bytes', '65536'], { era });
   });
   after(async () => {
     await conn?.close();
@@ -397,7 +397,7 @@ describe('tools, prompts, completions and groups over stdio', () => {
       const listing = (((dir.messages as LooseResult[])[0]!.content as LooseResult).resource as LooseResult).text as string;
       assert.match(listing, /caf\u00e9\.md\tdocument/);
       await rejectsWith(conn.request('prompts/get', { name: 'explain', arguments: {} }), -32602, 'Missing required argument: uri');
-      await rejectsWith(conn.request('prompts/get', { name: 'explain', arguments: { uri: '/etc/passwd' } }), -32002);
+      await rejectsWith(conn.request('prompts/get', { name: 'explain', arguments: { uri: '/etc/passwd' } }), notFoundCode(era));
       await rejectsWith(conn.request('prompts/get', { name: 'nope' }), -32602, 'Unknown prompt');
     });
 
@@ -518,9 +518,9 @@ describe('tools, prompts, completions and groups over stdio', () => {
       assert.equal((meta.resource as LooseResult).mimeType, 'application/json');
       const { resources } = await conn.request('resources/list', { prefix: 'mcp:' });
       assert.deepEqual(resources, []);
-      await rejectsWith(conn.request('resources/read', { uri: 'mcp://groups/other' }), -32002, 'Resource not found');
-      await rejectsWith(conn.request('resources/read', { uri: 'mcp://tools/files/find' }), -32002, 'Resource not found');
-      await rejectsWith(conn.request('resources/metadata', { uri: 'MCP://groups/x' }), -32002);
+      await rejectsWith(conn.request('resources/read', { uri: 'mcp://groups/other' }), notFoundCode(era), 'Resource not found');
+      await rejectsWith(conn.request('resources/read', { uri: 'mcp://tools/files/find' }), notFoundCode(era), 'Resource not found');
+      await rejectsWith(conn.request('resources/metadata', { uri: 'MCP://groups/x' }), notFoundCode(era));
     });
   });
 });

@@ -300,11 +300,19 @@ export function truncateUtf8(text: string, limit: number): { text: string; trunc
 
 /**
  * The `ServerContext.convert` hook for an index: conversions cached in its
- * database, forgotten when the index sees a file change.
+ * database, forgotten when the index sees a file change. `close` stops the
+ * conversion worker.
  */
-export function createConvert(index: FolderIndex, log: Logger): Formats['convert'] {
+export function createConvert(index: FolderIndex, log: Logger): { convert: Formats['convert']; close(): Promise<void> } {
   const workerUrl = defaultWorkerUrl();
-  const formats = new Formats({ db: index.db, log, worker: workerUrl && new ConversionWorker(workerUrl) });
-  index.onChange(formats.onIndexChange);
-  return formats.convert;
+  const worker = workerUrl ? new ConversionWorker(workerUrl) : undefined;
+  const formats = new Formats({ db: index.db, log, worker });
+  const stopListening = index.onChange(formats.onIndexChange);
+  return {
+    convert: formats.convert,
+    async close() {
+      stopListening();
+      await worker?.close();
+    },
+  };
 }

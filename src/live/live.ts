@@ -1,15 +1,12 @@
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { WatcherKind } from '../config.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import { DEFAULT_NOTIFY_TIMINGS, ResourceNotifier, type NotifyTimings } from './notify.ts';
-import type { Subscriptions } from './subscriptions.ts';
+import type { Connection } from '../protocol/connection.ts';
 import { LiveSync } from './sync.ts';
 
 export interface LiveOptions {
   index: FolderIndex;
-  server: Server;
-  subscriptions: Subscriptions;
   log: Logger;
   watcher: WatcherKind;
   timings?: NotifyTimings;
@@ -17,25 +14,38 @@ export interface LiveOptions {
 
 export interface Live {
   readonly sync: LiveSync;
+  /** Notifications of every committed change go to this connection until the returned function is called. */
+  attach(connection: Connection): () => void;
   /** Starts watching and the background reconcile; resolves when both are under way and the first diff is done. */
   start(): Promise<void>;
   /** Stops the watcher first, then waits for the write in progress. */
   close(): Promise<void>;
 }
 
-/** Wires disk -> index -> notifications for one server. */
+/** Wires disk -> index (one watcher for the process) -> notifications for each attached connection. */
 export function createLive(options: LiveOptions): Live {
-  const { index, server, subscriptions, log } = options;
-  const notifier = new ResourceNotifier(server, subscriptions, log, options.timings ?? DEFAULT_NOTIFY_TIMINGS);
-  const stopListening = index.onChange(notifier.onCommitted);
+  const { index, log } = options;
+  const notifiers = new Set<ResourceNotifier>();
+  const stopListening = index.onChange((change) => {
+    for (const notifier of notifiers) notifier.onCommitted(change);
+  });
   const sync = new LiveSync({ index, log, watcher: options.watcher });
   return {
     sync,
+    attach(connection) {
+      const notifier = new ResourceNotifier(connection, log, options.timings ?? DEFAULT_NOTIFY_TIMINGS);
+      notifiers.add(notifier);
+      return () => {
+        notifier.cancel();
+        notifiers.delete(notifier);
+      };
+    },
     start: () => sync.start(),
     async close() {
       await sync.close();
       stopListening();
-      notifier.cancel();
+      for (const notifier of notifiers) notifier.cancel();
+      notifiers.clear();
     },
   };
 }

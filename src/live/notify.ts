@@ -1,8 +1,7 @@
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CommittedChange } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import { Coalescer } from './coalesce.ts';
-import type { Subscriptions } from './subscriptions.ts';
+import type { Connection } from '../protocol/connection.ts';
 
 export interface NotifyTimings {
   /** list_changed goes out this long after the last change of a burst... */
@@ -21,9 +20,12 @@ export const DEFAULT_NOTIFY_TIMINGS: NotifyTimings = {
 };
 
 /**
- * Turns committed index changes into MCP notifications, coalesced in time
- * (the SDK only coalesces within one tick): `list_changed` when the set of
- * resources changed, `updated {uri, title}` once per subscribed URI per window.
+ * Turns committed index changes into one connection's MCP notifications,
+ * coalesced in time (the SDK only coalesces within one tick): `list_changed`
+ * when the set of resources changed, `updated {uri, title}` once per
+ * subscribed URI per window. Sent through the connection's server instance:
+ * on 2025-11-25 and older the SDK sends them as they are; on 2026-07-28 it
+ * routes them onto the listen streams that asked for them.
  */
 export class ResourceNotifier {
   private readonly pendingUpdated = new Set<string>();
@@ -31,8 +33,7 @@ export class ResourceNotifier {
   private readonly updated: Coalescer;
 
   constructor(
-    private readonly server: Server,
-    private readonly subscriptions: Subscriptions,
+    private readonly connection: Connection,
     private readonly log: Logger,
     timings: NotifyTimings = DEFAULT_NOTIFY_TIMINGS,
   ) {
@@ -43,7 +44,7 @@ export class ResourceNotifier {
   /** An IndexChangeListener. */
   readonly onCommitted = (change: CommittedChange): void => {
     if (change.listChanged) this.list.trigger();
-    const affected = this.subscriptions.affectedBy(change);
+    const affected = this.connection.subscriptions.affectedBy(change);
     if (affected.size === 0) return;
     for (const uri of affected) this.pendingUpdated.add(uri);
     this.updated.trigger();
@@ -61,18 +62,26 @@ export class ResourceNotifier {
   }
 
   private sendListChanged(): void {
-    this.server.sendResourceListChanged().catch((error: unknown) => this.dropped('list_changed', error));
+    const server = this.connection.server;
+    if (!server) return;
+    server.sendResourceListChanged().catch((error: unknown) => this.dropped('list_changed', error));
   }
 
   private sendUpdated(): void {
     const uris = [...this.pendingUpdated];
     this.pendingUpdated.clear();
+    const { server, subscriptions } = this.connection;
+    if (!server) return;
     for (const uri of uris) {
       // Unsubscribed while the window was open: the client asked for silence.
-      const title = this.subscriptions.titleOf(uri);
+      const title = subscriptions.titleOf(uri);
       if (title === undefined) continue;
-      // The spec's params carry `title`; the SDK's type for them is older and lacks it.
-      this.server.sendResourceUpdated({ uri, title } as { uri: string }).catch((error: unknown) => this.dropped('updated', error));
+      for (const spelling of subscriptions.spellingsOf(uri)) {
+        // The spec's params carry `title`; the SDK's type for them lacks it.
+        server
+          .sendResourceUpdated({ uri: spelling, title } as { uri: string })
+          .catch((error: unknown) => this.dropped('updated', error));
+      }
     }
   }
 

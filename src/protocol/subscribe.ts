@@ -1,7 +1,7 @@
 import { lookupEntry } from '../index/lookup.ts';
 import { toResource } from '../resource.ts';
-import { findEntry, uriParam } from '../protocol/read.ts';
-import type { ServerContext } from '../protocol/context.ts';
+import { findEntry, uriParam } from './read.ts';
+import type { ServerContext } from './context.ts';
 import { parseFileUri, pathToUri } from '../uri.ts';
 import type { Subscriptions } from './subscriptions.ts';
 

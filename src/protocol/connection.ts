@@ -1,0 +1,20 @@
+import type { Server } from '@modelcontextprotocol/server';
+import { Subscriptions } from './subscriptions.ts';
+
+/**
+ * One client's state: its subscriptions (both eras), and the server instance
+ * the SDK pinned for it. On stdio the SDK may build a throw-away instance for
+ * a `server/discover` probe before the one that serves; notifications go to
+ * the latest.
+ */
+export class Connection {
+  readonly subscriptions = new Subscriptions();
+  server: Server | undefined;
+  closed = false;
+
+  close(): void {
+    this.closed = true;
+    this.subscriptions.clear();
+    this.server = undefined;
+  }
+}

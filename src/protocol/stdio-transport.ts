@@ -1,0 +1,178 @@
+import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
+import type { Readable, Writable } from 'node:stream';
+import { ErrorCode } from './errors.ts';
+import { toLegacyError } from './sdk.ts';
+import { errorResponse, leadingRequestId, lifecycleStep, malformedReply, type Era, type ErrorResponse, type RequestId } from './wire.ts';
+
+/**
+ * The longest request line read, in bytes. MCP requests are small (a list
+ * with 100 patterns of 256 characters is 26 KB); a longer line is answered
+ * with -32600 and skipped, never buffered whole.
+ */
+export const MAX_REQUEST_LINE_BYTES = 1024 * 1024;
+/** Of a line over the limit, this much is kept to read its id from. */
+const HEAD_BYTES = 4096;
+
+export interface StdioTransportOptions {
+  maxLineBytes?: number;
+  /** Called once when the input ends or fails, or the transport closes: the connection is over. */
+  onEnd?: (reason: string) => void;
+  /** Sees every well-formed inbound message before the SDK does (the modern era's listen streams, src/live). */
+  onInbound?: (message: Record<string, unknown>) => void;
+}
+
+/**
+ * The stdio wire, in place of the SDK's StdioServerTransport (handed to
+ * `serveStdio` as its `transport`), for what that one gets wrong for us:
+ * - a line over the SDK's 10 MiB buffer makes it stop reading for good, in
+ *   silence; here a line over `maxLineBytes` is answered (-32600, with its
+ *   id when the head shows it) and skipped, and a line is searched for its
+ *   newline once, not rescanned on every chunk;
+ * - a malformed line is answered instead of dropped (src/protocol/wire.ts);
+ * - the 2025 lifecycle: nothing but ping before `initialize`, `initialize`
+ *   once (the SDK serves both);
+ * - legacy-era not-found goes out as -32002 (the SDK sends -32602 on both
+ *   eras; src/protocol/sdk.ts);
+ * - writes under back-pressure wait on one `drain`, not one listener each.
+ */
+export class StdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  private readonly maxLineBytes: number;
+  /** Bytes of the current line so far (only while it is within the limit). */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** Set while skipping a line over the limit: its first bytes, for the id. */
+  private oversizeHead: Buffer | null = null;
+  private era: Era = 'opening';
+  private drained: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly input: Readable,
+    private readonly output: Writable,
+    private readonly options: StdioTransportOptions = {},
+  ) {
+    this.maxLineBytes = options.maxLineBytes ?? MAX_REQUEST_LINE_BYTES;
+  }
+
+  async start(): Promise<void> {
+    this.input.on('data', this.onData);
+    this.input.on('end', this.onInputEnd);
+    this.input.on('close', this.onInputEnd);
+    this.input.on('error', this.onInputError);
+    this.output.on('error', this.onOutputError);
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    if (this.closed) throw new Error('stdio transport is closed');
+    const out = this.era === 'legacy' ? toLegacyError(message) : message;
+    await this.write(`${JSON.stringify(out)}\n`);
+  }
+
+  async close(): Promise<void> {
+    this.end('closed by the server');
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    let start = 0;
+    for (;;) {
+      const newline = chunk.indexOf(0x0a, start);
+      if (newline === -1) {
+        this.accumulate(chunk.subarray(start));
+        return;
+      }
+      this.accumulate(chunk.subarray(start, newline));
+      this.lineEnded();
+      start = newline + 1;
+    }
+  };
+
+  private accumulate(part: Buffer): void {
+    if (part.length === 0) return;
+    if (this.oversizeHead !== null) return; // skipping: only the head was kept
+    if (this.pendingBytes + part.length > this.maxLineBytes) {
+      this.oversizeHead = Buffer.concat([...this.pending, part]).subarray(0, HEAD_BYTES);
+      this.pending = [];
+      this.pendingBytes = 0;
+      return;
+    }
+    this.pending.push(part);
+    this.pendingBytes += part.length;
+  }
+
+  private lineEnded(): void {
+    if (this.oversizeHead !== null) {
+      const id = leadingRequestId(this.oversizeHead.toString('utf8'));
+      this.oversizeHead = null;
+      this.reply(errorResponse(id, ErrorCode.InvalidRequest, `Invalid Request: message over the ${this.maxLineBytes}-byte line limit`));
+      return;
+    }
+    const line = Buffer.concat(this.pending, this.pendingBytes).toString('utf8').trim();
+    this.pending = [];
+    this.pendingBytes = 0;
+    const malformed = malformedReply(line);
+    if (malformed !== undefined) {
+      if (malformed !== null) this.reply(malformed);
+      return;
+    }
+    const message = JSON.parse(line) as Record<string, unknown>;
+    const step = lifecycleStep(this.era, message);
+    this.era = step.era;
+    if (step.refuse) return this.reply(step.refuse);
+    this.options.onInbound?.(message);
+    this.onmessage?.(message as JSONRPCMessage);
+  }
+
+  private reply(response: ErrorResponse): void {
+    if (this.closed) return;
+    void this.write(`${JSON.stringify(response)}\n`).catch((error: unknown) => this.onerror?.(error as Error));
+  }
+
+  /** Writes in order; under back-pressure every write waits on the one `drain`. */
+  private async write(line: string): Promise<void> {
+    while (this.drained) await this.drained;
+    if (!this.output.write(line)) {
+      this.drained = new Promise<void>((resolve) => {
+        const done = () => {
+          this.output.off('drain', done);
+          this.output.off('close', done);
+          this.drained = null;
+          resolve();
+        };
+        this.output.on('drain', done);
+        this.output.on('close', done);
+      });
+    }
+  }
+
+  private readonly onInputEnd = (): void => this.end('stdin closed');
+
+  private readonly onInputError = (error: Error): void => {
+    this.onerror?.(error);
+    this.end(`stdin failed: ${error.message}`);
+  };
+
+  private readonly onOutputError = (error: Error): void => {
+    this.onerror?.(error);
+    this.end(`stdout failed: ${error.message}`);
+  };
+
+  private end(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.input.off('data', this.onData);
+    this.input.off('end', this.onInputEnd);
+    this.input.off('close', this.onInputEnd);
+    this.input.off('error', this.onInputError);
+    this.output.off('error', this.onOutputError);
+    this.pending = [];
+    this.oversizeHead = null;
+    this.onclose?.();
+    this.options.onEnd?.(reason);
+  }
+}
+
+export type { RequestId };

@@ -1,0 +1,100 @@
+import type { IndexChange } from '../index/folder-index.ts';
+
+/** Who holds a subscription: `resources/subscribe` (2025 era), or a `subscriptions/listen` stream by its request id. */
+export type Holder = 'subscribe' | { listen: string | number };
+
+interface Subscribed {
+  /** Sent in `updated` (path relative to its root). */
+  title: string;
+  /** Spelling the client used -> the holders that asked for it (listen streams match spellings exactly). */
+  spellings: Map<string, Set<string>>;
+}
+
+function holderKey(holder: Holder): string {
+  return holder === 'subscribe' ? 'subscribe' : `listen:${typeof holder.listen}:${String(holder.listen)}`;
+}
+
+/**
+ * The URIs one client asked to hear about, by canonical URI: on 2025-11-25 and
+ * older through `resources/subscribe`, on 2026-07-28 through the
+ * `resourceSubscriptions` of its open `subscriptions/listen` streams. Same
+ * meaning on both: a document that changed or vanished, a collection when
+ * anything beneath it changed. One instance per connection, never
+ * module-level.
+ */
+export class Subscriptions {
+  private readonly byUri = new Map<string, Subscribed>();
+
+  /** Subscribing twice is one subscription. `spelling` is what `updated` will carry (the canonical URI by default). */
+  add(uri: string, title: string, holder: Holder = 'subscribe', spelling: string = uri): void {
+    let entry = this.byUri.get(uri);
+    if (!entry) this.byUri.set(uri, (entry = { title, spellings: new Map() }));
+    let holders = entry.spellings.get(spelling);
+    if (!holders) entry.spellings.set(spelling, (holders = new Set()));
+    holders.add(holderKey(holder));
+  }
+
+  /** `resources/unsubscribe`: removes the subscription; harmless when there was none. */
+  delete(uri: string): void {
+    this.byUri.delete(uri);
+  }
+
+  /** A listen stream ended: what only it asked for goes. */
+  release(holder: Holder): void {
+    const key = holderKey(holder);
+    for (const [uri, entry] of this.byUri) {
+      for (const [spelling, holders] of entry.spellings) {
+        holders.delete(key);
+        if (holders.size === 0) entry.spellings.delete(spelling);
+      }
+      if (entry.spellings.size === 0) this.byUri.delete(uri);
+    }
+  }
+
+  has(uri: string): boolean {
+    return this.byUri.has(uri);
+  }
+
+  titleOf(uri: string): string | undefined {
+    return this.byUri.get(uri)?.title;
+  }
+
+  /** The URIs to put in `updated` for a subscribed canonical URI. */
+  spellingsOf(uri: string): string[] {
+    return [...(this.byUri.get(uri)?.spellings.keys() ?? [])];
+  }
+
+  get size(): number {
+    return this.byUri.size;
+  }
+
+  clear(): void {
+    this.byUri.clear();
+  }
+
+  /**
+   * Subscribed URIs a committed change concerns: a document that changed or
+   * vanished, and every collection with something changed beneath it (or
+   * itself changed or vanished).
+   */
+  affectedBy(change: IndexChange): Set<string> {
+    const hit = new Set<string>();
+    if (this.byUri.size === 0) return hit;
+    const visit = (uri: string) => {
+      // The URI itself, then each enclosing collection up to file:///.
+      for (let at = uri; ; ) {
+        if (this.byUri.has(at)) hit.add(at);
+        const cut = at.lastIndexOf('/', at.length - 2);
+        if (cut < 'file://'.length) break;
+        at = at.slice(0, cut + 1);
+      }
+    };
+    for (const row of change.upserted) visit(row.uri);
+    for (const uri of change.removed) {
+      visit(uri);
+      // A removed collection takes every subscribed URI beneath it along.
+      if (uri.endsWith('/')) for (const sub of this.byUri.keys()) if (sub.startsWith(uri)) hit.add(sub);
+    }
+    return hit;
+  }
+}

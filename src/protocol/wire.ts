@@ -1,0 +1,113 @@
+// Pure checks on raw JSON-RPC lines, shared by the stdio transport and its
+// tests: what to answer for a malformed line, and the 2025 lifecycle gate.
+import { ErrorCode } from './errors.ts';
+
+export type RequestId = string | number;
+export type ErrorResponse = { jsonrpc: '2.0'; id: RequestId | null; error: { code: number; message: string } };
+
+export function errorResponse(id: RequestId | null, code: number, message: string): ErrorResponse {
+  return { jsonrpc: '2.0', id, error: { code, message } };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isId(value: unknown): value is RequestId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+}
+
+/** A JSON-RPC 2.0 message as the SDK accepts it: a request, a notification or a response. */
+export function isJsonRpcMessage(message: unknown): message is Record<string, unknown> {
+  if (!isObject(message) || message.jsonrpc !== '2.0') return false;
+  if ('params' in message && message.params !== undefined && !isObject(message.params)) return false;
+  if (typeof message.method === 'string') return !('id' in message) || isId(message.id);
+  if (!isId(message.id)) return false;
+  return ('result' in message && isObject(message.result)) || ('error' in message && isObject(message.error));
+}
+
+/**
+ * The SDK drops a line it cannot parse as a JSON-RPC message and only reports
+ * it locally, so the client would wait forever. undefined: the line is fine
+ * (or blank); null: malformed but not a request, nothing to answer; else the
+ * answer JSON-RPC 2.0 asks for (-32700 bad JSON, -32602 params not an
+ * object, -32600 otherwise; id null when the request's own cannot be read).
+ */
+export function malformedReply(line: string): ErrorResponse | null | undefined {
+  if (line === '') return undefined;
+  let message: unknown;
+  try {
+    message = JSON.parse(line);
+  } catch {
+    return errorResponse(null, ErrorCode.ParseError, 'Parse error');
+  }
+  if (isJsonRpcMessage(message)) return undefined;
+  const object = isObject(message) ? message : {};
+  const id = isId(object.id) ? object.id : null;
+  // Malformed notifications and responses get no answer: there is no request to answer.
+  if ('result' in object || 'error' in object || ('method' in object && !('id' in object))) return null;
+  if (typeof object.method === 'string' && 'params' in object && !isObject(object.params)) {
+    return errorResponse(id, ErrorCode.InvalidParams, 'Invalid params: params must be an object');
+  }
+  return errorResponse(id, ErrorCode.InvalidRequest, 'Invalid Request');
+}
+
+/**
+ * The id of a request too long to parse, read from its first bytes when it
+ * stands at the top level before `params` (as every SDK writes it); else null.
+ */
+export function leadingRequestId(head: string): RequestId | null {
+  const match = /^\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"(?:[^"\\]|\\.)*"\s*,)*\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?)/.exec(head);
+  if (!match) return null;
+  try {
+    const id: unknown = JSON.parse(match[1]!);
+    return isId(id) ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Which protocol era a stdio connection settled on, as its opening messages tell. */
+export type Era = 'opening' | 'legacy' | 'modern';
+
+export const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
+
+/** Requests the 2025 lifecycle allows before `initialize` (plus the 2026 probe, which decides nothing). */
+const BEFORE_INITIALIZE = new Set(['initialize', 'ping', 'server/discover']);
+
+export interface LifecycleStep {
+  era: Era;
+  /** When set, the request is answered with this and not passed on. */
+  refuse?: ErrorResponse;
+}
+
+/**
+ * The connection's lifecycle, one inbound message at a time (pure). A
+ * request (other than the server/discover probe) carrying the 2026-07-28
+ * `_meta` envelope settles the modern era;
+ * `initialize` settles the legacy one. On the legacy path the 2025 lifecycle
+ * holds: nothing but ping before `initialize`, and `initialize` once. The
+ * modern era has no handshake, so nothing is refused there (the SDK answers
+ * a late `initialize` itself).
+ */
+export function lifecycleStep(era: Era, message: Record<string, unknown>): LifecycleStep {
+  const method = message.method;
+  if (typeof method !== 'string' || !isId(message.id)) return { era };
+  if (era === 'modern') return { era };
+  const meta = isObject(message.params) && isObject(message.params._meta) ? message.params._meta : undefined;
+  // A server/discover probe settles nothing: the client may still fall back to initialize on this connection.
+  if (era === 'opening' && method !== 'server/discover' && meta !== undefined && typeof meta[PROTOCOL_VERSION_META_KEY] === 'string') {
+    return { era: 'modern' };
+  }
+  if (method === 'initialize') {
+    if (era === 'legacy') return { era, refuse: errorResponse(message.id, ErrorCode.InvalidRequest, 'Invalid Request: the server is already initialized') };
+    return { era: 'legacy' };
+  }
+  if (era === 'opening' && !BEFORE_INITIALIZE.has(method)) {
+    return {
+      era,
+      refuse: errorResponse(message.id, ErrorCode.InvalidRequest, `Invalid Request: ${method} before initialize (send initialize first, or the 2026-07-28 _meta envelope)`),
+    };
+  }
+  return { era };
+}
