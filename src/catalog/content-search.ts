@@ -4,15 +4,14 @@
 // tables are created lazily here: src/index/db.ts drops every table when it
 // rebuilds, so they never outlive the entries they describe.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { decodeText, readFileContent } from '../content/read.ts';
+import { openVerified } from '../content/safe-open.ts';
 import type { Db } from '../index/db.ts';
 import { EntryKind, type EntryRow } from '../index/entry.ts';
 import type { FolderIndex, IndexChange } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import type { KeyRange } from '../query/plan.ts';
-import { uriToPath } from '../uri.ts';
+import { uriToPath, type Root } from '../uri.ts';
 import type { SearchExpression } from './search-query.ts';
 
 /** Files larger than this are not indexed (their text is rarely what a search wants, and it would bloat the index). */
@@ -328,7 +327,7 @@ export class ContentSearch {
 
   private async readText(row: EntryRow): Promise<string | undefined> {
     try {
-      return await readSmallText(uriToPath(row.uri), this.maxFileBytes);
+      return await readSmallText(uriToPath(row.uri), this.maxFileBytes, this.index.roots);
     } catch {
       // Vanished, grew past the cap, or unreadable since it was indexed: no
       // text now; the watcher's next event for it brings it back.
@@ -395,8 +394,8 @@ export class ContentSearch {
  * files are small: a fixed 1 MiB read buffer per file would dominate the
  * build). Security as in content/read.ts: O_NOFOLLOW, and fstat on the handle.
  */
-async function readSmallText(path: string, maxBytes: number): Promise<string | undefined> {
-  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+async function readSmallText(path: string, maxBytes: number, roots: readonly Root[]): Promise<string | undefined> {
+  const { handle } = await openVerified(path, roots); // Security: no symlinked folder, FIFO or device (content/safe-open.ts)
   try {
     const stats = await handle.stat();
     if (!stats.isFile() || stats.size > maxBytes) return undefined;
@@ -407,7 +406,7 @@ async function readSmallText(path: string, maxBytes: number): Promise<string | u
       const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
       if (bytesRead === 0) break;
       length += bytesRead;
-      if (length === buffer.length) return (await readFileContent(path, maxBytes)).text;
+      if (length === buffer.length) return (await readFileContent(path, maxBytes, roots)).text;
     }
     return decodeText(buffer.subarray(0, length));
   } finally {

@@ -1,11 +1,10 @@
 // The `read` tool: one resource, a window of at most `length` bytes starting at
 // `offset`, as an embedded resource. A window, not the whole file, because a
 // model's context is the scarce thing; `nextOffset` says where the rest starts.
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { z } from 'zod';
 import { formatListing } from '../content/collection.ts';
-import { readFileContent, type FileContent } from '../content/read.ts';
+import { ContentError, readOpenedContent, type FileContent } from '../content/read.ts';
+import { openVerified, type OpenedFile } from '../content/safe-open.ts';
 import { detectTextEncoding, SNIFF_BYTES } from '../content/sniff.ts';
 import { EntryKind, type EntryRow } from '../index/entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
@@ -112,45 +111,43 @@ function collectionWindow(ctx: ServerContext, entry: EntryRow): Window {
 }
 
 async function documentWindow(ctx: ServerContext, entry: EntryRow, offset: number, length: number): Promise<Window> {
-  const path = uriToPath(entry.uri);
-  let handle;
+  let file: OpenedFile;
   try {
-    // Security: O_NOFOLLOW, as content/read.ts: a file swapped for a link since indexing is not followed.
-    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    const stats = await handle.stat();
-    if (!stats.isFile()) throw new ToolFailure(`Not found: ${entry.uri} (it is no longer a file)`);
-    const head = Buffer.alloc(Math.min(SNIFF_BYTES, stats.size));
+    // Security: openVerified, as every read: no folder that became a symlink, no FIFO, socket or device.
+    file = await openVerified(uriToPath(entry.uri), ctx.roots);
+  } catch (error) {
+    throw readFailure(error, entry.uri);
+  }
+  let content: FileContent;
+  try {
+    const { handle, size } = file;
+    const head = Buffer.alloc(Math.min(SNIFF_BYTES, size));
     await handle.read(head, 0, head.length, 0);
-    const encoding = detectTextEncoding(head, stats.size <= SNIFF_BYTES);
+    const encoding = detectTextEncoding(head, size <= SNIFF_BYTES);
     if (encoding === 'utf-8') {
       // 3 bytes either side let the window move to whole UTF-8 characters.
       const from = Math.max(0, offset - 3);
-      const buffer = Buffer.alloc(Math.max(0, Math.min(length + 6, stats.size - from)));
+      const buffer = Buffer.alloc(Math.max(0, Math.min(length + 6, size - from)));
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, from);
-      const text = utf8Window(buffer.subarray(0, bytesRead), from, offset, length, stats.size);
-      if (text) return { mimeType: entry.mime, ...text, size: stats.size };
+      const text = utf8Window(buffer.subarray(0, bytesRead), from, offset, length, size);
+      if (text) return { mimeType: entry.mime, ...text, size };
     }
-    if (stats.size > ctx.maxReadBytes) {
+    if (size > ctx.maxReadBytes) {
       // Too large to convert or decode whole: a window of the raw bytes, so any file can be read in parts.
-      const start = Math.min(offset, stats.size);
-      const buffer = Buffer.alloc(Math.min(length, stats.size - start));
+      const start = Math.min(offset, size);
+      const buffer = Buffer.alloc(Math.min(length, size - start));
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
       const slice = buffer.subarray(0, bytesRead);
-      return { mimeType: entry.mime, blob: slice.toString('base64'), size: stats.size, offset: start, length: slice.length };
+      return { mimeType: entry.mime, blob: slice.toString('base64'), size, offset: start, length: slice.length };
     }
+    // UTF-16 text, binary, or bytes that are not UTF-8 after all, within --max-read-bytes: the whole file,
+    // decoded or converted (a PDF's text), then the window. From this same handle and as large as fstat
+    // said: a file that grows while it is read is read as it was opened, not refused.
+    content = await readOpenedContent(file, ctx.maxReadBytes, 'as-opened');
   } catch (error) {
-    if (error instanceof ToolFailure) throw error;
     throw readFailure(error, entry.uri);
   } finally {
-    await handle?.close();
-  }
-  // UTF-16 text, binary, or bytes that are not UTF-8 after all, within --max-read-bytes: the whole file,
-  // decoded or converted (a PDF's text), then the window.
-  let content: FileContent;
-  try {
-    content = await readFileContent(path, ctx.maxReadBytes);
-  } catch (error) {
-    throw readFailure(error, entry.uri);
+    await file.handle.close();
   }
   if (content.text !== undefined) return textWindow(entry.mime, Buffer.from(content.text, 'utf8'), offset, length);
   const alternatives = await ctx.convert(entry, content).catch(() => []);
@@ -198,9 +195,9 @@ function utf8Window(
 }
 
 function readFailure(error: unknown, uri: string): ToolFailure {
-  const reason = (error as { reason?: string }).reason;
-  const message = (error as Error).message;
-  if (reason === 'not-found' || (error as NodeJS.ErrnoException).code === 'ENOENT') return new ToolFailure(`Not found: ${uri} (it was deleted)`);
-  if (reason === 'too-large') return new ToolFailure(`${message}; it grew while being read: try again`);
-  return new ToolFailure(`Cannot read ${uri}: ${(error as NodeJS.ErrnoException).code ?? message}`);
+  if (error instanceof ContentError) {
+    if (error.reason === 'not-found') return new ToolFailure(`Not found: ${uri} (it was deleted or moved)`);
+    return new ToolFailure(`Cannot read ${uri}: ${error.message.replace(/^Cannot read resource: /, '')}`);
+  }
+  return new ToolFailure(`Cannot read ${uri}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
 }

@@ -1,17 +1,9 @@
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import type { Root } from '../uri.ts';
+import { ContentError } from './content-error.ts';
+import { openVerified, type OpenedFile } from './safe-open.ts';
 import { detectTextEncoding } from './sniff.ts';
 
-/** Typed failures of reading a file; the protocol layer maps them to JSON-RPC errors. */
-export class ContentError extends Error {
-  constructor(
-    readonly reason: 'not-found' | 'too-large' | 'unreadable',
-    message: string,
-    readonly details: Record<string, unknown> = {},
-  ) {
-    super(message);
-  }
-}
+export { ContentError } from './content-error.ts';
 
 /** The bytes of one file, read once, with its decoded text when it is text. */
 export interface FileContent {
@@ -23,58 +15,72 @@ export interface FileContent {
 }
 
 /**
- * Reads a regular file, refusing more than `maxBytes`. Security: O_NOFOLLOW
- * so that a file swapped for a symlink after indexing is not followed out of
- * the root, and fstat on the open handle so what we check is what we read.
+ * The size of the representation served for `content` (DESIGN.md section 4):
+ * the UTF-8 bytes of its text when it is text (a UTF-16 file is served as
+ * UTF-8 text), else its bytes on disk.
  */
-export async function readFileContent(path: string, maxBytes: number): Promise<FileContent> {
-  let handle;
+export function representationSize(content: FileContent): number {
+  return content.text === undefined ? content.bytes.length : Buffer.byteLength(content.text, 'utf8');
+}
+
+/**
+ * Reads the regular file the index names at `path`, refusing more than
+ * `maxBytes`. Security: through openVerified, so a path that now goes through
+ * a symlink, leads out of `roots`, or is a FIFO, socket or device is refused
+ * before a byte is read.
+ */
+export async function readFileContent(path: string, maxBytes: number, roots: readonly Root[]): Promise<FileContent> {
+  const file = await openVerified(path, roots);
   try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    const stats = await handle.stat();
-    if (!stats.isFile()) throw new ContentError('not-found', 'not a regular file');
-    if (stats.size > maxBytes) {
-      throw new ContentError(
-        'too-large',
-        `Resource is ${stats.size} bytes, over the read limit of ${maxBytes} bytes (--max-read-bytes)`,
-        { size: stats.size, limit: maxBytes },
-      );
-    }
-    // Read to the end even if the file grew since fstat, but never past the limit.
-    const bytes = await readUpTo(handle, maxBytes);
-    return { bytes, text: decodeText(bytes), mtimeMs: stats.mtimeMs };
-  } catch (error) {
-    if (error instanceof ContentError) throw error;
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') {
-      throw new ContentError('not-found', 'file vanished');
-    }
-    throw new ContentError('unreadable', `Cannot read resource: ${code ?? (error as Error).message}`, {
-      code,
-    });
+    return await readOpenedContent(file, maxBytes, 'to-end');
   } finally {
-    await handle?.close();
+    await file.handle.close();
   }
 }
 
-async function readUpTo(handle: import('node:fs/promises').FileHandle, maxBytes: number): Promise<Buffer> {
+/**
+ * The content of a file opened by openVerified. `to-end` reads on if the file
+ * grew since fstat, refusing it past `maxBytes` (a document is served whole or
+ * not at all); `as-opened` reads the size fstat saw, so a file that grows while
+ * it is read (a log) is read as it was (the read tool's windows).
+ */
+export async function readOpenedContent(file: OpenedFile, maxBytes: number, extent: 'to-end' | 'as-opened'): Promise<FileContent> {
+  if (file.size > maxBytes) {
+    throw new ContentError(
+      'too-large',
+      `Resource is ${file.size} bytes, over the read limit of ${maxBytes} bytes (--max-read-bytes)`,
+      { size: file.size, limit: maxBytes },
+    );
+  }
+  let bytes: Buffer;
+  try {
+    bytes = await readUpTo(file.handle, extent === 'to-end' ? maxBytes + 1 : file.size);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new ContentError('unreadable', `Cannot read resource: ${code ?? (error as Error).message}`, { code });
+  }
+  if (bytes.length > maxBytes) {
+    throw new ContentError(
+      'too-large',
+      `Resource grew past the read limit of ${maxBytes} bytes (--max-read-bytes) while being read`,
+      { limit: maxBytes },
+    );
+  }
+  return { bytes, text: decodeText(bytes), mtimeMs: file.mtimeMs };
+}
+
+/** Up to `limit` bytes from the start, reading until the end of the file or the limit. */
+async function readUpTo(handle: import('node:fs/promises').FileHandle, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
   for (;;) {
-    const want = Math.min(1 << 20, maxBytes + 1 - total);
+    const want = Math.min(1 << 20, limit - total);
     if (want <= 0) break;
     const buffer = Buffer.allocUnsafe(want);
     const { bytesRead } = await handle.read(buffer, 0, want, total);
     if (bytesRead === 0) break;
     chunks.push(buffer.subarray(0, bytesRead));
     total += bytesRead;
-  }
-  if (total > maxBytes) {
-    throw new ContentError(
-      'too-large',
-      `Resource grew past the read limit of ${maxBytes} bytes (--max-read-bytes) while being read`,
-      { limit: maxBytes },
-    );
   }
   return Buffer.concat(chunks, total);
 }

@@ -1,6 +1,6 @@
 import { ALTERNATIVES_META_KEY, alternativeMimeTypes } from '../content/converters/index.ts';
 import { DEFAULT_COLLECTION_LIMITS, formatListing, mayBeText, type CollectionReadLimits } from '../content/collection.ts';
-import { ContentError, readFileContent } from '../content/read.ts';
+import { ContentError, readFileContent, representationSize } from '../content/read.ts';
 import { readReservedResource, reservedResourceMetadata } from '../catalog/groups.ts';
 import { EntryKind, type EntryRow } from '../index/entry.ts';
 import { lookupEntry } from '../index/lookup.ts';
@@ -59,14 +59,14 @@ async function readDocument(ctx: ServerContext, entry: EntryRow): Promise<Conten
   const resource = toResource(entry, ctx.roots);
   let content;
   try {
-    content = await readFileContent(uriToPath(entry.uri), ctx.maxReadBytes);
+    content = await readFileContent(uriToPath(entry.uri), ctx.maxReadBytes, ctx.roots);
   } catch (error) {
     throw contentErrorToProtocol(error, entry.uri);
   }
   const primary: ContentItem =
     content.text !== undefined
-      ? { ...resource, size: content.bytes.length, text: content.text }
-      : { ...resource, size: content.bytes.length, blob: content.bytes.toString('base64') };
+      ? { ...resource, size: representationSize(content), text: content.text }
+      : { ...resource, size: representationSize(content), blob: content.bytes.toString('base64') };
   const alternatives = await ctx.convert(entry, content);
   return [primary, ...alternatives.map((alt) => ({ ...resource, ...alt }))];
 }
@@ -97,12 +97,12 @@ async function readCollection(
     if (child.kind !== EntryKind.document || child.size > limits.childBytes - bytes || !mayBeText(child.mime)) continue;
     let content;
     try {
-      content = await readFileContent(uriToPath(child.uri), Math.min(ctx.maxReadBytes, limits.childBytes - bytes));
+      content = await readFileContent(uriToPath(child.uri), Math.min(ctx.maxReadBytes, limits.childBytes - bytes), ctx.roots);
     } catch {
       continue; // vanished, grew, or unreadable since indexing: it is simply not embedded
     }
     if (content.text === undefined) continue;
-    items.push({ ...toResource(child, ctx.roots), size: content.bytes.length, text: content.text });
+    items.push({ ...toResource(child, ctx.roots), size: representationSize(content), text: content.text });
     bytes += content.bytes.length;
     count++;
   }
