@@ -1,3 +1,5 @@
+import { Client as V2Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport as V2StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -14,7 +16,7 @@ export const Loose = z.looseObject({});
 export type LooseResult = Record<string, unknown>;
 
 export interface Conn {
-  client: Client;
+  client: Client | V2Client;
   pid: number;
   stderr(): string;
   request(method: string, params?: Record<string, unknown>): Promise<LooseResult>;
@@ -56,9 +58,41 @@ export async function spawnServer(script: string, args: string[]): Promise<Conn>
   };
 }
 
+/**
+ * How a bench client connects: `legacy` is the v1 SDK client (2025-11-25,
+ * initialize); `modern` the v2 client pinned to 2026-07-28; `auto` the v2
+ * client negotiating (it probes with server/discover on a throw-away process
+ * first).
+ */
+export type Era = 'legacy' | 'modern' | 'auto';
+
+/** Spawns a stdio server and connects the v2 SDK client in the given mode. */
+export async function spawnServerV2(script: string, args: string[], era: 'modern' | 'auto'): Promise<Conn> {
+  const transport = new V2StdioClientTransport({ command: process.execPath, args: [script, ...args], stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-50_000);
+  });
+  const client = new V2Client(
+    { name: 'folder-mcp-bench', version: '0.0.0' },
+    { versionNegotiation: { mode: era === 'auto' ? 'auto' : { pin: '2026-07-28' } } },
+  );
+  await client.connect(transport);
+  return {
+    client,
+    pid: transport.pid ?? -1,
+    stderr: () => stderr,
+    request: (method, params) =>
+      client.request({ method, params } as never, Loose as never, { timeout: 600_000 } as never) as Promise<LooseResult>,
+    capabilities: (client.getServerCapabilities() ?? {}) as LooseResult,
+    close: () => client.close(),
+  };
+}
+
 /** Starts folder-mcp on `root` with the given extra options (info logs on stderr, for `settled`). */
-export function spawnFolderMcp(root: string, db: string, extra: string[] = []): Promise<Conn> {
-  return spawnServer(CLI, ['--db', db, '--log-level', 'info', ...extra, root]);
+export function spawnFolderMcp(root: string, db: string, extra: string[] = [], era: Era = 'legacy'): Promise<Conn> {
+  const args = ['--db', db, '--log-level', 'info', ...extra, root];
+  return era === 'legacy' ? spawnServer(CLI, args) : spawnServerV2(CLI, args, era);
 }
 
 /** What the server does in the background after start, as its info log lines report it. */

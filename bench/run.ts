@@ -63,6 +63,8 @@ async function main(): Promise<void> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first (npm run bench does)`);
 
   const log = (line: string) => process.stderr.write(`${line}\n`);
+  // A fresh clone has no bench home yet: create it before the scratch folder in it.
+  mkdirSync(benchHome(), { recursive: true });
   const work = mkdtempSync(join(benchHome(), 'work-'));
   const mach = machine();
   log(`folder-mcp bench: sizes ${sizes.join(', ')}; scenarios ${scenarios.map((s) => s.name).join(', ')}; ${mach.nproc} x ${mach.cpu}, ${mach.ramGiB} GiB, Node ${mach.node}`);

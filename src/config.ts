@@ -26,7 +26,12 @@ export interface Config {
 
 /** Keeps a whole read well under the SDK's 10 MiB stdio message limit, even as base64. */
 export const DEFAULT_MAX_READ_BYTES = 4 * 1024 * 1024;
-export const DEFAULT_PAGE_SIZE = 200;
+/**
+ * 2,000: a v2 SDK client's listResources() follows at most 64 pages, so this
+ * lists a 128,000-entry folder whole, while a page stays near 20 ms
+ * (bench table 10). Larger folders: filter, or raise --page-size.
+ */
+export const DEFAULT_PAGE_SIZE = 2000;
 export const MAX_PAGE_SIZE = 10_000;
 
 export const USAGE = `Usage: folder-mcp [options] <folder>...

@@ -8,6 +8,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { DEFAULT_PAGE_SIZE } from '../src/config.ts';
 import { CLI, connect, ERAS, listAll, notFoundCode, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
 
 const INVALID_PARAMS = -32602;
@@ -164,13 +165,13 @@ for (const era of ERAS) describe(`filtering over stdio (${era})`, () => {
     state = tempDir('folder-mcp-state-');
     writeTree(root.path, generateTree());
     R = pathToFileURL(root.path).href + '/';
-    for (const size of [1, 7, 200]) {
+    for (const size of [1, 7, DEFAULT_PAGE_SIZE]) {
       const args = [root.path, '--db', join(state.path, `index-${size}.db`), '--watcher', 'none'];
-      if (size !== 200) args.push('--page-size', String(size)); // 200: the default
+      if (size !== DEFAULT_PAGE_SIZE) args.push('--page-size', String(size)); // the default is not passed
       servers.set(size, await connect(args, { era }));
     }
     conn = servers.get(7)!;
-    const { items } = await listAll(servers.get(200)!, 'resources/list', 'resources');
+    const { items } = await listAll(servers.get(DEFAULT_PAGE_SIZE)!, 'resources/list', 'resources');
     full = items.map((r) => ({ uri: r.uri as string, name: r.name as string }));
   });
   after(async () => {
@@ -276,10 +277,10 @@ for (const era of ERAS) describe(`filtering over stdio (${era})`, () => {
     }
   });
 
-  test('the default page size is 200', async () => {
-    const first = await servers.get(200)!.request('resources/list', {});
-    assert.equal((first.resources as unknown[]).length, 200);
-    assert.equal(typeof first.nextCursor, 'string');
+  test(`the default page size is ${DEFAULT_PAGE_SIZE}`, async () => {
+    const first = await servers.get(DEFAULT_PAGE_SIZE)!.request('resources/list', {});
+    assert.equal((first.resources as unknown[]).length, Math.min(full.length, DEFAULT_PAGE_SIZE));
+    assert.equal(typeof first.nextCursor, full.length > DEFAULT_PAGE_SIZE ? 'string' : 'undefined');
   });
 
   test('a cursor is bound to its normalised filter', async () => {
