@@ -5,8 +5,8 @@
 // only the last path component, so every byte the server reads from a served
 // folder (resources/read, the read tool, conversions, the content index) comes
 // through openVerified, which checks the open descriptor itself.
-import { constants, type BigIntStats } from 'node:fs';
-import { open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
+import { constants, readlinkSync, type BigIntStats } from 'node:fs';
+import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { findRoot, type Root } from '../uri.ts';
 import { ContentError } from './content-error.ts';
 
@@ -177,7 +177,9 @@ export async function verifyDescriptor(handle: FileHandle, path: string, roots: 
  */
 async function kernelPathOf(handle: FileHandle): Promise<string | null> {
   try {
-    return await readlink(`/proc/self/fd/${handle.fd}`);
+    // Synchronous on purpose: /proc is in memory and answers in microseconds,
+    // far less than a round trip through libuv's pool (one per read).
+    return readlinkSync(`/proc/self/fd/${handle.fd}`);
   } catch {
     return null; // no /proc (macOS, BSD): the caller falls back to realpath + dev/ino
   }
