@@ -1,7 +1,9 @@
 // Both protocol eras side by side: connect time per client mode, page and
 // read latency per era (interleaved, same process state), and page latency
 // by page size (why the default is what it is).
-import { existsSync } from 'node:fs';
+import type { Client as V2Client } from '@modelcontextprotocol/client';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { spawnFolderMcp, settled, settleTimeout, type Conn, type Era } from '../client.ts';
 import { isSkipped, rowPerSize, sizeLabel, uriOf, type Scenario, type Skipped } from '../context.ts';
 import { fmtMs, fmtRatio, summarize, type Stat } from '../stats.ts';
@@ -12,12 +14,54 @@ export interface ErasResult {
   /** p50s per era, sampled alternately on two warm servers. */
   latency: Record<'legacy' | 'modern', { deepPage: Stat; fullPage: Stat; read: Stat }>;
   deepItems: number;
+  /** A write in a listened/subscribed folder until `updated` reaches the client, per era. */
+  notify: Record<'legacy' | 'modern', Stat | null>;
   /** Page size -> a first page of the root listing, and the pages a whole listing takes. */
   pageSizes: { pageSize: number; items: number; p50: Stat; pages: number }[];
   entries: number;
 }
 
 const MODES: Era[] = ['legacy', 'modern', 'auto'];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Change-to-notification latency on one era: subscribe (2025) or listen
+ * (2026) to a folder, write a file in it after a quiet spell, time until the
+ * folder's `updated` arrives.
+ */
+async function notifyLatency(ctx: Parameters<Scenario<ErasResult>['run']>[0], era: 'legacy' | 'modern', samples: number): Promise<Stat | null> {
+  const conn = await spawnFolderMcp(ctx.root, ctx.db, ['--watcher', 'auto', '--no-search'], era);
+  const dirRel = ctx.tree.siblingDirs[1];
+  const dirUri = uriOf(ctx, dirRel, true);
+  const seen: number[] = [];
+  const client = conn.client as { fallbackNotificationHandler?: (n: { method: string; params?: { uri?: string } }) => Promise<void> };
+  client.fallbackNotificationHandler = async (n) => {
+    if (n.method === 'notifications/resources/updated' && n.params?.uri === dirUri) seen.push(performance.now());
+  };
+  const written: string[] = [];
+  try {
+    await conn.request('resources/list', {});
+    await settled(conn, performance.now(), settleTimeout(ctx.tree.size));
+    if (era === 'legacy') await conn.request('resources/subscribe', { uri: dirUri });
+    else await (conn.client as V2Client).listen({ resourceSubscriptions: [dirUri] });
+    const times: number[] = [];
+    for (let i = 0; times.length < samples && i < samples * 3; i++) {
+      await sleep(400); // a quiet spell: the leading edge of the coalescing window
+      const before = seen.length;
+      const path = join(ctx.root, dirRel, `bench-eras-${era}-${i}.txt`);
+      written.push(path);
+      const t0 = performance.now();
+      writeFileSync(path, `${i}\n`);
+      const deadline = t0 + 5000;
+      while (seen.length === before && performance.now() < deadline) await sleep(1);
+      if (seen.length > before) times.push(seen[before]! - t0);
+    }
+    return times.length ? summarize(times) : null;
+  } finally {
+    await conn.close();
+    for (const path of written) rmSync(path, { force: true });
+  }
+}
 const PAGE_SIZES = [200, 500, 1000, 2000, 5000];
 
 async function connectTimes(root: string, db: string, runs: number): Promise<Record<Era, Stat>> {
@@ -96,7 +140,11 @@ export const eras: Scenario<ErasResult> = {
           await conn.close();
         }
       }
-      return { connect, latency, deepItems, pageSizes, entries };
+      const notify = {
+        legacy: await notifyLatency(ctx, 'legacy', ctx.quick ? 10 : 30),
+        modern: await notifyLatency(ctx, 'modern', ctx.quick ? 10 : 30),
+      };
+      return { connect, latency, deepItems, pageSizes, entries, notify };
     } finally {
       await conns.legacy.close().catch(() => {});
       await conns.modern.close().catch(() => {});
@@ -104,7 +152,7 @@ export const eras: Scenario<ErasResult> = {
   },
   tables(bySize) {
     const connectHeader = ['size', 'v1 client, 2025-11-25', 'v2 pinned 2026-07-28', 'v2 auto', 'auto / pinned'];
-    const latencyHeader = ['size', 'deep prefix page 2025', 'deep prefix page 2026', 'first page 2025', 'first page 2026', 'read 2025', 'read 2026', 'worst 2026/2025'];
+    const latencyHeader = ['size', 'deep prefix page 2025', 'deep prefix page 2026', 'first page 2025', 'first page 2026', 'read 2025', 'read 2026', 'worst 2026/2025', 'change→updated 2025', 'change→updated 2026'];
     const pageHeader = ['size', 'page size', 'items', 'page p50', 'page p99', 'pages for the whole folder', 'within 64 pages'];
     const pageRows: string[][] = [];
     for (const { size, result } of bySize) {
@@ -127,9 +175,19 @@ export const eras: Scenario<ErasResult> = {
           const l = r.latency.legacy;
           const m = r.latency.modern;
           const worst = Math.max(m.deepPage.p50 / l.deepPage.p50, m.fullPage.p50 / l.fullPage.p50, m.read.p50 / l.read.p50);
-          return [fmtMs(l.deepPage.p50), fmtMs(m.deepPage.p50), fmtMs(l.fullPage.p50), fmtMs(m.fullPage.p50), fmtMs(l.read.p50), fmtMs(m.read.p50), fmtRatio(worst)];
+          return [
+            fmtMs(l.deepPage.p50),
+            fmtMs(m.deepPage.p50),
+            fmtMs(l.fullPage.p50),
+            fmtMs(m.fullPage.p50),
+            fmtMs(l.read.p50),
+            fmtMs(m.read.p50),
+            fmtRatio(worst),
+            fmtMs(r.notify?.legacy?.p50),
+            fmtMs(r.notify?.modern?.p50),
+          ];
         }),
-        note: 'Deep prefix: one page under a deep folder; first page: resources/list with no params at the default page size; read: a small text file.',
+        note: 'Deep prefix: one page under a deep folder; first page: resources/list with no params at the default page size; read: a small text file. change→updated: a write in a folder subscribed (2025) or listened to (2026), default watcher, target p50 <= 50 ms.',
       },
       {
         title: '10. Page latency by page size (2026-07-28 client, first page of the whole folder)',

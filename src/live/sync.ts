@@ -16,6 +16,8 @@ const RECHECK_DELAY_MS = 1000;
  */
 const SAFETY_MIN_INTERVAL_MS = 60_000;
 const SAFETY_DUTY_FACTOR = 100;
+/** After this long without a flush, the next change is applied at once (the leading edge). */
+const QUIET_SPELL_MS = 250;
 
 export interface LiveSyncOptions {
   index: FolderIndex;
@@ -44,6 +46,7 @@ export class LiveSync {
   private dirty = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   private firstDirtyAt = 0;
+  private lastFlushAt = -Infinity;
   private flushQueued = false;
   private queue: Promise<void> = Promise.resolve();
   private watcher: Watcher | undefined;
@@ -171,11 +174,16 @@ export class LiveSync {
   private scheduleFlush(delayMs: number): void {
     if (this.flushQueued) return; // the queued flush takes whatever is dirty when it runs
     const now = performance.now();
+    // Leading edge: the first change after a quiet spell is applied on the next
+    // turn of the loop (which still gathers a backend's whole synchronous batch),
+    // not after the debounce; parcel has already waited 50 ms of its own.
+    const leading = this.flushTimer === undefined && now - this.lastFlushAt > QUIET_SPELL_MS;
     if (this.flushTimer === undefined) this.firstDirtyAt = now;
     else clearTimeout(this.flushTimer);
-    const delay = Math.max(0, Math.min(delayMs, this.firstDirtyAt + this.maxBatchDelayMs - now));
+    const delay = leading ? 0 : Math.max(0, Math.min(delayMs, this.firstDirtyAt + this.maxBatchDelayMs - now));
     this.flushTimer = setTimeout(() => {
       this.flushTimer = undefined;
+      this.lastFlushAt = performance.now();
       this.flushQueued = true;
       void this.enqueue(async () => {
         this.flushQueued = false;
