@@ -188,6 +188,21 @@ for (const era of ERAS) describe(`resources over stdio (${era})`, () => {
     }
   });
 
+  test('an error repeats at most 512 characters of what the client sent', async () => {
+    const huge = `${rootUri}${'x'.repeat(100_000)}`;
+    const notFound = await rejectsWith(conn.request('resources/read', { uri: huge }), notFoundCode(era));
+    assert.ok(JSON.stringify(notFound.data).length < 700, 'data.uri cut');
+    assert.match(String((notFound.data as { uri: string }).uri), /\(100\d{3} characters\)$/);
+    const tool = await rejectsWith(conn.request('tools/call', { name: 'y'.repeat(100_000), arguments: {} }), -32602, 'Unknown tool');
+    assert.ok(tool.message.length < 700, `message of ${tool.message.length} characters`);
+    const prompt = await rejectsWith(conn.request('prompts/get', { name: 'z'.repeat(100_000) }), -32602, 'Unknown prompt');
+    assert.ok(prompt.message.length < 700);
+    const read = await conn.request('tools/call', { name: 'read', arguments: { uri: huge } });
+    const text = (read.content as { text: string }[])[0]!.text;
+    assert.equal(read.isError, true);
+    assert.ok(text.length < 700, `tool error of ${text.length} characters`);
+  });
+
   test('bad params are -32602, and the server keeps serving', async () => {
     await rejectsWith(conn.request('resources/read', {}), -32602, 'uri');
     await rejectsWith(conn.request('resources/read', { uri: 42 }), -32602, 'uri');

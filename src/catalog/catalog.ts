@@ -2,7 +2,7 @@
 // built once per server from its context. server.ts wires these handlers.
 import { z } from 'zod';
 import type { ServerContext } from '../protocol/context.ts';
-import { invalidParams } from '../protocol/errors.ts';
+import { echo, invalidParams } from '../protocol/errors.ts';
 import { pageInMemory, parseQuery } from '../protocol/list.ts';
 import { matchesQuery } from '../query/plan.ts';
 import { complete, PathCompleter } from './complete.ts';
@@ -59,7 +59,7 @@ export function createCatalog(ctx: ServerContext): Catalog {
       if (typeof p.name !== 'string') throw invalidParams('Invalid params: name must be a string');
       // SEP-1292: a tool is named by its name or its URI. An unknown tool is the client's mistake, a protocol error.
       const tool = byKey.get(p.name);
-      if (!tool) throw invalidParams(`Unknown tool: ${p.name}`);
+      if (!tool) throw invalidParams(`Unknown tool: ${String(echo(p.name))}`);
       const parsed = tool.input.safeParse(p.arguments ?? {});
       if (!parsed.success) return failure(`Invalid arguments for ${tool.name}:\n${z.prettifyError(parsed.error)}`);
       try {

@@ -5,7 +5,7 @@
 import type { Db } from '../index/db.ts';
 import { EntryKind } from '../index/entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
-import { invalidParams } from '../protocol/errors.ts';
+import { echo, invalidParams } from '../protocol/errors.ts';
 import { succ } from '../query/plan.ts';
 import { canonicalUriText, type Root } from '../uri.ts';
 import { encodeRelative, encodeSegment } from './paths.ts';
@@ -98,13 +98,13 @@ export async function complete(ctx: ServerContext, completer: PathCompleter, par
   await ctx.index.ready;
   if (ref.type === 'ref/resource') {
     const root = ctx.roots.find((r) => `${r.uri}{+path}` === ref.uri);
-    if (!root) throw invalidParams(`Unknown resource template: ${String(ref.uri)}`);
+    if (!root) throw invalidParams(`Unknown resource template: ${String(echo(ref.uri))}`);
     if (arg.name !== 'path') return { completion: finish([], 0) };
     return { completion: completer.relative(value.replace(/^\/+/, ''), [root]) };
   }
   if (ref.type === 'ref/prompt') {
     const prompt = findPrompt(ref.name);
-    if (!prompt) throw invalidParams(`Unknown prompt: ${String(ref.name)}`);
+    if (!prompt) throw invalidParams(`Unknown prompt: ${String(echo(ref.name))}`);
     if (prompt.name === 'recent-changes' && arg.name === 'window') {
       const values = WINDOW_SUGGESTIONS.filter((w) => w.startsWith(value.trim()));
       return { completion: finish(values, values.length, false) };
@@ -116,5 +116,5 @@ export async function complete(ctx: ServerContext, completer: PathCompleter, par
     }
     return { completion: finish([], 0) };
   }
-  throw invalidParams(`Invalid params: unknown ref type ${String(ref.type)}`);
+  throw invalidParams(`Invalid params: unknown ref type ${String(echo(ref.type))}`);
 }

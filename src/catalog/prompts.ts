@@ -4,7 +4,7 @@
 import type { Db } from '../index/db.ts';
 import { EntryKind, type EntryRow } from '../index/entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
-import { invalidParams, resourceNotFound } from '../protocol/errors.ts';
+import { echo, invalidParams, resourceNotFound } from '../protocol/errors.ts';
 import { succ } from '../query/plan.ts';
 import { toResource } from '../resource.ts';
 import { prefixUris, resolveTarget } from './paths.ts';
@@ -61,7 +61,7 @@ export function findPrompt(nameOrUri: unknown): PromptDefinition | undefined {
 export async function getPrompt(ctx: ServerContext, params: unknown) {
   const p = (params ?? {}) as { name?: unknown; arguments?: unknown };
   const prompt = findPrompt(p.name);
-  if (!prompt) throw invalidParams(`Unknown prompt: ${String(p.name)}`);
+  if (!prompt) throw invalidParams(`Unknown prompt: ${String(echo(p.name))}`);
   const args = (p.arguments ?? {}) as Record<string, unknown>;
   if (typeof args !== 'object' || Array.isArray(args)) throw invalidParams('Invalid params: arguments must be an object');
   for (const a of prompt.arguments) {

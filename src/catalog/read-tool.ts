@@ -1,6 +1,7 @@
 // The `read` tool: one resource, a window of at most `length` bytes starting at
 // `offset`, as an embedded resource. A window, not the whole file, because a
 // model's context is the scarce thing; `nextOffset` says where the rest starts.
+import { echo } from '../protocol/errors.ts';
 import { z } from 'zod';
 import { formatListing } from '../content/collection.ts';
 import { ContentError, readOpenedContent, type FileContent } from '../content/read.ts';
@@ -61,7 +62,7 @@ export const readTool: ToolDefinition<z.infer<typeof input>> = {
   async run(tc, args) {
     const { ctx } = tc;
     const entry = await resolveTarget(ctx, args.uri);
-    if (!entry) throw new ToolFailure(`Not found: ${args.uri} (not a file or folder in the served folders)`);
+    if (!entry) throw new ToolFailure(`Not found: ${String(echo(args.uri))} (not a file or folder in the served folders)`);
     const resource = toResource(entry, ctx.roots);
     const window = await readWindow(ctx, entry, args.offset, args.length);
     const end = window.offset + window.length;

@@ -1,6 +1,7 @@
 // The `tree` tool: a bounded outline of a collection, depth-first in URI order.
 // Never the whole tree: a depth cap and an entry cap, and for every folder
 // whose children were not all shown, how many were left out.
+import { echo } from '../protocol/errors.ts';
 import { z } from 'zod';
 import { EntryKind, type EntryRow } from '../index/entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
@@ -59,8 +60,8 @@ export const treeTool: ToolDefinition<z.infer<typeof input>> = {
       tops = ctx.roots.map((root) => ctx.index.store.get(root.uri)).filter((row): row is EntryRow => row !== undefined);
     } else {
       const entry = await resolveTarget(ctx, args.uri);
-      if (!entry) throw new ToolFailure(`Not found: ${args.uri} (not a folder in the served folders)`);
-      if (entry.kind !== EntryKind.collection) throw new ToolFailure(`${args.uri} is a file, not a folder: use read`);
+      if (!entry) throw new ToolFailure(`Not found: ${String(echo(args.uri))} (not a folder in the served folders)`);
+      if (entry.kind !== EntryKind.collection) throw new ToolFailure(`${String(echo(args.uri))} is a file, not a folder: use read`);
       tops = [entry];
     }
     const outline = new Outline(ctx, args.maxEntries, args.depth);

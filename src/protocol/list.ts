@@ -4,7 +4,7 @@ import { matchesTemplate, planQuery } from '../query/plan.ts';
 import { toResource, type ResourceObject } from '../resource.ts';
 import type { ServerContext } from './context.ts';
 import { CursorError, decodeCursor, encodeCursor } from './cursor.ts';
-import { invalidParams } from './errors.ts';
+import { echo, invalidParams } from './errors.ts';
 import { findEntry } from './read.ts';
 
 /**
@@ -51,7 +51,7 @@ export async function listResources(
   if (query.uri !== undefined) {
     const entry = await findEntry(ctx, query.uri);
     if (entry.kind !== EntryKind.collection) {
-      throw invalidParams(`Invalid params: uri is not a collection: ${query.uri}`);
+      throw invalidParams(`Invalid params: uri is not a collection: ${String(echo(query.uri))}`);
     }
     parent = entry.uri;
   }
