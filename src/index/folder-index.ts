@@ -3,6 +3,7 @@ import type { Root } from '../uri.ts';
 import { createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta, type Db } from './db.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { scanRoots } from './scan.ts';
+import { SkipReport, SkipWarnings } from './servable.ts';
 import type { EntryRow } from './entry.ts';
 import { Store } from './store.ts';
 
@@ -39,6 +40,8 @@ export class FolderIndex {
   readonly rules: IgnoreRules;
   readonly warm: boolean;
   readonly ready: Promise<void>;
+  /** Warns about entries that cannot be served (bad names, too-deep paths): once per walk, not per entry. */
+  readonly skipWarnings: SkipWarnings;
   /** Entries indexed so far by the running scan (for progress reports). */
   scanned = 0;
   private closed = false;
@@ -50,6 +53,7 @@ export class FolderIndex {
     this.db = opened.db;
     this.store = new Store(this.db);
     this.rules = new IgnoreRules(options.roots, options);
+    this.skipWarnings = new SkipWarnings(options.log);
     const rootsKey = JSON.stringify(options.roots.map((r) => r.path));
     this.warm = opened.warm && getMeta(this.db, 'roots') === rootsKey;
     this.ready = this.warm ? Promise.resolve() : this.coldScan(rootsKey);
@@ -84,7 +88,8 @@ export class FolderIndex {
     dropSecondaryIndexes(this.db);
     this.db.pragma('synchronous = OFF');
     let lastLog = started;
-    for await (const batch of scanRoots({ roots: this.roots, rules: this.rules, log })) {
+    const skips = new SkipReport();
+    for await (const batch of scanRoots({ roots: this.roots, rules: this.rules, log, skips })) {
       if (this.closed) throw new Error('index closed during the scan');
       this.store.upsertMany(batch);
       this.scanned += batch.length;
@@ -93,6 +98,7 @@ export class FolderIndex {
         log.info(`scanning: ${this.scanned} entries so far (${Math.round((lastLog - started) / 1000)} s)`);
       }
     }
+    this.skipWarnings.report(skips, 'scan');
     createSecondaryIndexes(this.db);
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('wal_checkpoint(TRUNCATE)');

@@ -1,5 +1,4 @@
-import fg from 'fast-glob';
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import {
   close as fsClose,
   closeSync,
@@ -7,10 +6,7 @@ import {
   open as fsOpen,
   openSync,
   read as fsRead,
-  readdir,
-  readFile,
   readSync,
-  type Dirent,
   type Stats,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -20,6 +16,7 @@ import { BINARY_FALLBACK_MIME, COLLECTION_MIME, TEXT_FALLBACK_MIME, extOf, mimeF
 import { SNIFF_BYTES, detectTextEncoding } from '../content/sniff.ts';
 import { EntryKind, type EntryRow } from './entry.ts';
 import { ALWAYS_EXCLUDED, type IgnoreRules } from './ignore.ts';
+import { SkipReport, escapeName, invalidPathText, lstatEntry, readServableDir, type DirListing } from './servable.ts';
 
 export interface ScanOptions {
   roots: readonly Root[];
@@ -27,52 +24,64 @@ export interface ScanOptions {
   log: Logger;
   /** Rows are handed over in batches of about this many. */
   batchSize?: number;
+  /** Where entries that exist but cannot be served are counted (the caller warns once). */
+  skips?: SkipReport;
 }
 
-type ReaddirCallback = (error: NodeJS.ErrnoException | null, entries: Dirent[]) => void;
+/** Directories read at once: each is a readdir and its lstats, mostly waiting on libuv's thread pool. */
+const PARALLEL_DIRS = 8;
+
+/** What the walk found in one directory: rows of its kept entries, and the subdirectories to walk. */
+interface DirectoryRead {
+  rows: EntryRow[];
+  paths: string[];
+  subdirs: { path: string; uri: string }[];
+}
 
 /**
- * Walks every root with fast-glob (stats on) and yields index rows in batches.
- * The walk is pruned as it goes: fast-glob reads directories through our
- * `readdir`, which drops ignored entries before fast-glob sees them (so an
- * ignored `build/` is never walked), records each directory's `.gitignore`
- * for the rules, and turns an unreadable subdirectory into one warning.
+ * Walks every root (readdir with file types, then an lstat per kept entry)
+ * and yields index rows in batches. The walk is pruned as it goes: ignored
+ * entries are dropped before they are stat'ed (an ignored `build/` is never
+ * walked), each directory's `.gitignore` is recorded for the rules, and an
+ * unreadable subdirectory is one warning.
+ *
+ * Our own walk, not fast-glob's: fast-glob matched every path against `**`,
+ * whose regex never matches a newline (a name with one was left out), and a
+ * failed lstat of one entry (a name that is not valid UTF-8, a path past
+ * PATH_MAX, a file removed mid-scan) dropped its whole directory and all
+ * beneath it, or failed the whole scan. Here each entry stands alone: a name
+ * that cannot be a URI, or a path too long to stat, is skipped and counted
+ * (one warning per scan, see SkipWarnings) and its siblings are kept.
+ *
  * Symlinks are never followed: URIs are real paths, so a link adds no
  * resource that its target does not already give.
  */
 export async function* scanRoots(options: ScanOptions): AsyncGenerator<EntryRow[]> {
-  const { roots, log } = options;
+  const { roots } = options;
   const batchSize = options.batchSize ?? 2000;
   const sniffBuffer = Buffer.alloc(SNIFF_BYTES);
+  const skips = options.skips ?? new SkipReport();
   for (let rootIndex = 0; rootIndex < roots.length; rootIndex++) {
     const root = roots[rootIndex]!;
     let batch: EntryRow[] = [rootRow(root, rootIndex, await statRoot(root))];
-    let lastDir = '';
-    let lastDirUri = '';
-    const stream = fg.stream('**', {
-      cwd: root.path,
-      absolute: true,
-      onlyFiles: false,
-      dot: true,
-      stats: true,
-      followSymbolicLinks: false,
-      objectMode: true,
-      // One pattern, '**': no path can come twice, so no set of every path seen.
-      unique: false,
-      fs: { readdir: prunedReaddir(root, options) as never },
-    });
-    for await (const item of stream as AsyncIterable<{ path: string; name: string; stats: Stats }>) {
-      const { stats } = item;
-      const isDirectory = stats.isDirectory();
-      if (!isDirectory && !stats.isFile()) continue; // symlinks, sockets, fifos, devices
-      const dir = dirname(item.path);
-      if (dir !== lastDir) {
-        lastDir = dir;
-        lastDirUri = pathToUri(dir, true);
+    const readDirectory = directoryReader(root, rootIndex, options, skips);
+    const pending = [{ path: root.path, uri: batch[0]!.uri }];
+    const running = new Set<Promise<DirectoryRead>>();
+    while (pending.length > 0 || running.size > 0) {
+      while (running.size < PARALLEL_DIRS && pending.length > 0) {
+        const read: Promise<DirectoryRead> = readDirectory(pending.pop()!).then((result) => {
+          running.delete(read);
+          return result;
+        });
+        running.add(read);
       }
-      const row = entryRow(item.path, item.name, isDirectory, stats, lastDirUri, rootIndex);
-      if (row.mime === '') sniffMimeSync(item.path, row, sniffBuffer);
-      batch.push(row);
+      const { rows, paths, subdirs } = await Promise.race(running);
+      pending.push(...subdirs);
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i]!;
+        if (row.mime === '') sniffMimeSync(paths[i]!, row, sniffBuffer);
+        batch.push(row);
+      }
       if (batch.length >= batchSize) {
         yield batch;
         batch = [];
@@ -161,44 +170,66 @@ export function sniffMime(path: string, row: EntryRow): Promise<void> {
 }
 
 /**
- * fast-glob's `fs.readdir`, pruned. With `stats: true` fast-glob asks for
- * names only and lstats each one; we read with file types anyway (same
- * syscall) so that directory-only rules like `build/` can be judged.
+ * Reads one directory of the walk: its entries that no rule ignores and
+ * whose names are valid UTF-8, each lstat'ed (all at once: one directory's
+ * worth of requests in the thread pool's queue).
  */
-function prunedReaddir(root: Root, { rules, log }: ScanOptions) {
+function directoryReader(root: Root, rootIndex: number, { rules, log }: ScanOptions, skips: SkipReport) {
   // Directories with a .gitignore of their own or above them (within the root):
   // only under those can a rule ignore anything, so elsewhere the per-entry
   // isIgnored call (about a fifth of the scan's CPU on a tree without
   // .gitignore files) is skipped. A parent is always read before its children.
   const ruled = new Set<string>();
-  return (dir: string, optionsOrCallback: unknown, maybeCallback?: ReaddirCallback): void => {
-    const callback = (typeof optionsOrCallback === 'function' ? optionsOrCallback : maybeCallback) as ReaddirCallback;
-    const wantTypes = typeof optionsOrCallback === 'object' && optionsOrCallback !== null;
-    readdir(dir, { withFileTypes: true }, (error, entries) => {
-      if (error) {
-        if (dir === root.path) return callback(error, []);
-        log.warn(`skipping unreadable directory ${dir}: ${error.code ?? error.message}`);
-        return callback(null, []);
-      }
-      const ownIgnoreFile = entries.some((e) => e.name === '.gitignore' && e.isFile());
-      if (ownIgnoreFile || (dir !== root.path && ruled.has(dirname(dir)))) ruled.add(dir);
-      const mayIgnore = rules.hasExcludes || ruled.has(dir);
-      const hand = () => {
-        const kept = entries.filter(
-          (e) =>
-            !ALWAYS_EXCLUDED.has(e.name) && !(mayIgnore && rules.isIgnored(join(dir, e.name), e.isDirectory())),
-        );
-        callback(null, (wantTypes ? kept : kept.map((e) => e.name)) as Dirent[]);
-      };
-      if (!ownIgnoreFile) {
-        rules.setDirRules(dir, null);
-        return hand();
-      }
-      readFile(join(dir, '.gitignore'), 'utf8', (readError, text) => {
-        if (readError) log.warn(`cannot read ${join(dir, '.gitignore')}: ${readError.code}`);
-        rules.setDirRules(dir, readError ? null : text);
-        hand();
+  return async (dir: { path: string; uri: string }): Promise<DirectoryRead> => {
+    const read: DirectoryRead = { rows: [], paths: [], subdirs: [] };
+    let listing: DirListing;
+    try {
+      listing = await readServableDir(dir.path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (dir.path === root.path) throw error;
+      if (code === 'ENAMETOOLONG') skips.add('deep', escapeName(dir.path));
+      else log.warn(`skipping unreadable directory ${escapeName(dir.path)}: ${code ?? (error as Error).message}`);
+      return read;
+    }
+    for (const name of listing.invalidNames) skips.add('name', invalidPathText(dir.path, name));
+    const { entries } = listing;
+    const ownIgnoreFile = entries.some((e) => e.name === '.gitignore' && e.isFile());
+    if (ownIgnoreFile || (dir.path !== root.path && ruled.has(dirname(dir.path)))) ruled.add(dir.path);
+    if (ownIgnoreFile) {
+      const text = await readFile(join(dir.path, '.gitignore'), 'utf8').catch((readError: NodeJS.ErrnoException) => {
+        log.warn(`cannot read ${escapeName(join(dir.path, '.gitignore'))}: ${readError.code}`);
+        return null;
       });
-    });
+      rules.setDirRules(dir.path, text);
+    } else {
+      rules.setDirRules(dir.path, null);
+    }
+    const mayIgnore = rules.hasExcludes || ruled.has(dir.path);
+    const kept = entries.filter(
+      (e) =>
+        // Links and special files are never served; an unknown type (some file systems) is left to lstat.
+        !(e.isSymbolicLink() || e.isFIFO() || e.isSocket() || e.isCharacterDevice() || e.isBlockDevice()) &&
+        !ALWAYS_EXCLUDED.has(e.name) &&
+        !(mayIgnore && rules.isIgnored(join(dir.path, e.name), e.isDirectory())),
+    );
+    const paths = kept.map((e) => join(dir.path, e.name));
+    const stats = await Promise.all(paths.map(lstatEntry));
+    for (let i = 0; i < kept.length; i++) {
+      const st = stats[i]!;
+      if (st === 'deep') {
+        skips.add('deep', escapeName(paths[i]!));
+        continue;
+      }
+      // Gone since readdir, or not a regular file or directory (symlinks, sockets, fifos, devices).
+      if (st === null) continue;
+      const isDirectory = st.isDirectory();
+      if (!isDirectory && !st.isFile()) continue;
+      const row = entryRow(paths[i]!, kept[i]!.name, isDirectory, st, dir.uri, rootIndex);
+      read.rows.push(row);
+      read.paths.push(paths[i]!);
+      if (isDirectory) read.subdirs.push({ path: paths[i]!, uri: row.uri });
+    }
+    return read;
   };
 }

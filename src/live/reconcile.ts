@@ -1,11 +1,12 @@
-import type { Dirent, Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import { lstat as lstatCallback } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { EntryRow } from '../index/entry.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
 import { entryRow, rootRow, sniffMime } from '../index/scan.ts';
+import { SkipReport, escapeName, invalidPathText, lstatEntry, readServableDir, type DirListing } from '../index/servable.ts';
 import type { Logger } from '../log.ts';
 import { findRoot, pathToUri, type Root } from '../uri.ts';
 import { outermostDirs, type RewatchReason } from './watcher.ts';
@@ -36,6 +37,8 @@ export class Reconciler {
   private upserted: EntryRow[] = [];
   private removed: string[] = [];
   private sniffs: Promise<void>[] = [];
+  /** Entries seen but not servable since the last report (the scan skips the same ones). */
+  private skips = new SkipReport();
 
   constructor(
     private readonly index: FolderIndex,
@@ -123,6 +126,7 @@ export class Reconciler {
       await this.tree(dir, ignoreEdits.has(dir) ? 'unignored' : 'nested');
       this.recheckLater(dir);
     }
+    this.reportSkips();
   }
 
   /** Diffs the directory `dir` (a root or inside one) and everything beneath it against the index. */
@@ -155,6 +159,15 @@ export class Reconciler {
       if (this.pendingCount() >= BATCH) await this.flush();
     }
     await this.flush();
+    this.reportSkips();
+  }
+
+  /** One warning per walk at most (and none for skips already reported): see SkipWarnings. */
+  private reportSkips(): void {
+    if (this.skips.total === 0) return;
+    const skips = this.skips;
+    this.skips = new SkipReport();
+    this.index.skipWarnings.report(skips, 'rescan');
   }
 
   private async diffDirectory(
@@ -165,16 +178,20 @@ export class Reconciler {
   ): Promise<void> {
     const { store, rules } = this.index;
     const dirUri = pathToUri(dir, true);
-    let dirents: Dirent[];
+    let listing: DirListing;
     try {
-      dirents = await readdir(dir, { withFileTypes: true });
+      // The scan's reader: the same names are skipped here as there, siblings kept.
+      listing = await readServableDir(dir);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') this.removeIfIndexed(dirUri);
+      else if (code === 'ENAMETOOLONG') this.skips.add('deep', escapeName(dir));
       // Unreadable: keep what the index knows rather than pretend it is empty.
-      else this.log.warn(`cannot read directory ${dir}: ${code ?? (error as Error).message}`);
+      else this.log.warn(`cannot read directory ${escapeName(dir)}: ${code ?? (error as Error).message}`);
       return;
     }
+    for (const name of listing.invalidNames) this.skips.add('name', invalidPathText(dir, name));
+    const dirents = listing.entries;
     if (dirents.some((d) => d.name === '.gitignore' && d.isFile())) {
       const text = await readFile(join(dir, '.gitignore'), 'utf8').catch(() => null);
       rules.setDirRules(dir, text);
@@ -187,7 +204,7 @@ export class Reconciler {
         !ALWAYS_EXCLUDED.has(d.name) &&
         !rules.isIgnored(join(dir, d.name), d.isDirectory()),
     );
-    const stats = await mapLimited(kept, (d) => lstatOrNull(join(dir, d.name)));
+    const stats = await mapLimited(kept, (d) => lstatEntry(join(dir, d.name)));
     const indexed = new Map<string, EntryRow>();
     for (let after = ''; ; ) {
       const page = store.children(dirUri, after, CHILD_PAGE);
@@ -197,8 +214,12 @@ export class Reconciler {
     }
     for (let i = 0; i < kept.length; i++) {
       const st = stats[i];
-      if (!st || !(st.isFile() || st.isDirectory())) continue; // vanished since readdir
       const path = join(dir, kept[i]!.name);
+      if (st === 'deep') {
+        this.skips.add('deep', escapeName(path));
+        continue;
+      }
+      if (!st || !(st.isFile() || st.isDirectory())) continue; // vanished since readdir
       const row = entryRow(path, kept[i]!.name, st.isDirectory(), st, dirUri, rootIndex);
       const known = indexed.get(row.uri);
       indexed.delete(row.uri);
