@@ -248,7 +248,7 @@ export function childCommand(
 
 /** Why the conversion process died, in words for the warning. */
 export function exitMessage(code: number | null, signal: NodeJS.Signals | null, stderr: string): string {
-  if (/heap out of memory|out of memory|allocation failed/i.test(stderr)) return 'converter ran out of memory';
+  if (/out of memory|allocation failed|bad_alloc/i.test(stderr)) return 'converter ran out of memory';
   return `converter process exited (${signal ?? `code ${code}`})`;
 }
 
