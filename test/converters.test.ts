@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { inflateSync } from 'node:zlib';
 import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { mayBeText, formatListing, listingName } from '../src/content/collection.ts';
 import { docxConverter } from '../src/content/converters/docx.ts';
@@ -15,17 +17,25 @@ import {
   type Converter,
 } from '../src/content/converters/types.ts';
 import { checkZip } from '../src/content/converters/zip.ts';
-import { docxParts, makeDocx, makeNotebook, makePdf, makeZip } from '../src/content/fixtures.ts';
+import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip, zlibZeros } from '../src/content/fixtures.ts';
 import { ConversionCache, Formats, truncateUtf8, truncationMarker } from '../src/content/formats.ts';
-import { ConversionWorker } from '../src/content/isolate.ts';
+import {
+  childCommand,
+  ConversionWorker,
+  DEFAULT_CHILD_MEMORY,
+  exitMessage,
+  rssFromProcStatus,
+  rssFromPs,
+} from '../src/content/isolate.ts';
+import { withinOutputBudget } from '../src/content/worker.ts';
 
-/** The built worker script: a worker thread cannot load the .ts sources (npm test builds first). */
+/** The built worker script: the conversion process does not load the .ts sources (npm test builds first). */
 const WORKER = new URL('../dist/content/worker.js', import.meta.url);
 import { decodeText } from '../src/content/read.ts';
 import { openDb } from '../src/index/db.ts';
 import { EntryKind, type EntryRow } from '../src/index/entry.ts';
 import { createLogger, silentLogger } from '../src/log.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir, waitFor } from './helpers.ts';
 
 const limits = DEFAULT_CONVERSION_LIMITS;
 
@@ -397,12 +407,12 @@ describe('Formats: budgets and cache', () => {
     }));
 });
 
-describe('conversion worker thread', () => {
-  test('runs registered converters off the main thread; a job over its budget is killed and the next one still runs', async () => {
+describe('conversion process', () => {
+  test('runs registered converters in a child process; a job over its time budget is killed and the next one still runs', async () => {
     const worker = new ConversionWorker(WORKER);
     try {
-      const pdf = makePdf(['in a thread']);
-      assert.equal(await worker.run('pdf-text@1', { name: 'a.pdf', bytes: pdf, text: undefined, limits }), '--- page 1 ---\nin a thread\n');
+      const pdf = makePdf(['in a process']);
+      assert.equal(await worker.run('pdf-text@1', { name: 'a.pdf', bytes: pdf, text: undefined, limits }), '--- page 1 ---\nin a process\n');
       const big = makePdf(Array.from({ length: 150 }, (_, i) => `page ${i}\n`.repeat(40)));
       const slow = worker.run('pdf-text@1', { name: 'big.pdf', bytes: big, text: undefined, limits: { ...limits, timeMs: 1 } });
       const queued = worker.run('ipynb-markdown@1', {
@@ -464,12 +474,134 @@ describe('conversion worker thread', () => {
       const doc = entry('r.pdf', 'application/pdf');
       const first = await formats.convert(doc, { bytes: pdf, text: undefined, mtimeMs: 5 });
       assert.deepEqual(first.map((a) => a.mimeType), ['text/plain']);
-      worker.close(); // a cached read no longer needs the thread
+      worker.close(); // a cached read no longer needs the process
       assert.deepEqual(await formats.convert(doc, { bytes: pdf, text: undefined, mtimeMs: 5 }), first);
     })().finally(() => {
       formats.close();
       db.close();
       dir.cleanup();
     });
+  });
+});
+
+/** True while a process with this id exists (and is not a zombie). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  if (!existsSync(`/proc/${pid}/stat`)) return true;
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** A PDF whose one content stream inflates to 3.5 GiB of zeros (3.6 MB on disk). */
+const PDF_BOMB_BYTES = 3.5 * 1024 ** 3;
+
+describe('conversion process: memory bounds', () => {
+  test('fixture: zlibZeros inflates to exactly that many zeros', () => {
+    for (const size of [0, 1, 1000, 1024 * 1024 + 7, 3 * 1024 * 1024]) {
+      const out = inflateSync(zlibZeros(size));
+      assert.equal(out.length, size);
+      assert.ok(out.every((b) => b === 0));
+    }
+    assert.ok(makeFlateBombPdf(PDF_BOMB_BYTES).length < 4 * 1024 * 1024);
+  });
+
+  test('resident set parsed from /proc/<pid>/status and from ps', () => {
+    const status = 'Name:\tnode\nVmPeak:\t 1328924 kB\nVmHWM:\t  200000 kB\nVmRSS:\t  101460 kB\nRssAnon:\t 1 kB\n';
+    const table: [string, number | undefined][] = [
+      [status, 101460 * 1024],
+      ['VmRSS:\t0 kB\n', 0],
+      ['Name:\tzombie\nState:\tZ (zombie)\n', undefined],
+      ['', undefined],
+    ];
+    for (const [text, rss] of table) assert.equal(rssFromProcStatus(text), rss, JSON.stringify(text));
+    assert.equal(rssFromPs('  393216\n'), 393216 * 1024);
+    assert.equal(rssFromPs(''), undefined);
+    assert.equal(rssFromPs('RSS\n'), undefined);
+  });
+
+  test('why the process died, in words', () => {
+    const oom = [
+      'FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory',
+      "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n",
+      '# Fatal process out of memory: Zone',
+    ];
+    for (const stderr of oom) assert.equal(exitMessage(null, 'SIGABRT', stderr), 'converter ran out of memory');
+    assert.equal(exitMessage(null, 'SIGSEGV', ''), 'converter process exited (SIGSEGV)');
+    assert.equal(exitMessage(3, null, 'some warning'), 'converter process exited (code 3)');
+  });
+
+  test('the process command: an address-space limit on Linux only when V8 can do without WebAssembly reservations', () => {
+    const memory = { ...DEFAULT_CHILD_MEMORY, heapMb: 100, addressSpaceBytes: 1024 * 1024 * 1024 };
+    const withFlag = new Set(['--disable-wasm-trap-handler']);
+    const linux = childCommand('/w.js', memory, 'linux', withFlag, '/bin/node');
+    if (existsSync('/bin/sh')) {
+      assert.deepEqual(linux, {
+        command: '/bin/sh',
+        args: ['-c', 'ulimit -v "$1" 2>/dev/null; shift; exec "$@"', 'sh', '1048576', '/bin/node', '--disable-wasm-trap-handler', '--max-old-space-size=100', '/w.js'],
+      });
+    }
+    const plain = { command: '/bin/node', args: ['--max-old-space-size=100', '/w.js'] };
+    assert.deepEqual(childCommand('/w.js', memory, 'linux', new Set(), '/bin/node'), plain, 'no such switch: no limit, or WebAssembly breaks');
+    assert.deepEqual(childCommand('/w.js', memory, 'darwin', withFlag, '/bin/node'), plain);
+    assert.deepEqual(childCommand('/w.js', memory, 'win32', withFlag, '/bin/node'), plain);
+  });
+
+  test('output past the budget is cut in the process, a little over it, so the server still cuts and warns', () => {
+    assert.equal(withinOutputBudget('short', 10), 'short');
+    const cut = withinOutputBudget('é'.repeat(1000), 100) as string;
+    assert.ok(Buffer.byteLength(cut) <= 104 && Buffer.byteLength(cut) > 100, String(Buffer.byteLength(cut)));
+    assert.equal(truncateUtf8(cut, 100).truncated, true);
+    assert.deepEqual(withinOutputBudget(Buffer.from('abc'), 3), Buffer.from('abc'));
+    assert.throws(() => withinOutputBudget(Buffer.alloc(11), 10), /output is 11 bytes, over the limit of 10/);
+  });
+
+  test('a decompression bomb is killed at the resident-set budget; the next job gets a fresh process', async () => {
+    const worker = new ConversionWorker(WORKER);
+    try {
+      const nb = { name: 'n.ipynb', bytes: Buffer.alloc(0), text: makeNotebook([{ cell_type: 'markdown', source: 'fine' }]), limits };
+      assert.equal(await worker.run('ipynb-markdown@1', nb), 'fine\n');
+      const first = worker.pid!;
+      const bomb = makeFlateBombPdf(PDF_BOMB_BYTES);
+      await rejectsConversion(
+        worker.run('pdf-text@1', { name: 'bomb.pdf', bytes: bomb, text: undefined, limits }),
+        /converter used more than 384 MiB of memory \(\d+ MiB\); stopped/,
+      );
+      await waitFor(() => !alive(first), 5000, 'the killed process to be gone');
+      assert.equal(await worker.run('ipynb-markdown@1', nb), 'fine\n');
+      assert.notEqual(worker.pid, first);
+    } finally {
+      worker.close();
+    }
+  });
+
+  test('with the sampler out of the way, the address-space limit stops the bomb long before the time budget', { skip: process.platform !== 'linux' }, async () => {
+    const worker = new ConversionWorker(WORKER, 1, { rssBytes: Number.MAX_SAFE_INTEGER });
+    try {
+      await assert.rejects(worker.run('pdf-text@1', { name: 'bomb.pdf', bytes: makeFlateBombPdf(PDF_BOMB_BYTES), text: undefined, limits }), (error: Error) => {
+        assert.ok(error instanceof ConversionError);
+        assert.doesNotMatch(error.message, /took longer/);
+        return true;
+      });
+    } finally {
+      worker.close();
+    }
+  });
+
+  test('close() kills the process at once', async () => {
+    const worker = new ConversionWorker(WORKER);
+    assert.equal(worker.pid, undefined, 'no process before the first conversion');
+    const nb = { name: 'n.ipynb', bytes: Buffer.alloc(0), text: makeNotebook([{ cell_type: 'markdown', source: 'x' }]), limits };
+    await worker.run('ipynb-markdown@1', nb);
+    const pid = worker.pid!;
+    assert.ok(alive(pid));
+    worker.close();
+    await waitFor(() => !alive(pid), 5000, 'the conversion process to be gone after close()');
   });
 });

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { docxParts, makeDocx, makeNotebook, makePdf, makeZip } from '../src/content/fixtures.ts';
-import { connect, ERAS, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
+import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip } from '../src/content/fixtures.ts';
+import { CLI, connect, ERAS, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
 
 const NOTEBOOK = makeNotebook([
   { cell_type: 'markdown', source: '# Notebook\nIntro text.' },
@@ -322,4 +322,96 @@ describe('collection reads against the disk', () => {
     } while (cursor);
     assert.equal(uris.filter((u) => u.startsWith(`${rootUri}huge/n`)).length, 1005);
   });
+});
+
+const MIB = 1024 * 1024;
+
+/** A field of /proc/<pid>/status in bytes (VmHWM: the peak resident set; VmRSS: the current one). */
+function procStatusBytes(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) * 1024 : 0;
+}
+
+/** The server this test spawned: the child of this process running the CLI on `root`. */
+function serverPid(root: string): number {
+  const pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number);
+  for (const pid of pids) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const ppid = Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+      if (ppid === process.pid && argv.includes(CLI) && argv.includes(root)) return pid;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no server process for ${root}`);
+}
+
+/** The resident sets of a process and all its descendants, summed. */
+function treeRss(pid: number): number {
+  let total = 0;
+  const stack = [pid];
+  while (stack.length > 0) {
+    const next = stack.pop()!;
+    try {
+      total += procStatusBytes(next, 'VmRSS');
+      for (const task of readdirSync(`/proc/${next}/task`)) {
+        const children = readFileSync(`/proc/${next}/task/${task}/children`, 'utf8').trim();
+        if (children) stack.push(...children.split(/\s+/).map(Number));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
+describe('hostile documents: the server stays within its memory', () => {
+  // 3.6 MB that inflate to 3.5 GiB (pdf.js decodes outside the V8 heap), and
+  // 160 KB of a million tiny paragraphs (mammoth's object graph).
+  const BOMBS: Record<string, Uint8Array> = {
+    'bomb.pdf': makeFlateBombPdf(3.5 * 1024 * MIB),
+    'paragraphs.docx': makeDocx(Array.from({ length: 1_000_000 }, () => 'x')),
+    'fine.pdf': makePdf(['still converting']),
+  };
+  /** The server's peak resident set must stay under this with any one hostile file. */
+  const SERVER_RSS_LIMIT = 600 * MIB;
+  const hasProc = existsSync('/proc/self/status');
+  let root: ReturnType<typeof tempDir>;
+  let state: ReturnType<typeof tempDir>;
+  let conn: Connected;
+
+  before(async () => {
+    root = tempDir();
+    state = tempDir('folder-mcp-state-');
+    writeTree(root.path, BOMBS);
+    conn = await connect([root.path, '--db', join(state.path, 'index.db')]);
+  });
+  after(async () => {
+    await conn?.close();
+    root.cleanup();
+    state.cleanup();
+  });
+
+  const read = async (name: string) =>
+    (await conn.request('resources/read', { uri: pathToFileURL(join(root.path, name)).href })).contents as Item[];
+
+  for (const name of ['paragraphs.docx', 'bomb.pdf']) {
+    test(`${name}: the file alone, the conversion stopped with a warning, the server's RSS bounded and back after`, async () => {
+      const items = await read(name);
+      assert.equal(items.length, 1, 'the alternative is left out');
+      assert.equal(items[0]!.blob, Buffer.from(BOMBS[name]!).toString('base64'));
+      assert.match(
+        conn.stderr(),
+        new RegExp(`${name.replace('.', '\\.')} left out: converter (used more than \\d+ MiB of memory|ran out of memory)`),
+      );
+      assert.equal((await read('fine.pdf'))[1]?.text, '--- page 1 ---\nstill converting\n', 'the next conversion runs');
+      if (!hasProc) return;
+      const pid = serverPid(root.path);
+      const peak = procStatusBytes(pid, 'VmHWM');
+      assert.ok(peak < SERVER_RSS_LIMIT, `server peak RSS ${Math.round(peak / MIB)} MiB`);
+      // Whatever the conversion took is given back: the server and its conversion process together.
+      await waitFor(() => treeRss(pid) < SERVER_RSS_LIMIT, 5000, 'the memory to be returned');
+    });
+  }
 });

@@ -1,4 +1,4 @@
-import { crc32, deflateRawSync, deflateSync } from 'node:zlib';
+import { constants as zlibConstants, crc32, deflateRawSync, deflateSync } from 'node:zlib';
 
 /**
  * Tiny, valid documents built in memory, for tests and benchmarks of the
@@ -38,6 +38,50 @@ export function makePdf(pages: readonly string[], options: { encrypted?: boolean
       objects.push(`<< /Length ${Buffer.byteLength(stream, 'latin1')} >>\nstream\n${stream}\nendstream`);
     }
   }
+  const encrypt = options.encrypted
+    ? ` /Encrypt << /Filter /Standard /V 1 /R 2 /O <${'ab'.repeat(32)}> /U <${'ab'.repeat(32)}> /P -4 >> /ID [<${'01'.repeat(16)}> <${'01'.repeat(16)}>]`
+    : '';
+  return serializePdf(objects, encrypt);
+}
+
+/**
+ * A one-page PDF whose content stream is a Flate stream of `inflatedBytes`
+ * zero bytes (NUL is white space to a PDF lexer): a decompression bomb of a
+ * few MB that a reader decoding the whole stream inflates to gigabytes.
+ */
+export function makeFlateBombPdf(inflatedBytes: number): Buffer {
+  const data = zlibZeros(inflatedBytes).toString('latin1');
+  return serializePdf([
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [4 0 R] /Count 1 >>',
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>',
+    `<< /Length ${data.length} /Filter /FlateDecode >>\nstream\n${data}\nendstream`,
+  ]);
+}
+
+/**
+ * A zlib stream of `size` zero bytes, built from one compressed MiB repeated:
+ * each piece ends in a full flush (byte-aligned, no back references), so the
+ * pieces concatenate, and the zeros are never held in memory (about 1 KiB of
+ * output per MiB of input).
+ */
+export function zlibZeros(size: number): Buffer {
+  const MIB = 1024 * 1024;
+  const piece = (n: number) => deflateRawSync(Buffer.alloc(n), { level: 9, finishFlush: zlibConstants.Z_FULL_FLUSH });
+  const whole = piece(MIB);
+  const parts: Buffer[] = [Buffer.from([0x78, 0xda])];
+  for (let left = size; left > 0; left -= MIB) parts.push(left >= MIB ? whole : piece(left));
+  parts.push(deflateRawSync(Buffer.alloc(0))); // the final (empty) block
+  // Adler-32 of zeros: a stays 1, b adds a (1) per byte.
+  const adler = Buffer.alloc(4);
+  adler.writeUInt32BE((((size % 65521) << 16) | 1) >>> 0);
+  parts.push(adler);
+  return Buffer.concat(parts);
+}
+
+/** Numbers the objects, writes the cross-reference table and the trailer. */
+function serializePdf(objects: readonly string[], trailerExtra = ''): Buffer {
   // The comment of high bytes after the header marks the file as binary, as real PDFs do
   // (without it this all-ASCII PDF would be served as text).
   let out = '%PDF-1.4\n%\xe2\xe3\xcf\xd3\n';
@@ -49,10 +93,7 @@ export function makePdf(pages: readonly string[], options: { encrypted?: boolean
   const xref = Buffer.byteLength(out, 'latin1');
   out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
   for (const offset of offsets) out += `${String(offset).padStart(10, '0')} 00000 n \n`;
-  const encrypt = options.encrypted
-    ? ` /Encrypt << /Filter /Standard /V 1 /R 2 /O <${'ab'.repeat(32)}> /U <${'ab'.repeat(32)}> /P -4 >> /ID [<${'01'.repeat(16)}> <${'01'.repeat(16)}>]`
-    : '';
-  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R${encrypt} >>\nstartxref\n${xref}\n%%EOF\n`;
+  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R${trailerExtra} >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(out, 'latin1');
 }
 

@@ -1,13 +1,44 @@
-import { existsSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { ConversionError, ConversionUnavailable, type ConversionLimits } from './converters/types.ts';
 import type { WorkerJob, WorkerReply } from './worker.ts';
 
-/** Heap cap of the conversion thread: a hostile document exhausts it, not the server. */
-const WORKER_HEAP_MB = 512;
+/**
+ * Memory budgets of the conversion process. Its resident set is what counts:
+ * pdf.js and zlib decode into buffers outside the V8 heap, so a heap cap alone
+ * let a 3.6 MB PDF take the server to 1.7 GB.
+ */
+export interface ChildMemoryLimits {
+  /** Resident set past which the process is killed (sampled while a job runs). */
+  rssBytes: number;
+  /** V8 old-generation cap (--max-old-space-size): a parser's object graph dies here first. */
+  heapMb: number;
+  /**
+   * Linux address-space limit (ulimit -v), the backstop for allocations
+   * faster than the sampler. Node reserves about 1.3 GB of address space by
+   * itself once pdf.js is loaded, so this is well above rssBytes.
+   */
+  addressSpaceBytes: number;
+  /** How often the resident set is sampled while a job runs. */
+  sampleMs: number;
+}
 
-/** Jobs waiting for the thread (each holds its input in memory); past it a read goes without alternatives. */
+export const DEFAULT_CHILD_MEMORY: ChildMemoryLimits = {
+  rssBytes: 384 * 1024 * 1024,
+  heapMb: 256,
+  addressSpaceBytes: 2048 * 1024 * 1024,
+  sampleMs: 20,
+};
+
+/** Jobs waiting for the process (each holds its input in memory); past it a read goes without alternatives. */
 const MAX_QUEUED = 32;
+
+/** An idle conversion process is stopped after this long, so what it grew to goes back to the system. */
+const IDLE_MS = 30_000;
+
+/** Characters of the process's stderr kept, to say why it died. */
+const STDERR_TAIL = 4096;
 
 interface Pending {
   job: WorkerJob;
@@ -15,24 +46,46 @@ interface Pending {
   reject(error: Error): void;
 }
 
+interface Running {
+  pending: Pending;
+  timer: NodeJS.Timeout;
+  sampler: NodeJS.Timeout;
+}
+
 /**
- * Runs registered converters in one worker thread, one job at a time. The
- * time budget starts when a job is handed to the thread; past it the thread
- * is terminated (that is the only way to stop synchronous parsing) and the
- * next job gets a fresh one. The thread is started on first use, so start-up
- * never pays for it, and it never keeps the process alive.
+ * Runs registered converters in one child process, one job at a time. A job
+ * past its time budget, or a process whose resident set passes the memory
+ * budget, is killed (SIGKILL: synchronous parsing cannot be interrupted, and
+ * only the death of the process gives its memory back), the job fails with a
+ * ConversionError, and the next job gets a fresh process. The process is
+ * started on first use, so start-up never pays for it; it never keeps the
+ * server alive, and it dies with the server (killed on exit, and it exits
+ * itself when its IPC channel closes).
  */
 export class ConversionWorker {
-  private worker: Worker | undefined;
+  private child: ChildProcess | undefined;
+  private stderrTail = '';
   private readonly queue: Pending[] = [];
-  private current: { pending: Pending; timer: NodeJS.Timeout } | undefined;
+  private current: Running | undefined;
+  private idle: NodeJS.Timeout | undefined;
+  /** A sample is being taken (`ps` is asynchronous): the next tick does not start another. */
+  private sampling = false;
   private nextId = 1;
   private closed = false;
+  private readonly memory: ChildMemoryLimits;
 
   constructor(
     private readonly workerUrl: URL,
     private readonly maxQueued = MAX_QUEUED,
-  ) {}
+    memory: Partial<ChildMemoryLimits> = {},
+  ) {
+    this.memory = { ...DEFAULT_CHILD_MEMORY, ...memory };
+  }
+
+  /** The conversion process's id while one runs (for tests and diagnostics). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
 
   run(converter: string, input: { name: string; bytes: Uint8Array; text: string | undefined; limits: ConversionLimits }): Promise<string | Uint8Array> {
     if (this.closed) return Promise.reject(new ConversionUnavailable('server is closing'));
@@ -47,61 +100,108 @@ export class ConversionWorker {
 
   close(): void {
     this.closed = true;
+    clearTimeout(this.idle);
     for (const pending of this.queue.splice(0)) pending.reject(new ConversionUnavailable('server is closing'));
-    this.finish(new ConversionUnavailable('server is closing'));
-    void this.worker?.terminate();
-    this.worker = undefined;
+    this.kill(new ConversionUnavailable('server is closing'));
   }
 
   private pump(): void {
     if (this.current || this.queue.length === 0) return;
+    clearTimeout(this.idle);
     const pending = this.queue.shift()!;
-    const worker = this.ensureWorker();
+    let child: ChildProcess;
+    try {
+      child = this.ensureChild();
+    } catch (error) {
+      pending.reject(new ConversionUnavailable(`cannot start the converter process: ${(error as Error).message}`));
+      return this.pump();
+    }
     const timer = setTimeout(() => {
       this.kill(new ConversionError(`conversion took longer than ${pending.job.limits.timeMs} ms; abandoned`));
     }, pending.job.limits.timeMs);
-    this.current = { pending, timer };
-    worker.postMessage(pending.job);
+    const sampler = setInterval(() => this.checkMemory(child), samplePeriod(this.memory.sampleMs));
+    this.current = { pending, timer, sampler };
+    const unreachable = (error: Error | null) => {
+      if (error && this.child === child) this.kill(new ConversionError(`converter process unreachable: ${error.message}`));
+    };
+    try {
+      child.send(pending.job, unreachable);
+    } catch (error) {
+      unreachable(error as Error);
+    }
   }
 
-  private ensureWorker(): Worker {
-    if (this.worker) return this.worker;
-    const worker = new Worker(this.workerUrl, {
-      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
-      // The thread's own stdout must never reach the protocol stream.
-      stdout: true,
-      stderr: false,
+  private checkMemory(child: ChildProcess): void {
+    if (this.child !== child || child.pid === undefined || this.sampling) return;
+    this.sampling = true;
+    sampleRss(child.pid, (rss) => {
+      this.sampling = false;
+      if (rss === undefined || this.child !== child || rss <= this.memory.rssBytes) return;
+      const mib = (n: number) => Math.round(n / (1024 * 1024));
+      this.kill(new ConversionError(`converter used more than ${mib(this.memory.rssBytes)} MiB of memory (${mib(rss)} MiB); stopped`));
     });
-    worker.stdout.resume(); // drop anything a library prints
-    worker.unref();
-    worker.on('message', (reply: WorkerReply) => {
-      if (this.worker !== worker || !this.current || reply.id !== this.current.pending.job.id) return;
+  }
+
+  private ensureChild(): ChildProcess {
+    if (this.child) return this.child;
+    const script = fileURLToPath(this.workerUrl);
+    const { command, args } = childCommand(script, this.memory);
+    const child = spawn(command, args, {
+      // stdout must never reach the protocol stream; stderr is kept to say why the process died.
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      serialization: 'advanced',
+    });
+    this.stderrTail = '';
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => {
+      if (this.child === child) this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL);
+    });
+    child.on('message', (reply: WorkerReply) => {
+      if (this.child !== child || !this.current || reply.id !== this.current.pending.job.id) return;
       if (reply.ok) this.finish(undefined, reply.output);
       else this.finish(reply.conversionError ? new ConversionError(reply.message) : new Error(reply.message));
     });
-    // A thread that was killed for its budget is no longer this.worker: its
-    // late events must not settle the job now running on its successor.
-    worker.on('error', (error) => {
-      if (this.worker !== worker) return;
-      this.worker = undefined;
-      const message = /heap|memory/i.test(error.message) ? 'converter ran out of memory' : `converter crashed: ${error.message}`;
-      this.finish(new ConversionError(message));
+    // A process killed for its budget is no longer this.child: its late
+    // events must not settle the job now running on its successor.
+    child.on('error', (error) => {
+      if (this.child !== child) return;
+      this.forget(child);
+      this.finish(new ConversionError(`converter process failed: ${error.message}`));
     });
-    worker.on('exit', () => {
-      if (this.worker !== worker) return;
-      this.worker = undefined;
-      this.finish(new ConversionError('converter thread exited'));
+    // 'close', not 'exit': by then stderr is read to its end (V8's out-of-memory report).
+    child.on('close', (code, signal) => {
+      if (this.child !== child) return;
+      this.forget(child);
+      this.finish(new ConversionError(exitMessage(code, signal, this.stderrTail)));
     });
-    this.worker = worker;
-    return worker;
+    // Neither the process nor its pipes keep the server alive; a running job's timers do.
+    child.unref();
+    child.channel?.unref();
+    (child.stderr as { unref?: () => void } | null)?.unref?.();
+    process.on('exit', this.killOnExit);
+    this.child = child;
+    return child;
   }
 
-  /** Terminates the thread (a job over its budget) and settles that job. */
+  /** Bound once: the server's exit takes the conversion process with it. */
+  private readonly killOnExit = (): void => {
+    this.child?.kill('SIGKILL');
+  };
+
+  private forget(child: ChildProcess): void {
+    if (this.child !== child) return;
+    this.child = undefined;
+    process.removeListener('exit', this.killOnExit);
+  }
+
+  /** Kills the process (a job over a budget, an idle or closing worker) and settles the job it ran. */
   private kill(error: Error): void {
-    const worker = this.worker;
-    this.worker = undefined;
+    const child = this.child;
+    if (child) {
+      this.forget(child);
+      child.kill('SIGKILL');
+    }
     this.finish(error);
-    void worker?.terminate();
   }
 
   private finish(error: Error | undefined, output?: string | Uint8Array): void {
@@ -109,18 +209,90 @@ export class ConversionWorker {
     if (!current) return;
     this.current = undefined;
     clearTimeout(current.timer);
+    clearInterval(current.sampler);
     if (error) current.pending.reject(error);
     else current.pending.resolve(output!);
-    if (!this.closed) this.pump();
+    if (this.closed) return;
+    this.pump();
+    if (!this.current && this.child) {
+      this.idle = setTimeout(() => this.kill(new ConversionUnavailable('idle')), IDLE_MS);
+      this.idle.unref();
+    }
   }
 }
 
 /**
+ * How to start the conversion process: node with a heap cap and, on Linux,
+ * through /bin/sh to set an address-space limit first. V8 reserves about
+ * 10 GB of address space per WebAssembly memory for its trap handler, which
+ * no such limit admits; without the trap handler (bounds checks instead) it
+ * needs no reservation, so the limit is set only when node has that switch.
+ */
+export function childCommand(
+  script: string,
+  memory: ChildMemoryLimits,
+  platform: NodeJS.Platform = process.platform,
+  nodeFlags: ReadonlySet<string> = process.allowedNodeEnvironmentFlags,
+  node: string = process.execPath,
+): { command: string; args: string[] } {
+  const nodeArgs = [`--max-old-space-size=${memory.heapMb}`];
+  const limitAddressSpace = platform === 'linux' && nodeFlags.has('--disable-wasm-trap-handler') && existsSync('/bin/sh');
+  if (!limitAddressSpace) return { command: node, args: [...nodeArgs, script] };
+  const kib = Math.ceil(memory.addressSpaceBytes / 1024);
+  // A hard limit already lower than ours makes ulimit fail: run under that one.
+  return {
+    command: '/bin/sh',
+    args: ['-c', 'ulimit -v "$1" 2>/dev/null; shift; exec "$@"', 'sh', String(kib), node, '--disable-wasm-trap-handler', ...nodeArgs, script],
+  };
+}
+
+/** Why the conversion process died, in words for the warning. */
+export function exitMessage(code: number | null, signal: NodeJS.Signals | null, stderr: string): string {
+  if (/out of memory|allocation failed|bad_alloc/i.test(stderr)) return 'converter ran out of memory';
+  return `converter process exited (${signal ?? `code ${code}`})`;
+}
+
+/** Resident set in bytes from the text of /proc/<pid>/status (its VmRSS line, in kB). */
+export function rssFromProcStatus(text: string): number | undefined {
+  const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(text);
+  return match ? Number(match[1]) * 1024 : undefined;
+}
+
+/** Resident set in bytes from `ps -o rss= -p <pid>` (KiB). */
+export function rssFromPs(stdout: string): number | undefined {
+  const kib = Number.parseInt(stdout.trim(), 10);
+  return Number.isFinite(kib) ? kib * 1024 : undefined;
+}
+
+/** /proc is cheap to read often; `ps` is a process per sample. */
+function samplePeriod(sampleMs: number): number {
+  return process.platform === 'linux' ? sampleMs : Math.max(sampleMs, 250);
+}
+
+/**
+ * Samples a process's resident set from outside it: a child busy in
+ * synchronous parsing cannot report on itself. /proc where there is one
+ * (synchronous, a few microseconds), `ps` elsewhere.
+ */
+function sampleRss(pid: number, done: (rss: number | undefined) => void): void {
+  if (process.platform === 'linux') {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/status`, 'utf8');
+    } catch {
+      return done(undefined); // it just died: its exit event says why
+    }
+    return done(rssFromProcStatus(text));
+  }
+  execFile('ps', ['-o', 'rss=', '-p', String(pid)], (error, stdout) => done(error ? undefined : rssFromPs(stdout)));
+}
+
+/**
  * The worker script: worker.js beside this module in dist/. Running the
- * TypeScript sources (tests, benchmarks under tsx), a worker thread cannot
- * load .ts files, so the built one is used when there is one (`npm test` and
- * `npm run bench` build first); undefined otherwise, and conversions then run
- * on the main thread.
+ * TypeScript sources (tests, benchmarks under tsx), the child would need tsx
+ * to load .ts files, so the built one is used when there is one (`npm test`
+ * and `npm run bench` build first); undefined otherwise, and conversions then
+ * run on the main thread.
  */
 export function defaultWorkerUrl(): URL | undefined {
   if (!import.meta.url.endsWith('.ts')) return new URL('./worker.js', import.meta.url);
