@@ -119,7 +119,7 @@ export interface FormatsOptions {
   limits?: Partial<ConversionLimits>;
   /**
    * Runs the registered converters (src/content/converters/index.ts) in this
-   * worker thread; converters outside the registry, and all of them when
+   * conversion process (src/content/isolate.ts); converters outside the registry, and all of them when
    * absent, run on the main thread under a timer.
    */
   worker?: ConversionWorker;
