@@ -95,7 +95,8 @@ export class FolderIndex {
       this.scanned += batch.length;
       if (performance.now() - lastLog >= SCAN_PROGRESS_LOG_MS) {
         lastLog = performance.now();
-        log.info(`scanning: ${this.scanned} entries so far (${Math.round((lastLog - started) / 1000)} s)`);
+        const seconds = (lastLog - started) / 1000;
+        log.info(`scanning: ${this.scanned} entries so far in ${Math.round(seconds)} s (${Math.round(this.scanned / seconds)} entries/s)`);
       }
     }
     this.skipWarnings.report(skips, 'scan');
