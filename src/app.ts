@@ -126,7 +126,7 @@ function startServices(config: Config, roots: readonly Root[], dbFile: string, l
     search: config.search ? new ContentSearch(index, log) : null,
   };
   const catalog = createCatalog(ctx);
-  const live = createLive({ index, log, watcher: config.watcher });
+  const live = createLive({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
   // In the background: requests wait on index.ready themselves.
   void live.start();
   // Content index for the search tool: built after the first scan, in the background.

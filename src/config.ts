@@ -20,9 +20,14 @@ export interface Config {
   maxReadBytes: number;
   logLevel: LogLevel;
   watcher: WatcherKind;
+  /** `--poll-interval`: with the poll watcher, the shortest pause between two walks of the tree. */
+  pollIntervalMs: number;
   /** Full-text content index and the `search` tool (`--no-search` turns both off). */
   search: boolean;
 }
+
+/** With `--watcher poll` (or when the watchers degrade to it): at least this long between two walks. */
+export const DEFAULT_POLL_INTERVAL_MS = 2000;
 
 /** Keeps a whole read well under the SDK's 10 MiB stdio message limit, even as base64. */
 export const DEFAULT_MAX_READ_BYTES = 4 * 1024 * 1024;
@@ -50,6 +55,7 @@ Options:
                          served folder (links out of the folders never resolve)
   --max-read-bytes N     largest file resources/read returns (default ${DEFAULT_MAX_READ_BYTES})
   --watcher KIND         auto | chokidar | parcel | poll | none (default auto)
+  --poll-interval MS     with the poll watcher, at least MS between two walks of the tree (default ${DEFAULT_POLL_INTERVAL_MS})
   --no-search            no full-text content index and no search tool
   --log-level LEVEL      error | warn | info | debug (default info); logs go to stderr
   -h, --help             show this help
@@ -76,6 +82,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
         'follow-symlinks': { type: 'boolean' },
         'max-read-bytes': { type: 'string' },
         watcher: { type: 'string' },
+        'poll-interval': { type: 'string' },
         'no-search': { type: 'boolean' },
         'log-level': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -109,6 +116,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       maxReadBytes: positiveInt(values['max-read-bytes'], '--max-read-bytes', DEFAULT_MAX_READ_BYTES),
       logLevel: logLevel as LogLevel,
       watcher: watcher as WatcherKind,
+      pollIntervalMs: positiveInt(values['poll-interval'], '--poll-interval', DEFAULT_POLL_INTERVAL_MS, 3_600_000),
       search: !values['no-search'],
     },
   };

@@ -59,7 +59,9 @@ for (const backend of BACKENDS) {
       root = tempDir();
       writeTree(root.path, TREE);
       rootUri = pathToFileURL(root.path).href + '/';
-      conn = await connectWithNotes(['--db', ':memory:', '--watcher', backend, root.path]);
+      // Poll every 200 ms, not the default 2 s: the suite tests what polling sees, not how long it waits.
+      const poll = backend === 'poll' ? ['--poll-interval', '200'] : [];
+      conn = await connectWithNotes(['--db', ':memory:', '--watcher', backend, ...poll, root.path]);
       await settles('the first scan');
       // The watcher runs once the start-up line says so; changes before it are caught by the start-up diff anyway.
       await waitFor(() => conn.stderr().includes(`watcher: ${backend}`), TIMEOUT, 'the watcher to start');

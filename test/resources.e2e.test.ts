@@ -282,6 +282,7 @@ describe('command line', () => {
         ['--no-such-option', root.path],
         [],
         ['--page-size', 'zero', root.path],
+        ['--poll-interval', '0', root.path],
         ['--db', join(root.path, 'inside.db'), root.path],
       ];
       for (const args of cases) {

@@ -9,6 +9,7 @@ export interface LiveOptions {
   index: FolderIndex;
   log: Logger;
   watcher: WatcherKind;
+  pollIntervalMs?: number;
   timings?: NotifyTimings;
 }
 
@@ -29,7 +30,7 @@ export function createLive(options: LiveOptions): Live {
   const stopListening = index.onChange((change) => {
     for (const notifier of notifiers) notifier.onCommitted(change);
   });
-  const sync = new LiveSync({ index, log, watcher: options.watcher });
+  const sync = new LiveSync({ index, log, watcher: options.watcher, pollIntervalMs: options.pollIntervalMs });
   return {
     sync,
     attach(connection) {

@@ -23,6 +23,8 @@ export interface LiveSyncOptions {
   index: FolderIndex;
   log: Logger;
   watcher: WatcherKind;
+  /** `--poll-interval`: the poll backend's shortest pause between two polls. */
+  pollIntervalMs?: number;
   /** Events are applied this long after the last one of a burst... */
   debounceMs?: number;
   /** ...and no later than this after the first. */
@@ -218,7 +220,13 @@ export class LiveSync {
       const started = performance.now();
       try {
         const starters = this.options.starters ?? BACKEND_STARTERS;
-        const watcher = await starters[backend]({ roots: index.roots, rules: index.rules, sink: this.sink, log });
+        const watcher = await starters[backend]({
+          roots: index.roots,
+          rules: index.rules,
+          sink: this.sink,
+          log,
+          ...(this.options.pollIntervalMs !== undefined ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
+        });
         if (this.closed) {
           await watcher.close();
           return false;

@@ -1,6 +1,6 @@
 import type { StartWatcher } from './watcher.ts';
 
-/** Shortest pause between two polls. */
+/** Shortest pause between two polls, unless `--poll-interval` says otherwise. */
 export const POLL_MIN_INTERVAL_MS = 2000;
 /** A poll pauses at least this many times as long as the last diff took, so polling a huge tree takes at most ~10% of a CPU. */
 const POLL_DUTY_FACTOR = 10;
@@ -10,7 +10,7 @@ const POLL_DUTY_FACTOR = 10;
  * lstat, compare mtime/size). Costs no watch at all, so it always works; the
  * price is latency (a couple of seconds) and a periodic walk of the tree.
  */
-export const startPollWatcher: StartWatcher = async ({ roots, sink }) => {
+export const startPollWatcher: StartWatcher = async ({ roots, sink, pollIntervalMs = POLL_MIN_INTERVAL_MS }) => {
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
@@ -24,11 +24,11 @@ export const startPollWatcher: StartWatcher = async ({ roots, sink }) => {
           await sink.rescan(root.path);
         }
       })();
-      void running.finally(() => schedule(Math.max(POLL_MIN_INTERVAL_MS, POLL_DUTY_FACTOR * (performance.now() - started))));
+      void running.finally(() => schedule(Math.max(pollIntervalMs, POLL_DUTY_FACTOR * (performance.now() - started))));
     }, delay);
     timer.unref();
   };
-  schedule(POLL_MIN_INTERVAL_MS);
+  schedule(pollIntervalMs);
   return {
     backend: 'poll',
     async close() {

@@ -30,6 +30,8 @@ export interface WatchStart {
   rules: IgnoreRules;
   sink: WatchSink;
   log: Logger;
+  /** The poll backend's shortest pause between two polls (`--poll-interval`). */
+  pollIntervalMs?: number;
 }
 
 /** A running watcher. */
