@@ -21,7 +21,7 @@ import {
   uriToPath,
   type ResolveFs,
   type Root,
-} from '../src/uri.ts';
+} from '../../src/uri.ts';
 
 const ASCII = /^[\x21-\x7e]*$/;
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fingerprint, FilterError, parseListParams, type ListMethod } from '../src/query/filter.ts';
+import { fingerprint, FilterError, parseListParams, type ListMethod } from '../../src/query/filter.ts';
 
 const METHODS: ListMethod[] = ['resources/list', 'resources/templates/list', 'tools/list', 'prompts/list'];
 const many = (n: number) => Array.from({ length: n }, (_, i) => `p${i}*`);

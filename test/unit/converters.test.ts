@@ -3,22 +3,22 @@ import { inflateSync } from 'node:zlib';
 import { join } from 'node:path';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { mayBeText, formatListing, listingName } from '../src/content/collection.ts';
-import { docxConverter } from '../src/content/converters/docx.ts';
-import { htmlToMarkdown } from '../src/content/converters/html-markdown.ts';
-import { alternativeMimeTypes, convertersFor, CONVERTERS } from '../src/content/converters/index.ts';
-import { notebookConverter } from '../src/content/converters/notebook.ts';
-import { pdfConverter } from '../src/content/converters/pdf.ts';
+import { mayBeText, formatListing, listingName } from '../../src/content/collection.ts';
+import { docxConverter } from '../../src/content/converters/docx.ts';
+import { htmlToMarkdown } from '../../src/content/converters/html-markdown.ts';
+import { alternativeMimeTypes, convertersFor, CONVERTERS } from '../../src/content/converters/index.ts';
+import { notebookConverter } from '../../src/content/converters/notebook.ts';
+import { pdfConverter } from '../../src/content/converters/pdf.ts';
 import {
   ConversionError,
   ConversionUnavailable,
   DEFAULT_CONVERSION_LIMITS,
   type ConversionLimits,
   type Converter,
-} from '../src/content/converters/types.ts';
-import { checkZip } from '../src/content/converters/zip.ts';
-import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip, zlibZeros } from '../src/content/fixtures.ts';
-import { ConversionCache, Formats, truncateUtf8, truncationMarker } from '../src/content/formats.ts';
+} from '../../src/content/converters/types.ts';
+import { checkZip } from '../../src/content/converters/zip.ts';
+import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip, zlibZeros } from '../../src/content/fixtures.ts';
+import { ConversionCache, Formats, truncateUtf8, truncationMarker } from '../../src/content/formats.ts';
 import {
   childCommand,
   ConversionWorker,
@@ -26,16 +26,16 @@ import {
   exitMessage,
   rssFromProcStatus,
   rssFromPs,
-} from '../src/content/isolate.ts';
-import { withinOutputBudget } from '../src/content/worker.ts';
+} from '../../src/content/isolate.ts';
+import { withinOutputBudget } from '../../src/content/worker.ts';
 
 /** The built worker script: the conversion process does not load the .ts sources (npm test builds first). */
-const WORKER = new URL('../dist/content/worker.js', import.meta.url);
-import { decodeText } from '../src/content/read.ts';
-import { openDb } from '../src/index/db.ts';
-import { EntryKind, type EntryRow } from '../src/index/entry.ts';
-import { createLogger, silentLogger } from '../src/log.ts';
-import { tempDir, waitFor } from './helpers.ts';
+const WORKER = new URL('../../dist/content/worker.js', import.meta.url);
+import { decodeText } from '../../src/content/read.ts';
+import { openDb } from '../../src/index/db.ts';
+import { EntryKind, type EntryRow } from '../../src/index/entry.ts';
+import { createLogger, silentLogger } from '../../src/log.ts';
+import { tempDir, waitFor } from '../helpers.ts';
 
 const limits = DEFAULT_CONVERSION_LIMITS;
 

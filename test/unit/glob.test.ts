@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compileGlob, GlobSyntaxError, mapGlobLiterals } from '../src/query/glob.ts';
+import { compileGlob, GlobSyntaxError, mapGlobLiterals } from '../../src/query/glob.ts';
 
 // [pattern, text, expected]
 const MATCHES: [string, string, boolean][] = [

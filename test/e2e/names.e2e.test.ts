@@ -4,9 +4,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { connect, diskUris, tempDir, waitFor, writeTree, type LooseResult } from './helpers.ts';
-import { listedUris } from './live-helpers.ts';
-import { deepChain, removeDeep, writeRawName } from './disk-helpers.ts';
+import { connect, diskUris, tempDir, waitFor, writeTree, type LooseResult } from '../helpers.ts';
+import { listedUris } from '../live-helpers.ts';
+import { deepChain, removeDeep, writeRawName } from '../disk-helpers.ts';
 
 const TIMEOUT = 30_000;
 /** diskUris, minus the names that are not valid UTF-8 (readdirSync decodes them with U+FFFD; the trees here have no real one). */

@@ -5,15 +5,15 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { FolderIndex } from '../src/index/folder-index.ts';
-import type { EntryRow } from '../src/index/entry.ts';
-import { BACKEND_STARTERS, planWatchers } from '../src/live/choose.ts';
-import { Subscriptions } from '../src/protocol/subscriptions.ts';
-import { LiveSync } from '../src/live/sync.ts';
-import type { StartWatcher, WatchSink } from '../src/live/watcher.ts';
-import { createLogger } from '../src/log.ts';
-import { makeRoot, pathToUri } from '../src/uri.ts';
-import { tempDir, waitFor, writeTree } from './helpers.ts';
+import { FolderIndex } from '../../src/index/folder-index.ts';
+import type { EntryRow } from '../../src/index/entry.ts';
+import { BACKEND_STARTERS, planWatchers } from '../../src/live/choose.ts';
+import { Subscriptions } from '../../src/protocol/subscriptions.ts';
+import { LiveSync } from '../../src/live/sync.ts';
+import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
+import { createLogger } from '../../src/log.ts';
+import { makeRoot, pathToUri } from '../../src/uri.ts';
+import { tempDir, waitFor, writeTree } from '../helpers.ts';
 
 describe('planWatchers', () => {
   const cases: Array<[Parameters<typeof planWatchers>, string[]]> = [

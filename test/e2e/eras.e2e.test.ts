@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/client';
-import { CLI, connect, diskUris, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
-import { connectWithNotes, listedUris } from './live-helpers.ts';
+import { CLI, connect, diskUris, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+import { connectWithNotes, listedUris } from '../live-helpers.ts';
 
 const MODERN_META = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
@@ -198,7 +198,7 @@ describe('start-up under a probing client', () => {
 
 describe('live updates on 2026-07-28 listen streams (--watcher chokidar)', () => {
   let root: ReturnType<typeof tempDir>;
-  let conn: Connected & { notes: import('./live-helpers.ts').Notes };
+  let conn: Connected & { notes: import('../live-helpers.ts').Notes };
   let rootUri: string;
   const TIMEOUT = 20_000;
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CursorError, decodeCursor, encodeCursor, FILTER_CHANGED, INVALID_CURSOR } from '../src/protocol/cursor.ts';
+import { CursorError, decodeCursor, encodeCursor, FILTER_CHANGED, INVALID_CURSOR } from '../../src/protocol/cursor.ts';
 
 const SECRET = 'a3f1'.repeat(16);
 const FP = 'Zm9vYmFyYmF6cXV4';

@@ -9,7 +9,7 @@ import { mkdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { connect, tempDir, waitFor, type Connected, type LooseResult } from './helpers.ts';
+import { connect, tempDir, waitFor, type Connected, type LooseResult } from '../helpers.ts';
 
 const SECRET = 'OUTSIDE-SECRET-7f3a';
 const CANARY = 'FOLDER_MCP_CANARY_VALUE_91c2';

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { openDb, type Db } from '../src/index/db.ts';
-import type { EntryRow } from '../src/index/entry.ts';
-import { silentLogger } from '../src/log.ts';
-import { decodeCursor, encodeCursor } from '../src/protocol/cursor.ts';
-import { fingerprint, parseListParams } from '../src/query/filter.ts';
-import { createPager, explainPlan, type Pager } from '../src/query/page.ts';
-import { matchesQuery, planQuery, type Plan, type PlanOptions } from '../src/query/plan.ts';
+import { openDb, type Db } from '../../src/index/db.ts';
+import type { EntryRow } from '../../src/index/entry.ts';
+import { silentLogger } from '../../src/log.ts';
+import { decodeCursor, encodeCursor } from '../../src/protocol/cursor.ts';
+import { fingerprint, parseListParams } from '../../src/query/filter.ts';
+import { createPager, explainPlan, type Pager } from '../../src/query/page.ts';
+import { matchesQuery, planQuery, type Plan, type PlanOptions } from '../../src/query/plan.ts';
 
 const R = 'file:///r/';
 

@@ -4,9 +4,9 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { leadingRequestId, lifecycleStep, malformedReply, type Era } from '../src/protocol/wire.ts';
-import { MAX_REQUEST_LINE_BYTES } from '../src/protocol/stdio-transport.ts';
-import { CLI, tempDir, waitFor, writeTree } from './helpers.ts';
+import { leadingRequestId, lifecycleStep, malformedReply, type Era } from '../../src/protocol/wire.ts';
+import { MAX_REQUEST_LINE_BYTES } from '../../src/protocol/stdio-transport.ts';
+import { CLI, tempDir, waitFor, writeTree } from '../helpers.ts';
 
 describe('malformedReply', () => {
   const rows: Array<{ line: string; expected: ReturnType<typeof malformedReply> }> = [

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { CLI, tempDir, waitFor, writeTree, diskUris } from './helpers.ts';
-import { connectWithNotes, listingDiff, listingEqualsDisk, listedUris } from './live-helpers.ts';
+import { CLI, tempDir, waitFor, writeTree, diskUris } from '../helpers.ts';
+import { connectWithNotes, listingDiff, listingEqualsDisk, listedUris } from '../live-helpers.ts';
 
 const TIMEOUT = 30_000;
 const INIT = {

@@ -8,8 +8,8 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { DEFAULT_PAGE_SIZE } from '../src/config.ts';
-import { CLI, connect, ERAS, listAll, notFoundCode, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
+import { DEFAULT_PAGE_SIZE } from '../../src/config.ts';
+import { CLI, connect, ERAS, listAll, notFoundCode, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
 
 const INVALID_PARAMS = -32602;
 const FILTER_CHANGED = 'Filter parameters must not change between paginated requests';

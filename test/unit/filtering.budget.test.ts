@@ -3,13 +3,13 @@
 // each pattern against thousands of rows while every other request waits.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { openDb, type Db } from '../src/index/db.ts';
-import type { EntryRow } from '../src/index/entry.ts';
-import { silentLogger } from '../src/log.ts';
-import { compileGlob, MatchCache } from '../src/query/glob.ts';
-import { parseListParams } from '../src/query/filter.ts';
-import { createPager, type Pager } from '../src/query/page.ts';
-import { matchesQuery, planQuery } from '../src/query/plan.ts';
+import { openDb, type Db } from '../../src/index/db.ts';
+import type { EntryRow } from '../../src/index/entry.ts';
+import { silentLogger } from '../../src/log.ts';
+import { compileGlob, MatchCache } from '../../src/query/glob.ts';
+import { parseListParams } from '../../src/query/filter.ts';
+import { createPager, type Pager } from '../../src/query/page.ts';
+import { matchesQuery, planQuery } from '../../src/query/plan.ts';
 
 const R = 'file:///r/';
 const COSTLY = '**a'.repeat(80) + '**b';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseListParams } from '../src/query/filter.ts';
+import { parseListParams } from '../../src/query/filter.ts';
 import {
   intersectRanges,
   matchesQuery,
@@ -10,7 +10,7 @@ import {
   unionRanges,
   type KeyRange,
   type Plan,
-} from '../src/query/plan.ts';
+} from '../../src/query/plan.ts';
 
 const R = 'file:///r/';
 const q = (params: unknown) => parseListParams(params, 'resources/list');

@@ -4,13 +4,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { IgnoreRules } from '../src/index/ignore.ts';
-import { scanRoots } from '../src/index/scan.ts';
-import { SkipReport, SkipWarnings, escapeName, isValidUtf8, readServableDir } from '../src/index/servable.ts';
-import { createLogger, silentLogger } from '../src/log.ts';
-import { makeRoot } from '../src/uri.ts';
-import { tempDir } from './helpers.ts';
-import { deepChain, removeDeep, writeRawName } from './disk-helpers.ts';
+import { IgnoreRules } from '../../src/index/ignore.ts';
+import { scanRoots } from '../../src/index/scan.ts';
+import { SkipReport, SkipWarnings, escapeName, isValidUtf8, readServableDir } from '../../src/index/servable.ts';
+import { createLogger, silentLogger } from '../../src/log.ts';
+import { makeRoot } from '../../src/uri.ts';
+import { tempDir } from '../helpers.ts';
+import { deepChain, removeDeep, writeRawName } from '../disk-helpers.ts';
 
 const bytes = (...parts: (string | number[])[]) =>
   Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));

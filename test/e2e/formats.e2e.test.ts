@@ -3,8 +3,8 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip } from '../src/content/fixtures.ts';
-import { CLI, connect, ERAS, tempDir, waitFor, writeTree, type Connected, type LooseResult } from './helpers.ts';
+import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip } from '../../src/content/fixtures.ts';
+import { CLI, connect, ERAS, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
 
 const NOTEBOOK = makeNotebook([
   { cell_type: 'markdown', source: '# Notebook\nIntro text.' },

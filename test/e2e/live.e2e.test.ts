@@ -7,8 +7,8 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { rejectsWith, tempDir, waitFor, writeTree, type Connected, diskUris } from './helpers.ts';
-import { connectWithNotes, listingDiff, listingEqualsDisk, type Notes } from './live-helpers.ts';
+import { rejectsWith, tempDir, waitFor, writeTree, type Connected, diskUris } from '../helpers.ts';
+import { connectWithNotes, listingDiff, listingEqualsDisk, type Notes } from '../live-helpers.ts';
 
 // LIVE_BACKENDS=parcel,poll narrows the loop while working on one backend.
 const BACKENDS = (process.env.LIVE_BACKENDS?.split(',') ?? ['chokidar', 'parcel', 'poll']) as Array<'chokidar' | 'parcel' | 'poll'>;

@@ -6,20 +6,20 @@ import { rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { ContentSearch, isTextMime, locate } from '../src/catalog/content-search.ts';
-import { encodeRelative, escapeGlob, prefixUris } from '../src/catalog/paths.ts';
-import { scopeQuery } from '../src/catalog/scope.ts';
-import { parseSearchQuery, SearchQueryError } from '../src/catalog/search-query.ts';
-import { searchTool } from '../src/catalog/search.ts';
-import { resourceGroups } from '../src/catalog/groups.ts';
-import type { ServerContext } from '../src/protocol/context.ts';
-import { ToolFailure } from '../src/catalog/tool.ts';
-import { entryRow } from '../src/index/scan.ts';
-import { FolderIndex } from '../src/index/folder-index.ts';
-import { silentLogger } from '../src/log.ts';
-import { matchesQuery, planQuery } from '../src/query/plan.ts';
-import { makeRoot, pathToUri } from '../src/uri.ts';
-import { tempDir, writeTree } from './helpers.ts';
+import { ContentSearch, isTextMime, locate } from '../../src/catalog/content-search.ts';
+import { encodeRelative, escapeGlob, prefixUris } from '../../src/catalog/paths.ts';
+import { scopeQuery } from '../../src/catalog/scope.ts';
+import { parseSearchQuery, SearchQueryError } from '../../src/catalog/search-query.ts';
+import { searchTool } from '../../src/catalog/search.ts';
+import { resourceGroups } from '../../src/catalog/groups.ts';
+import type { ServerContext } from '../../src/protocol/context.ts';
+import { ToolFailure } from '../../src/catalog/tool.ts';
+import { entryRow } from '../../src/index/scan.ts';
+import { FolderIndex } from '../../src/index/folder-index.ts';
+import { silentLogger } from '../../src/log.ts';
+import { matchesQuery, planQuery } from '../../src/query/plan.ts';
+import { makeRoot, pathToUri } from '../../src/uri.ts';
+import { tempDir, writeTree } from '../helpers.ts';
 
 describe('parseSearchQuery', () => {
   const cases: [string, string, string[]][] = [
