@@ -9,6 +9,7 @@ import { planQuery } from '../query/plan.ts';
 import { toResource } from '../resource.ts';
 import { scopeQuery } from './scope.ts';
 import { asList, formatSize, resourceLink, stringOrList, ToolFailure, type ToolDefinition } from './tool.ts';
+import { displayPath } from './paths.ts';
 
 export const FIND_DEFAULT_LIMIT = 100;
 export const FIND_MAX_LIMIT = 1000;
@@ -85,7 +86,7 @@ export const findTool: ToolDefinition<z.infer<typeof input>> = {
       const r = toResource(row, ctx.roots);
       return {
         uri: r.uri,
-        path: r.title,
+        path: displayPath(row, ctx.roots),
         type: r.resourceType,
         mimeType: r.mimeType,
         ...(r.size !== undefined ? { size: r.size } : {}),

@@ -7,7 +7,7 @@ import type { ServerContext } from '../protocol/context.ts';
 import { echo, invalidParams, resourceNotFound } from '../protocol/errors.ts';
 import { succ } from '../query/plan.ts';
 import { toResource } from '../resource.ts';
-import { prefixUris, resolveTarget } from './paths.ts';
+import { AmbiguousPath, displayPath, prefixUris, resolveTarget } from './paths.ts';
 import { readWindow } from './read-tool.ts';
 import { formatSize, promptUri } from './tool.ts';
 
@@ -75,7 +75,13 @@ export async function getPrompt(ctx: ServerContext, params: unknown) {
 }
 
 async function explain(ctx: ServerContext, target: string) {
-  const entry = await resolveTarget(ctx, target);
+  let entry;
+  try {
+    entry = await resolveTarget(ctx, target);
+  } catch (error) {
+    if (error instanceof AmbiguousPath) throw invalidParams(error.message, { candidates: error.candidates });
+    throw error;
+  }
   if (!entry) throw resourceNotFound(target);
   const resource = toResource(entry, ctx.roots);
   let window;
@@ -137,7 +143,7 @@ async function recentChanges(ctx: ServerContext, window: string, scope: string |
   const shown = rows.slice(0, RECENT_MAX_FILES);
   const lines = shown.map((row) => {
     const r = toResource(row, ctx.roots);
-    return `${r.annotations.lastModified}  ${r.title}  (${formatSize(row.size)})`;
+    return `${r.annotations.lastModified}  ${displayPath(row, ctx.roots)}  (${formatSize(row.size)})`;
   });
   const where = scope ? ` under ${scope}` : '';
   const text =

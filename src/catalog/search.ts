@@ -2,11 +2,12 @@
 // bm25 ranking), one snippet and line number per file.
 import { z } from 'zod';
 import { planQuery } from '../query/plan.ts';
-import { toResource } from '../resource.ts';
 import { SEARCH_MAX_FILE_BYTES } from './content-search.ts';
 import { scopeQuery } from './scope.ts';
 import { parseSearchQuery, SearchQueryError } from './search-query.ts';
 import { asList, resourceLink, stringOrList, ToolFailure, type ToolDefinition } from './tool.ts';
+import { displayPath } from './paths.ts';
+import { listingName } from '../content/collection.ts';
 
 export const SEARCH_DEFAULT_LIMIT = 20;
 export const SEARCH_MAX_LIMIT = 100;
@@ -70,14 +71,15 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     const progress = search.progress;
     const results = hits.map((h) => ({
       uri: h.row.uri,
-      path: toResource(h.row, ctx.roots).title,
+      path: displayPath(h.row, ctx.roots),
       line: h.line,
       text: h.text,
       snippet: h.snippet,
       score: Number(h.score.toPrecision(4)),
     }));
     const indexing = progress.complete ? undefined : { done: progress.done, total: progress.total };
-    const lines = results.map((r) => `${r.path}:${r.line}: ${r.text}`);
+    // One hit per line: the matched line's own control characters are escaped too.
+    const lines = results.map((r) => `${r.path}:${r.line}: ${listingName(r.text)}`);
     const summary =
       (indexing ? `Note: the content index is still being built (${indexing.done} of ${indexing.total} files); results are partial.\n` : '') +
       (results.length === 0 ? `No matches for ${expression.terms.join(' ')}.` : lines.join('\n'));

@@ -5,8 +5,8 @@ import { echo } from '../protocol/errors.ts';
 import { z } from 'zod';
 import { EntryKind, type EntryRow } from '../index/entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
-import { toResource } from '../resource.ts';
-import { resolveTarget } from './paths.ts';
+import { listingName } from '../content/collection.ts';
+import { displayPath, resolveTarget } from './paths.ts';
 import { formatSize, resourceLink, ToolFailure, type ToolDefinition } from './tool.ts';
 
 export const TREE_DEFAULT_DEPTH = 2;
@@ -85,20 +85,24 @@ class Outline {
     private readonly maxDepth: number,
   ) {}
 
+  /** A top line names the entry as read accepts it; below, its name: one line each, controls escaped. */
+  private nameOf(row: EntryRow, depth: number): string {
+    return depth === 0 ? displayPath(row, this.ctx.roots) : listingName(row.name);
+  }
+
   /** Adds `row` at `depth`, then (depth allowing) its children while the cap allows. */
   visit(row: EntryRow, depth: number): void {
-    const resource = toResource(row, this.ctx.roots);
     const indent = '  '.repeat(depth);
     if (row.kind === EntryKind.document) {
-      this.entries.push({ uri: row.uri, path: resource.title, depth, type: 'document', size: row.size });
-      this.lines.push(`${indent}${row.name}  ${formatSize(row.size)}`);
+      this.entries.push({ uri: row.uri, path: displayPath(row, this.ctx.roots), depth, type: 'document', size: row.size });
+      this.lines.push(`${indent}${this.nameOf(row, depth)}  ${formatSize(row.size)}`);
       return;
     }
     const store = this.ctx.index.store;
     const count = store.countChildren(row.uri);
-    const item: z.infer<typeof node> = { uri: row.uri, path: resource.title, depth, type: 'collection', children: count };
+    const item: z.infer<typeof node> = { uri: row.uri, path: displayPath(row, this.ctx.roots), depth, type: 'collection', children: count };
     this.entries.push(item);
-    const line = this.lines.push(`${indent}${row.name}/`) - 1;
+    const line = this.lines.push(`${indent}${this.nameOf(row, depth)}/`) - 1;
     let shown = 0;
     if (depth < this.maxDepth) {
       // Only as many children as the cap can still take: never more than that from the index.

@@ -34,14 +34,16 @@ export function formatListing(children: readonly EntryRow[], more: number): stri
 }
 
 /**
- * A name as it appears in the listing: a tab, newline or other control
- * character (legal in file names) would break the one-child-per-line format,
- * so those are written as `\uXXXX`, and so is a backslash that would look
- * like one.
+ * A name or path as it appears in text meant for a model (collection
+ * listings, tool and prompt text): a tab, newline, escape or other control
+ * character (all legal in file names) would forge a second line or reach a
+ * terminal verbatim, so C0 and C1 controls, DEL and the Unicode line and
+ * paragraph separators are written as `\uXXXX`, and so is a backslash that
+ * would look like one.
  */
 export function listingName(name: string): string {
   // eslint-disable-next-line no-control-regex
-  return name.replace(/[\u0000-\u001f\u007f]|\\(?=u[0-9a-fA-F]{4})/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return name.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]|\\(?=u[0-9a-fA-F]{4})/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /**
