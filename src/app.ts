@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import { createConvert } from './content/formats.ts';
 import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
+import { acquireDbLock } from './index/lock.ts';
 import { createLive, type Live } from './live/live.ts';
 import type { Logger } from './log.ts';
 import { Connection } from './protocol/connection.ts';
@@ -79,7 +80,14 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
         createServer: () => createServer(() => start(), connection, info),
         onInbound(message: Record<string, unknown>) {
           if (typeof message.method !== 'string' || PROBES.has(message.method)) return;
-          const { ctx } = start();
+          let ctx;
+          try {
+            ({ ctx } = start());
+          } catch (error) {
+            // Reported to the request itself, which calls start() again; the process stays up.
+            log.error(`cannot start: ${(error as Error).message}`);
+            return;
+          }
           listens ??= trackListens(ctx, connection.subscriptions);
           listens(message);
         },
@@ -103,7 +111,17 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
   };
 }
 
-function startServices(config: Config, roots: readonly Root[], dbFile: string, log: Logger): Services & { close(): Promise<void> } {
+function startServices(config: Config, roots: readonly Root[], requestedDb: string, log: Logger): Services & { close(): Promise<void> } {
+  // One server per index file: a second one (Claude Desktop and Claude Code on one folder) indexes in memory.
+  const lock = requestedDb === ':memory:' ? null : acquireDbLock(requestedDb);
+  let dbFile = requestedDb;
+  if (lock && !lock.acquired) {
+    log.warn(
+      `the index ${requestedDb} is in use by another folder-mcp${Number.isNaN(lock.heldBy) ? '' : ` (pid ${lock.heldBy})`}; ` +
+        'this one keeps its index in memory (pass --db to give it a file of its own)',
+    );
+    dbFile = ':memory:';
+  }
   const index = new FolderIndex({
     roots,
     dbFile,
@@ -142,6 +160,7 @@ function startServices(config: Config, roots: readonly Root[], dbFile: string, l
       await ctx.search?.close();
       await convert.close();
       index.close();
+      if (lock?.acquired) lock.release();
     },
   };
 }

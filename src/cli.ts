@@ -7,7 +7,8 @@ import { createApp } from './app.ts';
 import { USAGE, UsageError, defaultDbPath, parseCliArgs } from './config.ts';
 import { createLogger } from './log.ts';
 import { StdioTransport } from './protocol/stdio-transport.ts';
-import { isPathInside, makeRoot, type Root } from './uri.ts';
+import { isInsideRoots } from './index/location.ts';
+import { makeRoot, type Root } from './uri.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version;
@@ -30,7 +31,8 @@ async function main(): Promise<void> {
   const { config } = parsed;
   const log = createLogger(config.logLevel, (line) => process.stderr.write(line));
   const dbFile = config.db ?? defaultDbPath(roots.map((r) => r.path), config);
-  if (dbFile !== ':memory:' && roots.some((root) => isPathInside(root.path, resolve(dbFile)))) {
+  // Judged by real paths: a --db spelled through a symlinked folder is where it really lands.
+  if (isInsideRoots(dbFile, roots.map((r) => r.path))) {
     process.stderr.write(`folder-mcp: --db ${dbFile} is inside a served folder; the server never writes there\n`);
     process.exitCode = 2;
     return;

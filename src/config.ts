@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { homedir, tmpdir } from 'node:os';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
-import { isPathInside } from './uri.ts';
+import { isInsideRoots, privateTempDir } from './index/location.ts';
 
 export const WATCHER_KINDS = ['auto', 'chokidar', 'parcel', 'poll', 'none'] as const;
 export type WatcherKind = (typeof WATCHER_KINDS)[number];
@@ -133,24 +133,23 @@ function positiveInt(text: string | undefined, flag: string, fallback: number, m
 /**
  * Where the index lives by default: one file per set of roots and the options
  * that change what is indexed, in the user's cache dir. Never inside a served
- * root (the server never writes there): if the cache dir is inside one, the
- * system temp dir is used, and if that is too, the index stays in memory.
+ * root (the server never writes there; judged by real paths): if the cache dir
+ * is inside one (serving the home folder), a private directory of ours in the
+ * system temp dir is used, and if that cannot be had, the index stays in memory.
  */
 export function defaultDbPath(
   rootPaths: readonly string[],
   config: Pick<Config, 'exclude' | 'gitignore'>,
   env: NodeJS.ProcessEnv = process.env,
+  tempDir: () => string | null = privateTempDir,
 ): string {
   const key = createHash('sha256')
     .update(JSON.stringify({ roots: rootPaths, exclude: config.exclude, gitignore: config.gitignore }))
     .digest('hex')
     .slice(0, 16);
-  const candidates = [
-    join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'folder-mcp'),
-    join(tmpdir(), 'folder-mcp-cache'),
-  ];
-  for (const dir of candidates) {
-    if (!rootPaths.some((root) => isPathInside(root, dir))) return join(dir, `${key}.db`);
-  }
+  const cache = join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'folder-mcp', `${key}.db`);
+  if (!isInsideRoots(cache, rootPaths)) return cache;
+  const temp = tempDir();
+  if (temp !== null && !isInsideRoots(join(temp, `${key}.db`), rootPaths)) return join(temp, `${key}.db`);
   return ':memory:';
 }

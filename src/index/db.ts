@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '../log.ts';
 
@@ -67,13 +67,40 @@ export interface OpenedDb {
  * the index is a cache of the disk, so nothing is lost.
  */
 export function openDb(file: string, log: Logger): OpenedDb {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') {
+    // Readable by the owner only: the index holds the text of every served file and the cursor key.
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    makePrivate(file);
+  }
   try {
     return openExisting(file);
   } catch (error) {
     log.warn(`index at ${file} is unusable (${(error as Error).message}); rebuilding it`);
     removeDbFiles(file);
+    if (file !== ':memory:') makePrivate(file);
     return openExisting(file);
+  }
+}
+
+/**
+ * Creates the file 0600 before SQLite opens it (SQLite gives the -wal and
+ * -shm files the database file's mode), or narrows an existing file of ours
+ * to 0600.
+ */
+function makePrivate(file: string): void {
+  try {
+    closeSync(openSync(file, 'wx', 0o600));
+    return;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      const stats = statSync(path);
+      if ((stats.mode & 0o077) !== 0 && stats.uid === process.getuid?.()) chmodSync(path, 0o600);
+    } catch {
+      // not there
+    }
   }
 }
 

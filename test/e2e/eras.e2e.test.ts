@@ -190,6 +190,7 @@ describe('start-up under a probing client', () => {
     const conn = await connectWithNotes([root.path, '--db', db, '--watcher', 'none'], { era: 'auto' });
     try {
       assert.deepEqual(await listedUris(conn), diskUris(root.path));
+      assert.doesNotMatch(conn.stderr(), /in use by another/, 'the dead process\'s lock was taken over: this is the --db file, not memory');
     } finally {
       await conn.close();
     }

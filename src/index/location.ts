@@ -1,0 +1,54 @@
+// Where the index file may live. Security: it holds the text of every served
+// file and the cursor key, so it never lands inside a served folder (where it
+// would be listed and served), judged by real paths, not path text; and in
+// the shared temp directory only inside a private directory of ours.
+import { lstatSync, mkdirSync, realpathSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { isPathInside } from '../uri.ts';
+
+type Realpath = (path: string) => string;
+
+/**
+ * The real path `path` has, or would have once created: the realpath of its
+ * nearest existing ancestor, with the rest appended. So a `--db` spelled
+ * through a symlinked folder is judged where it really lands.
+ */
+export function realPathOf(path: string, realpath: Realpath = realpathSync.native): string {
+  const rest: string[] = [];
+  for (let at = resolve(path); ; ) {
+    try {
+      return join(realpath(at), ...rest.reverse());
+    } catch {
+      const parent = dirname(at);
+      if (parent === at) return resolve(path);
+      rest.push(basename(at));
+      at = parent;
+    }
+  }
+}
+
+/** Whether an index at `dbFile` (and its -wal and -shm beside it) would be inside a served root. */
+export function isInsideRoots(dbFile: string, rootRealPaths: readonly string[], realpath: Realpath = realpathSync.native): boolean {
+  if (dbFile === ':memory:') return false;
+  const real = realPathOf(dbFile, realpath);
+  return rootRealPaths.some((root) => isPathInside(root, real) || real === root);
+}
+
+/**
+ * `<tmp>/folder-mcp-<uid>`: created readable by us only; refused (null) when
+ * it exists and is a link, not a directory, someone else's, or open to others
+ * (in a shared /tmp anyone may have made it first).
+ */
+export function privateTempDir(base: string = tmpdir()): string | null {
+  const uid = process.getuid?.() ?? 'user';
+  const dir = join(base, `folder-mcp-${uid}`);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return null;
+  }
+  const stats = lstatSync(dir);
+  if (!stats.isDirectory() || (process.getuid && stats.uid !== process.getuid()) || (stats.mode & 0o077) !== 0) return null;
+  return dir;
+}

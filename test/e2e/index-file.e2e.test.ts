@@ -1,0 +1,66 @@
+// The index file: never where it is served, readable by its owner only, and
+// two servers on one file both keep working (issue 11, item 8).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { CLI, connect, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+
+describe('the index file', () => {
+  let root: ReturnType<typeof tempDir>;
+  let state: ReturnType<typeof tempDir>;
+  before(() => {
+    root = tempDir();
+    state = tempDir('folder-mcp-state-');
+    writeTree(root.path, { 'a.txt': 'alpha\n', 'sub/b.txt': 'beta\n' });
+  });
+  after(() => {
+    root.cleanup();
+    state.cleanup();
+  });
+
+  test('a --db through a symlinked folder that resolves inside a served folder is refused', () => {
+    symlinkSync(join(root.path, 'sub'), join(state.path, 'innocent'));
+    const result = spawnSync(process.execPath, [CLI, root.path, '--db', join(state.path, 'innocent', 'index.db')], { encoding: 'utf8', input: '' });
+    assert.equal(result.status, 2, result.stderr);
+    assert.match(result.stderr, /is inside a served folder/);
+    assert.equal(existsSync(join(root.path, 'sub', 'index.db')), false);
+  });
+
+  test('the default index and its folder are readable by the owner only', async () => {
+    const cache = join(state.path, 'cache');
+    const conn = await connect([root.path, '--watcher', 'none'], { env: { XDG_CACHE_HOME: cache } });
+    try {
+      await conn.request('resources/list', {});
+      const dir = join(cache, 'folder-mcp');
+      assert.equal(statSync(dir).mode & 0o777, 0o700);
+      const files = readdirSync(dir).filter((f) => /\.db(-wal|-shm)?$/.test(f));
+      assert.ok(files.some((f) => f.endsWith('.db-wal')), `WAL file present: ${files.join(', ')}`);
+      for (const f of files) assert.equal(statSync(join(dir, f)).mode & 0o777, 0o600, f);
+    } finally {
+      await conn.close();
+    }
+  });
+
+  test('two servers on one --db: the second keeps its index in memory, and both follow changes', async () => {
+    const db = join(state.path, 'shared.db');
+    const search = async (conn: Connected, word: string) =>
+      ((await conn.request('tools/call', { name: 'search', arguments: { query: word } })).structuredContent as { results: LooseResult[] }).results.length;
+    const first = await connect([root.path, '--db', db, '--watcher', 'chokidar']);
+    let second: Connected | undefined;
+    try {
+      await first.request('resources/list', {});
+      second = await connect([root.path, '--db', db, '--watcher', 'chokidar']);
+      await second.request('resources/list', {});
+      await waitFor(() => /in use by another folder-mcp/.test(second!.stderr()), 10_000, 'the second server to say so');
+      writeFileSync(join(root.path, 'new.txt'), 'zebracorn\n');
+      for (const conn of [first, second]) await waitFor(async () => (await search(conn, 'zebracorn')) === 1, 20_000, 'search to see the new file');
+      assert.doesNotMatch(first.stderr() + second.stderr(), /database is locked/);
+    } finally {
+      await second?.close();
+      await first.close();
+    }
+    mkdirSync(join(state.path, 'x'), { recursive: true });
+  });
+});
