@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS search_docs (
   size  INTEGER NOT NULL,        -- entries.size when the text was read
   text  INTEGER NOT NULL         -- 1: text is in search_fts; 0: not text, nothing indexed
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2', prefix = '3');
 `;
 
 /** MIME types whose files are worth reading as text; everything else is left out without a read. */

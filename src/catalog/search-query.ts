@@ -16,7 +16,16 @@ export interface SearchExpression {
 }
 
 export const MAX_QUERY_LENGTH = 1000;
-const MAX_TERMS = 32;
+/**
+ * Bounds on what one query may cost (the query runs on the server's main
+ * thread): a prefix term expands to every indexed word it starts, so a
+ * one-letter prefix matches a good part of the vocabulary and a few of them
+ * AND-ed together took seconds on 5,000 files (tens of seconds on 100,000).
+ * Prefixes need three token characters, at most four of them per query.
+ */
+export const MAX_TERMS = 16;
+export const MIN_PREFIX_CHARS = 3;
+export const MAX_PREFIX_TERMS = 4;
 /** What unicode61 keeps as token characters; a term without any names no token and matches nothing. */
 const TOKEN_CHAR = /[\p{L}\p{N}\p{Co}]/u;
 
@@ -39,6 +48,14 @@ export function parseSearchQuery(text: string): SearchExpression {
   const kept = parts.filter((p) => TOKEN_CHAR.test(p.text));
   if (kept.length === 0) throw new SearchQueryError('Query has no words to search for (punctuation alone matches nothing)');
   if (kept.length > MAX_TERMS) throw new SearchQueryError(`Query has more than ${MAX_TERMS} terms`);
+  const prefixes = kept.filter((p) => p.prefix);
+  const short = prefixes.find((p) => [...p.text].filter((c) => TOKEN_CHAR.test(c)).length < MIN_PREFIX_CHARS);
+  if (short) {
+    throw new SearchQueryError(
+      `Prefix search ${short.text}* is too short: a prefix needs at least ${MIN_PREFIX_CHARS} letters or digits before the * (or search the whole word)`,
+    );
+  }
+  if (prefixes.length > MAX_PREFIX_TERMS) throw new SearchQueryError(`Query has more than ${MAX_PREFIX_TERMS} prefix (word*) terms`);
   const match = kept.map((p) => `"${p.text.replace(/"/g, '""')}"${p.prefix ? '*' : ''}`).join(' ');
   return { match, terms: kept.map((p) => (p.phrase ? `"${p.text}"` : p.prefix ? `${p.text}*` : p.text)) };
 }

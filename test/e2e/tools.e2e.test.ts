@@ -225,6 +225,18 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
       assert.deepEqual(await paths({ query: 'export', name: 'strings.ts' }), ['src/util/strings.ts']);
     });
 
+    test('a costly query is refused with what to do instead, and the server keeps answering', async () => {
+      const hostile = await call('search', { query: 'w* f* a* b* c* d* e* g* h* i* j* k* l* m* n* o*' });
+      assert.equal(hostile.isError, true);
+      assert.match(text(hostile), /too short: a prefix needs at least 3 letters/);
+      const many = await call('search', { query: 'brow* quic* foxe* jump* laz*' });
+      assert.equal(many.isError, true);
+      assert.match(text(many), /more than 4 prefix/);
+      assert.ok(Array.isArray((await conn.request('resources/list', {})).resources));
+      const bro = (await search({ query: 'bro* fox' })).structuredContent!.results as LooseResult[];
+      assert.deepEqual(bro.map((r) => r.path), ['src/main.ts'], 'a three-letter prefix works (from the prefix index)');
+    });
+
     test('FTS5 operators and quotes are searched as text, never a syntax error', async () => {
       for (const query of ['NEAR OR "quoted" x:y a-b *', 'NEAR(a b)', 'a OR', '-add', 'operator:', '"OR"', 'x:y', 'add*', '^add', 'a AND NOT b']) {
         const result = await search({ query });

@@ -51,7 +51,16 @@ describe('parseSearchQuery', () => {
     assert.throws(() => parseSearchQuery('* - : ""'), /no words/);
     assert.throws(() => parseSearchQuery('   '), /no words/);
     assert.throws(() => parseSearchQuery('x'.repeat(1001)), /longer than 1000/);
-    assert.throws(() => parseSearchQuery(Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ')), /more than 32 terms/);
+    assert.throws(() => parseSearchQuery(Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ')), /more than 16 terms/);
+  });
+
+  test('prefix terms are bounded: three letters at least, four at most (a one-letter prefix matches most words)', () => {
+    assert.throws(() => parseSearchQuery('w*'), (e: Error) => e instanceof SearchQueryError && /w\* is too short/.test(e.message));
+    assert.throws(() => parseSearchQuery('parser ab*'), /ab\* is too short: a prefix needs at least 3/);
+    assert.throws(() => parseSearchQuery('w* f* a* b* c* d* e* g* h* i* j* k* l* m* n* o*'), /too short/);
+    assert.throws(() => parseSearchQuery('abc* def* ghi* jkl* mno*'), /more than 4 prefix/);
+    assert.equal(parseSearchQuery('abc* def* ghi* jkl* plain words').terms.length, 6);
+    assert.equal(parseSearchQuery('"é*"').terms[0], '"é*"', 'a star inside a phrase is text, not a prefix');
   });
 });
 
