@@ -18,7 +18,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --runs N        measured repetitions of slow measurements (default 5; 1 at 1M files)
   --seed N        tree generator seed (default 1)
   --backends LIST watcher backends for the watch scenario (default ${BACKENDS.join(',')})
-  --quick         10k files, few runs: checks the harness in about a minute (results not saved to latest.json)
+  --quick         10k files, few runs: checks the harness in 3 to 4 minutes on 2 cores (results not saved to latest.json)
   -h, --help      this help
 
 Trees are generated once under ${join(benchHome(), 'trees')} and reused.
@@ -110,6 +110,7 @@ async function main(): Promise<void> {
   process.stdout.write(`\n\n######## Summary (${quick ? 'this quick run' : 'latest.json: this run merged over earlier ones'})\n`);
   process.stdout.write(`${renderTables(allTables(merged), 'text')}\n`);
   log(`\nwrote bench/results/${stamp}.json${quick ? '' : ', bench/results/latest.json, bench/results/chart.svg'}`);
+  log(`bench took ${((Date.now() - started.getTime()) / 60_000).toFixed(1)} min`);
 }
 
 /** Builds an index untimed, through the real server: spawn, first list, close. */
