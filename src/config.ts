@@ -90,7 +90,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       },
     });
   } catch (error) {
-    throw new UsageError((error as Error).message.split('\n')[0]!);
+    throw new UsageError(usageMessage(error as Error & { code?: string }, argv));
   }
   const { values, positionals } = parsed;
   if (values.help) return { kind: 'help' };
@@ -122,9 +122,39 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
   };
 }
 
+/** What each option takes, for messages that say what is allowed. */
+const OPTION_VALUES: Record<string, string> = {
+  '--db': 'a file path, or :memory:',
+  '--page-size': `a whole number from 1 to ${MAX_PAGE_SIZE}`,
+  '--exclude': 'a .gitignore-style pattern',
+  '--max-read-bytes': 'a positive whole number of bytes',
+  '--watcher': WATCHER_KINDS.join(' | '),
+  '--poll-interval': 'a whole number of milliseconds, from 1 to 3600000',
+  '--log-level': LOG_LEVELS.join(' | '),
+};
+
+/** node:util parseArgs's errors, said in one line with what is allowed. */
+function usageMessage(error: Error & { code?: string }, argv: readonly string[]): string {
+  const option = /Option '(--?[\w-]+)/.exec(error.message)?.[1] ?? /Unknown option '([^']+)'/.exec(error.message)?.[1];
+  const allowed = option !== undefined ? OPTION_VALUES[option] : undefined;
+  switch (error.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return `unknown option ${option ?? ''}; --help lists the options`;
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE': {
+      const given = option !== undefined ? argv[argv.indexOf(option) + 1] : undefined;
+      if (given !== undefined && given.startsWith('-')) {
+        return `${option} needs ${allowed ?? 'a value'}, got '${given}'`;
+      }
+      return `${option ?? 'an option'} needs ${allowed ?? 'a value'}${error.message.includes('missing') ? ', and none was given' : ''}`;
+    }
+    default:
+      return error.message.split('\n')[0]!;
+  }
+}
+
 function positiveInt(text: string | undefined, flag: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (text === undefined) return fallback;
-  if (!/^\d+$/.test(text)) throw new UsageError(`${flag} must be a positive integer, got '${text}'`);
+  if (!/^\d+$/.test(text)) throw new UsageError(`${flag} needs ${OPTION_VALUES[flag] ?? 'a positive whole number'}, got '${text}'`);
   const n = Number(text);
   if (n < 1 || n > max) throw new UsageError(`${flag} must be between 1 and ${max}, got ${text}`);
   return n;

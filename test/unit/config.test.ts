@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseCliArgs, UsageError } from '../../src/config.ts';
+
+describe('command-line mistakes: one line that says what was wrong and what is allowed', () => {
+  const rows: Array<[string[], RegExp]> = [
+    [['--max-read-bytes', '-1', '/p'], /^--max-read-bytes needs a positive whole number of bytes, got '-1'$/],
+    [['--max-read-bytes', '1k', '/p'], /^--max-read-bytes needs a positive whole number of bytes, got '1k'$/],
+    [['--bogus', '/p'], /^unknown option --bogus; --help lists the options$/],
+    [['-x', '/p'], /^unknown option -x;/],
+    [['--page-size', '0', '/p'], /^--page-size must be between 1 and 10000, got 0$/],
+    [['--page-size', 'ten', '/p'], /^--page-size needs a whole number from 1 to 10000, got 'ten'$/],
+    [['--poll-interval', '-5', '/p'], /^--poll-interval needs a whole number of milliseconds/],
+    [['--watcher', 'inotify', '/p'], /^--watcher must be one of auto, chokidar, parcel, poll, none$/],
+    [['--log-level', 'loud', '/p'], /^--log-level must be one of error, warn, info, debug$/],
+    [['/p', '--db'], /^--db needs a file path, or :memory:, and none was given$/],
+    [['/p', '--exclude'], /^--exclude needs a \.gitignore-style pattern, and none was given$/],
+    [[], /^no folder given$/],
+  ];
+  for (const [argv, message] of rows) {
+    test(argv.join(' ') || '(nothing)', () => {
+      assert.throws(() => parseCliArgs(argv), (error: Error) => error instanceof UsageError && message.test(error.message) && !error.message.includes('\n'));
+    });
+  }
+  test('good arguments parse', () => {
+    const parsed = parseCliArgs(['--page-size', '7', '--poll-interval', '250', '--exclude', '*.log', '/p', '/q']);
+    assert.equal(parsed.kind, 'run');
+    if (parsed.kind === 'run') {
+      assert.deepEqual(parsed.config.folders, ['/p', '/q']);
+      assert.equal(parsed.config.pageSize, 7);
+      assert.equal(parsed.config.pollIntervalMs, 250);
+      assert.deepEqual(parsed.config.exclude, ['*.log']);
+    }
+  });
+});
