@@ -15,7 +15,7 @@ export const BACKEND_STARTERS: Record<WatcherBackend, StartWatcher> = {
 
 /**
  * Up to this many indexed entries `auto` runs chokidar, above it parcel.
- * Measured with src/live/probe.ts (2 vCPU Linux VM, Node 20, 20 files per
+ * Measured with bench/watch-probe.ts (npm run build, then node --import tsx bench/watch-probe-cli.ts) (2 vCPU Linux VM, Node 20, 20 files per
  * directory; time to ready / inotify watches / RSS growth):
  *
  *   entries   chokidar                   parcel

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip } from '../../src/content/fixtures.ts';
+import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip } from '../fixtures.ts';
 import { CLI, connect, ERAS, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
 
 const NOTEBOOK = makeNotebook([

@@ -17,7 +17,7 @@ import {
   type Converter,
 } from '../../src/content/converters/types.ts';
 import { checkZip } from '../../src/content/converters/zip.ts';
-import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip, zlibZeros } from '../../src/content/fixtures.ts';
+import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip, zlibZeros } from '../fixtures.ts';
 import { ConversionCache, Formats, truncateUtf8, truncationMarker } from '../../src/content/formats.ts';
 import {
   childCommand,

@@ -1,9 +1,9 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { IgnoreRules } from '../index/ignore.ts';
-import { silentLogger } from '../log.ts';
-import { makeRoot } from '../uri.ts';
-import { BACKEND_STARTERS } from './choose.ts';
-import type { WatcherBackend } from './watcher.ts';
+import { IgnoreRules } from '../src/index/ignore.ts';
+import { silentLogger } from '../src/log.ts';
+import { makeRoot } from '../src/uri.ts';
+import { BACKEND_STARTERS } from '../src/live/choose.ts';
+import type { WatcherBackend } from '../src/live/watcher.ts';
 
 export interface WatcherProbe {
   backend: WatcherBackend;
