@@ -57,6 +57,18 @@ export function bundleFileName(version: string, platform: string = process.platf
   return `folder-mcp-${version}-${platform}-${arch}.mcpb`;
 }
 
+/**
+ * The Node.js versions the bundle runs on: the ABI of better-sqlite3 (not
+ * N-API) changes with each major, so the build's major only, from the
+ * package's floor (`engines.node`, ">=20.19") when that is the same major.
+ */
+export function runtimeRange(enginesNode: string, buildNode: string = process.versions.node): string {
+  const major = Number(buildNode.split('.')[0]);
+  const floor = /^>=\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?$/.exec(enginesNode.trim());
+  const from = floor && Number(floor[1]) === major ? `${major}.${floor[2] ?? 0}.${floor[3] ?? 0}` : `${major}.0.0`;
+  return `>=${from} <${major + 1}.0.0`;
+}
+
 function run(command: string, args: string[], cwd: string, options: SpawnSyncOptions = {}): void {
   // npm is npm.cmd on Windows, which spawn runs only through a shell.
   const result = spawnSync(command, args, { cwd, stdio: 'inherit', shell: command === 'npm' && process.platform === 'win32', ...options });
@@ -132,10 +144,13 @@ function stageBundle(pkg: PackageJson, staging: string, cleanNative: boolean): v
   };
   writeFileSync(join(staging, 'package.json'), `${JSON.stringify(shipped, null, 2)}\n`);
 
-  // One bundle per platform: it says so, and Claude Desktop refuses it elsewhere.
-  const manifest = readJson<{ version: string; compatibility: { platforms: string[] } }>(join(ROOT, 'manifest.json'));
+  // One bundle per platform and Node.js major: it says so, and Claude Desktop's install dialog checks both.
+  const manifest = readJson<{ version: string; compatibility: { platforms: string[]; runtimes: { node: string } } }>(
+    join(ROOT, 'manifest.json'),
+  );
   manifest.version = pkg.version;
   manifest.compatibility.platforms = [process.platform];
+  manifest.compatibility.runtimes.node = runtimeRange(pkg.engines.node ?? '');
   writeFileSync(join(staging, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   for (const file of ['LICENSE', 'icon.png']) {
     if (existsSync(join(ROOT, file))) cpSync(join(ROOT, file), join(staging, file));
@@ -165,7 +180,8 @@ async function main(): Promise<void> {
   }
   const mib = (statSync(output).size / 2 ** 20).toFixed(1);
   const seconds = ((performance.now() - started) / 1000).toFixed(0);
-  console.log(`bundle: ${relative(process.cwd(), output)} (${mib} MiB, ${process.platform}-${process.arch}, Node ABI ${process.versions.modules}) in ${seconds} s`);
+  const shown = relative(process.cwd(), output).startsWith('..') ? output : relative(process.cwd(), output);
+  console.log(`bundle: ${shown} (${mib} MiB, ${process.platform}-${process.arch}, Node ABI ${process.versions.modules}) in ${seconds} s`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { bundleFileName } from '../scripts/bundle.ts';
+import { bundleFileName, runtimeRange } from '../scripts/bundle.ts';
 import { makePdf } from '../src/content/fixtures.ts';
 import { tempDir, waitFor, writeTree } from './helpers.ts';
 
@@ -34,6 +34,18 @@ test('manifest.json passes `mcpb validate` and matches package.json', () => {
     multiple: true,
     required: true,
   });
+});
+
+test('a bundle declares the Node.js major it was built with (better-sqlite3 is not N-API)', () => {
+  const table: [engines: string, build: string, range: string][] = [
+    ['>=20.19', '20.20.2', '>=20.19.0 <21.0.0'],
+    ['>=20.19', '22.15.1', '>=22.0.0 <23.0.0'],
+    ['>=20.19.3', '20.19.3', '>=20.19.3 <21.0.0'],
+    ['>= 20', '20.1.0', '>=20.0.0 <21.0.0'],
+    ['^20.19 || >=22', '24.0.0', '>=24.0.0 <25.0.0'],
+    ['', '20.20.2', '>=20.0.0 <21.0.0'],
+  ];
+  for (const [engines, build, range] of table) assert.equal(runtimeRange(engines, build), range, `${engines} built on ${build}`);
 });
 
 /** Every path under `dir` that is a symlink (an unpacked bundle must hold real files only). */
@@ -103,6 +115,7 @@ describe('the .mcpb, unpacked outside the repository and started as Claude Deskt
     assert.deepEqual(symlinksUnder(unpacked), []);
     const manifest = readJson(join(unpacked, 'manifest.json'));
     assert.deepEqual(manifest.compatibility.platforms, [process.platform]);
+    assert.equal(manifest.compatibility.runtimes.node, runtimeRange(readJson(join(ROOT, 'package.json')).engines.node));
     assert.equal(existsSync(join(unpacked, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')), true);
   });
 
