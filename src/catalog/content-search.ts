@@ -6,7 +6,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { decodeText, readFileContent } from '../content/read.ts';
 import { openVerified } from '../content/safe-open.ts';
-import type { Db } from '../index/db.ts';
+import { ENTRY_COLUMNS, type Db } from '../index/db.ts';
 import { EntryKind, type EntryRow } from '../index/entry.ts';
 import type { FolderIndex, IndexChange } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
@@ -29,16 +29,6 @@ const MAX_CANDIDATES = 20_000;
 const FIRST_TIER_SLACK = 20;
 const SCOPED_FIRST_TIER = 2000;
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS search_docs (
-  id    INTEGER PRIMARY KEY,     -- rowid of the document's row in search_fts
-  uri   TEXT NOT NULL UNIQUE,
-  mtime REAL NOT NULL,           -- entries.mtime when the text was read
-  size  INTEGER NOT NULL,        -- entries.size when the text was read
-  text  INTEGER NOT NULL         -- 1: text is in search_fts; 0: not text, nothing indexed
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2', prefix = '3');
-`;
 
 /** MIME types whose files are worth reading as text; everything else is left out without a read. */
 export function isTextMime(mime: string): boolean {
@@ -100,7 +90,6 @@ export class ContentSearch {
     private readonly maxFileBytes = SEARCH_MAX_FILE_BYTES,
   ) {
     this.db = index.db;
-    this.db.exec(SCHEMA);
     this.db.function('folder_mcp_text_mime', { deterministic: true }, (mime: unknown) =>
       typeof mime === 'string' && isTextMime(mime) ? 1 : 0,
     );
@@ -127,7 +116,7 @@ export class ContentSearch {
          FROM entries e LEFT JOIN search_docs d ON d.uri = e.uri
          WHERE e.uri > ? AND e.kind = ${EntryKind.document} ORDER BY e.uri LIMIT ?`,
       ),
-      entry: db.prepare(`SELECT uri, parent, root, name, ext, kind, size, mtime, mime FROM entries WHERE uri = ?`),
+      entry: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE uri = ?`),
       ranked: db.prepare(
         `SELECT d.id AS id, d.uri AS uri, f.rank AS score
          FROM (SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ? ORDER BY rank LIMIT ?) f

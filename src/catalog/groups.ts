@@ -47,17 +47,12 @@ export async function resourceGroups(ctx: ServerContext): Promise<GroupsDocument
   for (const root of ctx.roots) {
     doc.groups.push({ name: root.name, description: `Everything in ${root.path}`, uri_paths: [root.uri] });
     // (parent, uri) index: the folders among the root's children, at most the cap, then a count of the rest.
-    const dirs = ctx.index.db
-      .prepare(`SELECT uri, name FROM entries WHERE parent = ? AND kind = ${EntryKind.collection} ORDER BY uri LIMIT ?`)
-      .all(root.uri, MAX_FOLDER_GROUPS + 1) as { uri: string; name: string }[];
+    const dirs = ctx.index.store.subfolders(root.uri, MAX_FOLDER_GROUPS + 1);
     for (const dir of dirs.slice(0, MAX_FOLDER_GROUPS)) {
       doc.groups.push({ name: `${root.name}/${dir.name}`, description: `The ${dir.name} folder of ${root.name}`, uri_paths: [dir.uri] });
     }
     if (dirs.length > MAX_FOLDER_GROUPS) {
-      const { n } = ctx.index.db
-        .prepare(`SELECT count(*) AS n FROM entries WHERE parent = ? AND kind = ${EntryKind.collection}`)
-        .get(root.uri) as { n: number };
-      (doc.omitted ??= {})[root.uri] = n - MAX_FOLDER_GROUPS;
+      (doc.omitted ??= {})[root.uri] = ctx.index.store.countSubfolders(root.uri) - MAX_FOLDER_GROUPS;
     }
   }
   return doc;

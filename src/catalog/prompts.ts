@@ -1,7 +1,7 @@
 // Prompts (each with a SEP-1292 uri): `explain` embeds one resource (a
 // collection embeds its listing); `recent-changes` lists the files modified in
 // a time window, newest first, from the index.
-import type { Db } from '../index/db.ts';
+import type { Store } from '../index/store.ts';
 import { EntryKind, type EntryRow } from '../index/entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { echo, invalidParams, resourceNotFound } from '../protocol/errors.ts';
@@ -115,19 +115,15 @@ export function parseWindow(text: string): number {
   return ms;
 }
 
-const COLUMNS = 'uri, parent, root, name, ext, kind, size, mtime, mime';
+/** At most this many recent documents are looked at for a scoped request. */
+const RECENT_SCAN_BUDGET = 50_000;
 
-/** Documents modified since `since`, newest first; walks entries_by_mtime backwards, so the cost is the rows returned. */
-export function recentDocuments(db: Db, since: number, scopes: readonly string[] | null, limit: number): EntryRow[] {
-  db.exec(`CREATE INDEX IF NOT EXISTS entries_by_mtime ON entries (mtime)`);
-  const stmt = db.prepare(`SELECT ${COLUMNS} FROM entries WHERE mtime >= ? AND kind = ${EntryKind.document} ORDER BY mtime DESC LIMIT ?`);
-  if (!scopes) return stmt.all(since, limit) as EntryRow[];
+/** Documents modified since `since`, newest first, within the URI ranges `scopes` starts (null: everywhere). */
+export function recentDocuments(store: Store, since: number, scopes: readonly string[] | null, limit: number): EntryRow[] {
+  if (!scopes) return store.recentDocuments(since, limit);
   // A scope is a URI range: checked per row while walking by time; bounded by a scan budget.
   const out: EntryRow[] = [];
-  const scan = db.prepare(
-    `SELECT ${COLUMNS} FROM entries WHERE mtime >= ? AND kind = ${EntryKind.document} ORDER BY mtime DESC LIMIT 50000`,
-  );
-  for (const row of scan.all(since) as EntryRow[]) {
+  for (const row of store.recentDocuments(since, RECENT_SCAN_BUDGET)) {
     if (scopes.some((s) => row.uri >= s && (succ(s) === null || row.uri < succ(s)!))) out.push(row);
     if (out.length >= limit) break;
   }
@@ -139,7 +135,7 @@ async function recentChanges(ctx: ServerContext, window: string, scope: string |
   await ctx.index.ready;
   const since = Date.now() - ms;
   const scopes = scope ? prefixUris(scope, ctx.roots) : null;
-  const rows = recentDocuments(ctx.index.db, since, scopes, RECENT_MAX_FILES + 1);
+  const rows = recentDocuments(ctx.index.store, since, scopes, RECENT_MAX_FILES + 1);
   const shown = rows.slice(0, RECENT_MAX_FILES);
   const lines = shown.map((row) => {
     const r = toResource(row, ctx.roots);

@@ -44,18 +44,6 @@ export class ConversionCache {
 
   private prepared() {
     if (this.stmts) return this.stmts;
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS conversions (
-        uri       TEXT NOT NULL,     -- document URI
-        converter TEXT NOT NULL,     -- Converter.id (versioned)
-        mtime     REAL NOT NULL,     -- of the file converted, ms since the epoch
-        size      INTEGER NOT NULL,  -- of the file converted, bytes
-        mime      TEXT NOT NULL,     -- of the alternative
-        text      TEXT,              -- the alternative as text, or
-        blob      BLOB,              -- the alternative as bytes, or
-        error     TEXT,              -- why it was left out
-        PRIMARY KEY (uri, converter)
-      )`);
     this.stmts = {
       get: this.db.prepare(
         `SELECT mime, text, blob, error FROM conversions WHERE uri = ? AND converter = ? AND mtime = ? AND size = ?`,

@@ -33,6 +33,29 @@ CREATE TABLE entries (
   mime   TEXT NOT NULL            -- primary MIME type
 ) WITHOUT ROWID;
 
+-- The content index behind the search tool (src/catalog/content-search.ts).
+CREATE TABLE search_docs (
+  id    INTEGER PRIMARY KEY,     -- rowid of the document's row in search_fts
+  uri   TEXT NOT NULL UNIQUE,
+  mtime REAL NOT NULL,           -- entries.mtime when the text was read
+  size  INTEGER NOT NULL,        -- entries.size when the text was read
+  text  INTEGER NOT NULL         -- 1: text is in search_fts; 0: not text, nothing indexed
+);
+-- prefix = '3': three-letter prefix queries (word*) come from an index, not a scan of the vocabulary.
+CREATE VIRTUAL TABLE search_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2', prefix = '3');
+
+-- Format conversions, cached by the file's (mtime, size) (src/content/formats.ts).
+CREATE TABLE conversions (
+  uri       TEXT NOT NULL,     -- document URI
+  converter TEXT NOT NULL,     -- Converter.id (versioned)
+  mtime     REAL NOT NULL,     -- of the file converted, ms since the epoch
+  size      INTEGER NOT NULL,  -- of the file converted, bytes
+  mime      TEXT NOT NULL,     -- of the alternative
+  text      TEXT,              -- the alternative as text, or
+  blob      BLOB,              -- the alternative as bytes, or
+  error     TEXT,              -- why it was left out
+  PRIMARY KEY (uri, converter)
+);
 `;
 
 /**
@@ -44,7 +67,12 @@ export const SECONDARY_INDEXES: Record<string, string> = {
   entries_by_parent: 'entries (parent, uri)',
   entries_by_ext: 'entries (ext, uri)',
   entries_by_name: 'entries (name, uri)',
+  // The recent-changes prompt walks it backwards: its cost is the rows it returns.
+  entries_by_mtime: 'entries (mtime)',
 };
+
+/** The columns of `entries`, in EntryRow's order: every SELECT of whole rows uses this. */
+export const ENTRY_COLUMNS = 'uri, parent, root, name, ext, kind, size, mtime, mime';
 
 export function createSecondaryIndexes(db: Db): void {
   for (const [name, on] of Object.entries(SECONDARY_INDEXES)) db.exec(`CREATE INDEX IF NOT EXISTS ${name} ON ${on}`);

@@ -1,8 +1,10 @@
 import { succ } from '../keys.ts';
-import type { Db } from './db.ts';
-import type { EntryRow } from './entry.ts';
+import { ENTRY_COLUMNS, type Db } from './db.ts';
+import { EntryKind, type EntryRow } from './entry.ts';
 
-const COLUMNS = 'uri, parent, root, name, ext, kind, size, mtime, mime';
+const COLUMNS = ENTRY_COLUMNS;
+const DOCUMENT = EntryKind.document;
+const COLLECTION = EntryKind.collection;
 
 /**
  * Writes and point reads of the index. Statements are prepared once; writes
@@ -17,6 +19,9 @@ export class Store {
   private readonly countStmt;
   private readonly childrenStmt;
   private readonly countChildrenStmt;
+  private readonly subfoldersStmt;
+  private readonly countSubfoldersStmt;
+  private readonly recentStmt;
   readonly upsertMany: (rows: readonly EntryRow[]) => void;
   readonly deleteMany: (uris: readonly string[]) => void;
 
@@ -35,6 +40,11 @@ export class Store {
       `SELECT ${COLUMNS} FROM entries WHERE parent = ? AND uri > ? ORDER BY uri LIMIT ?`,
     );
     this.countChildrenStmt = db.prepare(`SELECT count(*) AS n FROM entries WHERE parent = ?`);
+    // (parent, uri) index: the folders among a folder's children.
+    this.subfoldersStmt = db.prepare(`SELECT ${COLUMNS} FROM entries WHERE parent = ? AND kind = ${COLLECTION} ORDER BY uri LIMIT ?`);
+    this.countSubfoldersStmt = db.prepare(`SELECT count(*) AS n FROM entries WHERE parent = ? AND kind = ${COLLECTION}`);
+    // entries_by_mtime walked backwards: the cost is the rows returned.
+    this.recentStmt = db.prepare(`SELECT ${COLUMNS} FROM entries WHERE mtime >= ? AND kind = ${DOCUMENT} ORDER BY mtime DESC LIMIT ?`);
     this.upsertMany = db.transaction((rows: readonly EntryRow[]) => {
       for (const row of rows) this.upsertStmt.run(row);
     });
@@ -60,6 +70,20 @@ export class Store {
 
   countChildren(parentUri: string): number {
     return (this.countChildrenStmt.get(parentUri) as { n: number }).n;
+  }
+
+  /** The first `limit` folders directly in a collection, in URI order. */
+  subfolders(parentUri: string, limit: number): EntryRow[] {
+    return this.subfoldersStmt.all(parentUri, limit) as EntryRow[];
+  }
+
+  countSubfolders(parentUri: string): number {
+    return (this.countSubfoldersStmt.get(parentUri) as { n: number }).n;
+  }
+
+  /** Documents modified at or after `since` (ms since the epoch), newest first. */
+  recentDocuments(since: number, limit: number): EntryRow[] {
+    return this.recentStmt.all(since, limit) as EntryRow[];
   }
 
   /** Direct children of a collection in URI order, after `afterUri`. */

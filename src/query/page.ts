@@ -3,7 +3,7 @@
 // O(log N + rows scanned) and concurrent writes neither skip nor repeat rows.
 // Range bounds, never LIKE.
 import type { Statement } from 'better-sqlite3';
-import type { Db } from '../index/db.ts';
+import { ENTRY_COLUMNS, type Db } from '../index/db.ts';
 import type { EntryRow } from '../index/entry.ts';
 import type { KeyRange, Plan } from './plan.ts';
 
@@ -30,7 +30,7 @@ export interface Pager {
 
 type Access = 'pk' | 'ext' | 'name' | 'parent';
 
-const COLUMNS = 'uri, parent, root, name, ext, kind, size, mtime, mime';
+const COLUMNS = ENTRY_COLUMNS;
 const FIRST_CHUNK_MAX = 256;
 /** Glob steps worth about one row read from SQLite (measured: tens of ns a step, a microsecond or two a row). */
 export const STEPS_PER_ROW = 32;
