@@ -1,6 +1,7 @@
-// Markdown tables of bench/results/latest.json, so the README's numbers stay
+// Markdown tables of bench/results/latest.json, so the documented numbers stay
 // the measured ones. `node --import tsx bench/report.ts` prints them;
-// `--readme` rewrites the block between the bench:results markers in README.md;
+// `--docs` (or its old name `--readme`) rewrites the block between the
+// bench:results markers in docs/benchmarks.md;
 // `--chart` redraws bench/results/chart.svg from the same file.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +10,7 @@ import { allTables, readResults, renderTables, RESULTS_DIR, sizesOf, type Result
 import { sizeLabel } from './context.ts';
 import { writeChart } from './svg.ts';
 
-const README = fileURLToPath(new URL('../README.md', import.meta.url));
+const DOCS = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
 const START = '<!-- bench:results -->';
 const END = '<!-- /bench:results -->';
 
@@ -32,13 +33,13 @@ function main(): void {
   const results = readResults(join(RESULTS_DIR, 'latest.json'));
   const md = markdownReport(results);
   if (process.argv.includes('--chart')) writeChart(results, join(RESULTS_DIR, 'chart.svg'));
-  if (!process.argv.includes('--readme')) return void process.stdout.write(md);
-  const readme = readFileSync(README, 'utf8');
-  const a = readme.indexOf(START);
-  const b = readme.indexOf(END);
-  if (a < 0 || b < a) throw new Error(`README.md has no ${START} ... ${END} block`);
-  writeFileSync(README, `${readme.slice(0, a + START.length)}\n${md}\n${readme.slice(b)}`);
-  process.stderr.write('README.md: benchmark tables updated\n');
+  if (!process.argv.includes('--docs') && !process.argv.includes('--readme')) return void process.stdout.write(md);
+  const page = readFileSync(DOCS, 'utf8');
+  const a = page.indexOf(START);
+  const b = page.indexOf(END);
+  if (a < 0 || b < a) throw new Error(`docs/benchmarks.md has no ${START} ... ${END} block`);
+  writeFileSync(DOCS, `${page.slice(0, a + START.length)}\n${md}\n${page.slice(b)}`);
+  process.stderr.write('docs/benchmarks.md: benchmark tables updated\n');
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();

@@ -11,7 +11,7 @@ export interface ConvertInput {
   limits: ConversionLimits;
 }
 
-/** Budgets every conversion runs within (see the README's Formats section). */
+/** Budgets every conversion runs within (see docs/formats.md, "Budgets"). */
 export interface ConversionLimits {
   /** Largest input handed to a converter, in bytes. */
   inputBytes: number;
