@@ -3,7 +3,7 @@ import type { Root } from './uri.ts';
 
 export type ResourceType = 'document' | 'collection';
 
-/** The resource object of DESIGN.md section 2, as list, metadata and read return it. */
+/** The resource object of docs/resources.md, as list, metadata and read return it. */
 export interface ResourceObject {
   [key: string]: unknown;
   uri: string;

@@ -1,6 +1,6 @@
 import { EntryKind, type EntryRow } from '../index/entry.ts';
 
-/** Bounds of a collection read (DESIGN.md section 4). */
+/** Bounds of a collection read (docs/resources.md, Reading). */
 export interface CollectionReadLimits {
   /** Children named in the listing item (the rest are counted, not named). */
   listingEntries: number;

@@ -15,7 +15,7 @@ export interface FileContent {
 }
 
 /**
- * The size of the representation served for `content` (DESIGN.md section 4):
+ * The size of the representation served for `content` (docs/resources.md, Reading):
  * the UTF-8 bytes of its text when it is text (a UTF-16 file is served as
  * UTF-8 text), else its bytes on disk.
  */

@@ -36,7 +36,7 @@ export function cursorKey(ctx: ServerContext, query: ListQuery, print: string): 
 }
 
 /**
- * `resources/list` with the filters of DESIGN.md section 3, answered from the
+ * `resources/list` with the filters of docs/listing.md, answered from the
  * index by key ranges and keyset pages.
  */
 export async function listResources(

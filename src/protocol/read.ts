@@ -28,7 +28,7 @@ export async function resourceMetadata(ctx: ServerContext, params: unknown): Pro
   return { resource };
 }
 
-/** `resources/read`: a document with its format alternatives, or a collection (DESIGN.md section 4). */
+/** `resources/read`: a document with its format alternatives, or a collection (docs/resources.md, Reading). */
 export async function readResource(ctx: ServerContext, params: unknown): Promise<{ contents: ContentItem[] }> {
   const reserved = await readReservedResource(ctx, params); // mcp://groups/* (SEP-1292), never a file
   if (reserved) return reserved;

@@ -1,4 +1,4 @@
-// The one filter model of the four list methods (DESIGN.md section 3): wire
+// The one filter model of the four list methods (docs/listing.md): wire
 // params in, a validated and normalised ListQuery out. Pure; the protocol layer
 // turns FilterError into JSON-RPC -32602 with the message as it is.
 import { createHash } from 'node:crypto';

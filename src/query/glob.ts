@@ -1,4 +1,4 @@
-// Our own glob dialect (DESIGN.md section 3), compiled to a Thompson NFA and
+// Our own glob dialect (docs/listing.md, Glob dialect), compiled to a Thompson NFA and
 // run state-set by state-set, so matching costs O(pattern x text) whatever the
 // pattern: patterns come from clients. Not picomatch: 4.0.7 never returns from
 // compiling `a/\\\\`, and any translation to a backtracking regex can blow up

@@ -76,7 +76,7 @@ for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () =
     assert.ok(primary);
     assert.equal(primary.uri, uriOf(rel));
     assert.equal(primary.mimeType, resource.mimeType, 'the primary item is the resource in its primary type');
-    // DESIGN.md section 4: size is the representation's (a UTF-16 file is served as UTF-8 text), not the bytes on disk.
+    // docs/resources.md (Reading): size is the representation's (a UTF-16 file is served as UTF-8 text), not the bytes on disk.
     assert.equal(primary.size, kind === 'text' ? Buffer.byteLength(primary.text!) : disk.length, `${rel}: size of the primary item`);
     if (kind === 'blob') assert.equal(primary.blob, disk.toString('base64'));
     for (const item of items) {

@@ -246,7 +246,7 @@ describe('pathToUri / uriToPath', () => {
       assert.equal(canonicalUriText(got), got);
       // A client that sends back what we listed reaches the same path.
       assert.deepEqual(parseFileUri(got), clientReadable === false ? null : { path, trailingSlash: dir });
-      // Our spelling is the one DESIGN.md names: pathToFileURL's, on this Node.
+      // Our spelling is the one docs/resources.md names: pathToFileURL's, on this Node.
       const href = pathToFileURL(path).href;
       const nodeUri = dir && !href.endsWith('/') ? href + '/' : href;
       if (nodeAgrees === false) assert.notEqual(got, nodeUri);
