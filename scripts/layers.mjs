@@ -8,7 +8,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const FLOORS = [
-  ['keys', 'log', 'uri', 'config'],
+  ['keys', 'log', 'uri', 'config', 'entry'],
   ['content/'],
   ['index/'],
   ['query/', 'resource'],

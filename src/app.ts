@@ -13,11 +13,11 @@ import { Connection } from './protocol/connection.ts';
 import type { ServerContext } from './protocol/context.ts';
 import { trackListens } from './protocol/listen.ts';
 import { createPager } from './query/page.ts';
-import { createServer, type ServerInfo } from './server.ts';
+import { createServer, type HandlerServices, type ServerInfo } from './server.ts';
 import type { Root } from './uri.ts';
 
 /** What every client shares: built once per process, on the first request that needs it. */
-export interface Services {
+export interface Services extends HandlerServices {
   readonly ctx: ServerContext;
   readonly catalog: Catalog;
   readonly index: FolderIndex;
@@ -141,14 +141,14 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     // Always written with the schema; the fallback only keeps cursors signed.
     cursorSecret: getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
     convert: convert.convert,
-    search: config.search ? new ContentSearch(index, log) : null,
   };
-  const catalog = createCatalog(ctx);
+  const search = config.search ? new ContentSearch(index, log) : null;
+  const catalog = createCatalog(ctx, search);
   const live = createLive({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
   // In the background: requests wait on index.ready themselves.
   void live.start();
   // Content index for the search tool: built after the first scan, in the background.
-  ctx.search?.start();
+  search?.start();
   return {
     ctx,
     catalog,
@@ -157,7 +157,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     async close() {
       // Watcher first: no event may write after the database closes.
       await live.close();
-      await ctx.search?.close();
+      await search?.close();
       await convert.close();
       index.close();
       if (lock?.acquired) lock.release();

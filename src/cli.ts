@@ -4,10 +4,10 @@ import { realpathSync, statSync, accessSync, constants } from 'node:fs';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createApp } from './app.ts';
-import { USAGE, UsageError, defaultDbPath, parseCliArgs } from './config.ts';
+import { USAGE, UsageError, parseCliArgs } from './config.ts';
 import { createLogger } from './log.ts';
 import { StdioTransport } from './protocol/stdio-transport.ts';
-import { isInsideRoots } from './index/location.ts';
+import { defaultDbPath, isInsideRoots } from './index/location.ts';
 import { makeRoot, type Root } from './uri.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })

@@ -1,9 +1,5 @@
-import { createHash } from 'node:crypto';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
-import { isInsideRoots, privateTempDir } from './index/location.ts';
 
 export const WATCHER_KINDS = ['auto', 'chokidar', 'parcel', 'poll', 'none'] as const;
 export type WatcherKind = (typeof WATCHER_KINDS)[number];
@@ -158,28 +154,4 @@ function positiveInt(text: string | undefined, flag: string, fallback: number, m
   const n = Number(text);
   if (n < 1 || n > max) throw new UsageError(`${flag} must be between 1 and ${max}, got ${text}`);
   return n;
-}
-
-/**
- * Where the index lives by default: one file per set of roots and the options
- * that change what is indexed, in the user's cache dir. Never inside a served
- * root (the server never writes there; judged by real paths): if the cache dir
- * is inside one (serving the home folder), a private directory of ours in the
- * system temp dir is used, and if that cannot be had, the index stays in memory.
- */
-export function defaultDbPath(
-  rootPaths: readonly string[],
-  config: Pick<Config, 'exclude' | 'gitignore'>,
-  env: NodeJS.ProcessEnv = process.env,
-  tempDir: () => string | null = privateTempDir,
-): string {
-  const key = createHash('sha256')
-    .update(JSON.stringify({ roots: rootPaths, exclude: config.exclude, gitignore: config.gitignore }))
-    .digest('hex')
-    .slice(0, 16);
-  const cache = join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'folder-mcp', `${key}.db`);
-  if (!isInsideRoots(cache, rootPaths)) return cache;
-  const temp = tempDir();
-  if (temp !== null && !isInsideRoots(join(temp, `${key}.db`), rootPaths)) return join(temp, `${key}.db`);
-  return ':memory:';
 }

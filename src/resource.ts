@@ -1,4 +1,4 @@
-import { EntryKind, type EntryRow } from './index/entry.ts';
+import { EntryKind, type EntryRow } from './entry.ts';
 import type { Root } from './uri.ts';
 
 export type ResourceType = 'document' | 'collection';

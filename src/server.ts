@@ -1,10 +1,16 @@
 import type { Server } from '@modelcontextprotocol/server';
-import type { Services } from './app.ts';
 import { CACHE_HINTS, SERVER_CAPABILITIES } from './protocol/capabilities.ts';
 import type { Connection } from './protocol/connection.ts';
-import { REQUEST_HANDLERS } from './protocol/handlers.ts';
+import type { ServerContext } from './protocol/context.ts';
+import { REQUEST_HANDLERS, type CatalogHandlers } from './protocol/handlers.ts';
 import { waitForIndex } from './protocol/progress.ts';
 import { FolderServer, LOOSE_PARAMS } from './protocol/sdk.ts';
+
+/** What a server instance's handlers need of the shared services (src/app.ts builds them). */
+export interface HandlerServices {
+  ctx: ServerContext;
+  catalog: CatalogHandlers;
+}
 
 export interface ServerInfo {
   name: string;
@@ -22,7 +28,7 @@ const INSTRUCTIONS =
  * and one for a stdio probe): the shared services are built once, by the
  * first request that needs them (`services`).
  */
-export function createServer(services: () => Services, connection: Connection, info: ServerInfo): Server {
+export function createServer(services: () => HandlerServices, connection: Connection, info: ServerInfo): Server {
   const server = new FolderServer(info, { capabilities: SERVER_CAPABILITIES, instructions: INSTRUCTIONS, cacheHints: CACHE_HINTS });
   for (const [method, handler] of Object.entries(REQUEST_HANDLERS)) {
     // Three-argument form with loose params: the proposals' params reach the handler (src/protocol/sdk.ts).

@@ -3,22 +3,22 @@
 import { z } from 'zod';
 import type { ServerContext } from '../protocol/context.ts';
 import { echo, invalidParams } from '../protocol/errors.ts';
+import type { CatalogHandlers } from '../protocol/handlers.ts';
 import { pageInMemory, parseQuery } from '../protocol/list.ts';
 import { matchesQuery } from '../query/plan.ts';
 import { complete, PathCompleter } from './complete.ts';
+import type { ContentSearch } from './content-search.ts';
 import { findTool } from './find.ts';
+import { readReservedResource, reservedResourceMetadata } from './groups.ts';
 import { getPrompt, PROMPTS } from './prompts.ts';
 import { readTool } from './read-tool.ts';
 import { searchTool } from './search.ts';
 import { failure, jsonSchema, toolUri, ToolFailure, type ToolContext, type ToolDefinition, type ToolResult } from './tool.ts';
 import { treeTool } from './tree.ts';
 
-export interface Catalog {
-  listTools(params: unknown): Promise<Record<string, unknown>>;
+/** The protocol layer's CatalogHandlers, with the tool result typed. */
+export interface Catalog extends CatalogHandlers {
   callTool(params: unknown): Promise<ToolResult>;
-  listPrompts(params: unknown): Promise<Record<string, unknown>>;
-  getPrompt(params: unknown): Promise<Record<string, unknown>>;
-  complete(params: unknown): Promise<Record<string, unknown>>;
 }
 
 /** What tools/list says about a tool. */
@@ -34,8 +34,8 @@ function describeTool(tool: ToolDefinition) {
   };
 }
 
-export function createCatalog(ctx: ServerContext): Catalog {
-  const search = ctx.search ?? null;
+/** `search`: the full-text content index behind the search tool; null with --no-search (no tool). */
+export function createCatalog(ctx: ServerContext, search: ContentSearch | null): Catalog {
   const tools: ToolDefinition[] = [findTool, ...(search ? [searchTool] : []), readTool, treeTool];
   const described = tools.map(describeTool);
   const byKey = new Map<string, ToolDefinition>();
@@ -80,5 +80,9 @@ export function createCatalog(ctx: ServerContext): Catalog {
     getPrompt: (params) => getPrompt(ctx, params),
 
     complete: (params) => complete(ctx, completer, params),
+
+    readReserved: (uri) => readReservedResource(ctx, uri),
+
+    reservedMetadata: (uri) => reservedResourceMetadata(ctx, uri),
   };
 }

@@ -3,7 +3,7 @@
 // range on (parent, uri): the next path segment only, at most 100 values, with
 // the total and hasMore.
 import type { Db } from '../index/db.ts';
-import { EntryKind } from '../index/entry.ts';
+import { EntryKind } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { echo, invalidParams } from '../protocol/errors.ts';
 import { succ } from '../query/plan.ts';

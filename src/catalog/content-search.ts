@@ -7,7 +7,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { decodeText, readFileContent } from '../content/read.ts';
 import { openVerified } from '../content/safe-open.ts';
 import { ENTRY_COLUMNS, type Db } from '../index/db.ts';
-import { EntryKind, type EntryRow } from '../index/entry.ts';
+import { EntryKind, type EntryRow } from '../entry.ts';
 import type { FolderIndex, IndexChange } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import type { KeyRange } from '../query/plan.ts';

@@ -2,7 +2,7 @@
 // at a time. The same filter model and keyset pager as resources/list; the
 // continuation token is a signed keyset cursor bound to the arguments.
 import { z } from 'zod';
-import { EntryKind } from '../index/entry.ts';
+import { EntryKind } from '../entry.ts';
 import { CursorError, decodeCursor, encodeCursor } from '../protocol/cursor.ts';
 import { fingerprint } from '../query/filter.ts';
 import { planQuery } from '../query/plan.ts';

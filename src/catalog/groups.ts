@@ -3,7 +3,7 @@
 // They are the only mcp:// resources. They are readable (resources/read,
 // resources/metadata) but not listed by resources/list: that list is the
 // folders' content, and clients find these at their standard URIs.
-import { EntryKind } from '../index/entry.ts';
+import { EntryKind } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { resourceNotFound } from '../protocol/errors.ts';
 import type { ResourceObject } from '../resource.ts';
@@ -59,9 +59,6 @@ export async function resourceGroups(ctx: ServerContext): Promise<GroupsDocument
 }
 
 /** True for any mcp: URI: they are never looked up as files. */
-export function isReservedUri(uri: unknown): uri is string {
-  return typeof uri === 'string' && /^mcp:/i.test(uri);
-}
 
 async function groupDocument(ctx: ServerContext, uri: string): Promise<{ resource: ResourceObject; text: string }> {
   const kind = uri.slice('mcp://groups/'.length);
@@ -89,17 +86,13 @@ function lastModified(ctx: ServerContext, kind: string): string {
   return new Date(Math.max(0, ...mtimes)).toISOString();
 }
 
-/** resources/read of an mcp: URI, or undefined for any other URI (a file). */
-export async function readReservedResource(ctx: ServerContext, params: unknown) {
-  const uri = (params as { uri?: unknown } | undefined)?.uri;
-  if (!isReservedUri(uri)) return undefined;
+/** resources/read of a reserved mcp: URI (only mcp://groups/* exist; any other is not found). */
+export async function readReservedResource(ctx: ServerContext, uri: string) {
   const { resource, text } = await groupDocument(ctx, uri);
   return { contents: [{ ...resource, text }] };
 }
 
-/** resources/metadata of an mcp: URI, or undefined for any other URI. */
-export async function reservedResourceMetadata(ctx: ServerContext, params: unknown) {
-  const uri = (params as { uri?: unknown } | undefined)?.uri;
-  if (!isReservedUri(uri)) return undefined;
+/** resources/metadata of a reserved mcp: URI. */
+export async function reservedResourceMetadata(ctx: ServerContext, uri: string) {
   return { resource: (await groupDocument(ctx, uri)).resource };
 }

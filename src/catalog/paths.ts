@@ -4,7 +4,7 @@
 // index membership, so nothing here can reach outside the roots.
 import { posix } from 'node:path';
 import { listingName } from '../content/collection.ts';
-import type { EntryRow } from '../index/entry.ts';
+import type { EntryRow } from '../entry.ts';
 import { lookupEntry } from '../index/lookup.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { relativeTitle } from '../resource.ts';

@@ -2,7 +2,7 @@
 // collection embeds its listing); `recent-changes` lists the files modified in
 // a time window, newest first, from the index.
 import type { Store } from '../index/store.ts';
-import { EntryKind, type EntryRow } from '../index/entry.ts';
+import { EntryKind, type EntryRow } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { echo, invalidParams, resourceNotFound } from '../protocol/errors.ts';
 import { succ } from '../query/plan.ts';

@@ -7,7 +7,7 @@ import { formatListing } from '../content/collection.ts';
 import { ContentError, readOpenedContent, type FileContent } from '../content/read.ts';
 import { openVerified, type OpenedFile } from '../content/safe-open.ts';
 import { detectTextEncoding, SNIFF_BYTES } from '../content/sniff.ts';
-import { EntryKind, type EntryRow } from '../index/entry.ts';
+import { EntryKind, type EntryRow } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { toResource } from '../resource.ts';
 import { uriToPath } from '../uri.ts';

@@ -3,7 +3,7 @@
 // run function. A ToolFailure is the tool's own error: it becomes a result with
 // `isError: true` that the model can read and act on, not a protocol error.
 import { z } from 'zod';
-import type { EntryRow } from '../index/entry.ts';
+import type { EntryRow } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { toResource } from '../resource.ts';
 import type { ContentSearch } from './content-search.ts';

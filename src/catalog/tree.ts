@@ -3,7 +3,7 @@
 // whose children were not all shown, how many were left out.
 import { echo } from '../protocol/errors.ts';
 import { z } from 'zod';
-import { EntryKind, type EntryRow } from '../index/entry.ts';
+import { EntryKind, type EntryRow } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { listingName } from '../content/collection.ts';
 import { displayPath, resolveTarget } from './paths.ts';

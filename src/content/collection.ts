@@ -1,4 +1,4 @@
-import { EntryKind, type EntryRow } from '../index/entry.ts';
+import { EntryKind, type EntryRow } from '../entry.ts';
 
 /** Bounds of a collection read (docs/resources.md, Reading). */
 export interface CollectionReadLimits {

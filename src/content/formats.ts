@@ -1,8 +1,6 @@
-import type { Db } from '../index/db.ts';
-import { EntryKind, type EntryRow } from '../index/entry.ts';
-import type { FolderIndex, IndexChange } from '../index/folder-index.ts';
+import type Database from 'better-sqlite3';
+import { EntryKind, type EntryRow, type IndexChange } from '../entry.ts';
 import type { Logger } from '../log.ts';
-import type { Alternative } from '../protocol/context.ts';
 import { CONVERTERS, convertersFor } from './converters/index.ts';
 import {
   ConversionError,
@@ -13,6 +11,11 @@ import {
 } from './converters/types.ts';
 import { ConversionWorker, defaultWorkerUrl } from './isolate.ts';
 import type { FileContent } from './read.ts';
+
+type Db = Database.Database;
+
+/** A format alternative of a document (SEP-2093): same uri, another representation. */
+export type Alternative = { mimeType: string; size: number } & ({ text: string } | { blob: string });
 
 /** The version of the file a conversion was made from: a changed mtime or size is a changed file. */
 export interface FileVersion {
@@ -291,7 +294,10 @@ export function truncateUtf8(text: string, limit: number): { text: string; trunc
  * database, forgotten when the index sees a file change. `close` stops the
  * conversion worker.
  */
-export function createConvert(index: FolderIndex, log: Logger): { convert: Formats['convert']; close(): Promise<void> } {
+export function createConvert(
+  index: { db: Db; onChange(listener: (change: IndexChange) => void): () => void },
+  log: Logger,
+): { convert: Formats['convert']; close(): Promise<void> } {
   const workerUrl = defaultWorkerUrl();
   const worker = workerUrl ? new ConversionWorker(workerUrl) : undefined;
   const formats = new Formats({ db: index.db, log, worker });

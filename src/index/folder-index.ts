@@ -4,14 +4,10 @@ import { createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta,
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { scanRoots } from './scan.ts';
 import { SkipReport, SkipWarnings } from './servable.ts';
-import type { EntryRow } from './entry.ts';
+import type { EntryRow, IndexChange } from '../entry.ts';
 import { Store } from './store.ts';
 
-/** What one committed write batch changed: rows written, and URIs removed (a collection URI removes its subtree). */
-export interface IndexChange {
-  upserted: readonly EntryRow[];
-  removed: readonly string[];
-}
+export type { IndexChange } from '../entry.ts';
 
 /** A batch as committed: `listChanged` says whether the set of resources changed (an entry appeared or vanished). */
 export interface CommittedChange extends IndexChange {

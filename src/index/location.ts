@@ -2,8 +2,9 @@
 // file and the cursor key, so it never lands inside a served folder (where it
 // would be listed and served), judged by real paths, not path text; and in
 // the shared temp directory only inside a private directory of ours.
+import { createHash } from 'node:crypto';
 import { lstatSync, mkdirSync, realpathSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isPathInside } from '../uri.ts';
 
@@ -51,4 +52,28 @@ export function privateTempDir(base: string = tmpdir()): string | null {
   const stats = lstatSync(dir);
   if (!stats.isDirectory() || (process.getuid && stats.uid !== process.getuid()) || (stats.mode & 0o077) !== 0) return null;
   return dir;
+}
+
+/**
+ * Where the index lives by default: one file per set of roots and the options
+ * that change what is indexed, in the user's cache dir. Never inside a served
+ * root (the server never writes there; judged by real paths): if the cache dir
+ * is inside one (serving the home folder), a private directory of ours in the
+ * system temp dir is used, and if that cannot be had, the index stays in memory.
+ */
+export function defaultDbPath(
+  rootPaths: readonly string[],
+  config: { exclude: readonly string[]; gitignore: boolean },
+  env: NodeJS.ProcessEnv = process.env,
+  tempDir: () => string | null = privateTempDir,
+): string {
+  const key = createHash('sha256')
+    .update(JSON.stringify({ roots: rootPaths, exclude: config.exclude, gitignore: config.gitignore }))
+    .digest('hex')
+    .slice(0, 16);
+  const cache = join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'folder-mcp', `${key}.db`);
+  if (!isInsideRoots(cache, rootPaths)) return cache;
+  const temp = tempDir();
+  if (temp !== null && !isInsideRoots(join(temp, `${key}.db`), rootPaths)) return join(temp, `${key}.db`);
+  return ':memory:';
 }

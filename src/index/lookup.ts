@@ -1,5 +1,5 @@
 import { parseFileUri, pathToUri, resolveUri, type Root } from '../uri.ts';
-import type { EntryRow } from './entry.ts';
+import type { EntryRow } from '../entry.ts';
 import type { Store } from './store.ts';
 
 export interface LookupContext {

@@ -14,7 +14,7 @@ import type { Logger } from '../log.ts';
 import { childUri, pathToUri, type Root } from '../uri.ts';
 import { BINARY_FALLBACK_MIME, COLLECTION_MIME, TEXT_FALLBACK_MIME, extOf, mimeFromName } from '../content/mime.ts';
 import { SNIFF_BYTES, detectTextEncoding } from '../content/sniff.ts';
-import { EntryKind, type EntryRow } from './entry.ts';
+import { EntryKind, type EntryRow } from '../entry.ts';
 import { ALWAYS_EXCLUDED, type IgnoreRules } from './ignore.ts';
 import { SkipReport, escapeName, invalidPathText, lstatEntry, readServableDir, type DirListing } from './servable.ts';
 

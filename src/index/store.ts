@@ -1,6 +1,6 @@
 import { succ } from '../keys.ts';
 import { ENTRY_COLUMNS, type Db } from './db.ts';
-import { EntryKind, type EntryRow } from './entry.ts';
+import { EntryKind, type EntryRow } from '../entry.ts';
 
 const COLUMNS = ENTRY_COLUMNS;
 const DOCUMENT = EntryKind.document;

@@ -2,7 +2,7 @@ import type { Stats } from 'node:fs';
 import { lstat as lstatCallback } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { EntryRow } from '../index/entry.ts';
+import type { EntryRow } from '../entry.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
 import { entryRow, rootRow, sniffMime } from '../index/scan.ts';

@@ -1,4 +1,4 @@
-import { EntryKind } from '../index/entry.ts';
+import { EntryKind } from '../entry.ts';
 import { FilterError, fingerprint, parseListParams, type ListMethod, type ListQuery } from '../query/filter.ts';
 import { matchesTemplate, planQuery } from '../query/plan.ts';
 import { toResource, type ResourceObject } from '../resource.ts';

@@ -1,4 +1,4 @@
-import { EntryKind } from '../index/entry.ts';
+import { EntryKind } from '../entry.ts';
 import { relativeTitle } from '../resource.ts';
 import { findRoot, parseFileUri, pathToUri } from '../uri.ts';
 import type { ServerContext } from './context.ts';

@@ -1,8 +1,7 @@
 import { ALTERNATIVES_META_KEY, alternativeMimeTypes } from '../content/converters/index.ts';
 import { DEFAULT_COLLECTION_LIMITS, formatListing, mayBeText, type CollectionReadLimits } from '../content/collection.ts';
 import { ContentError, readFileContent, representationSize } from '../content/read.ts';
-import { readReservedResource, reservedResourceMetadata } from '../catalog/groups.ts';
-import { EntryKind, type EntryRow } from '../index/entry.ts';
+import { EntryKind, type EntryRow } from '../entry.ts';
 import { lookupEntry } from '../index/lookup.ts';
 import { toResource, type ResourceObject } from '../resource.ts';
 import { uriToPath } from '../uri.ts';
@@ -11,14 +10,17 @@ import type { ServerContext } from './context.ts';
 
 export type ContentItem = ResourceObject & ({ text: string } | { blob: string });
 
+/** `mcp:` URIs are protocol-internal (SEP-1292): never a file, answered by the catalog's groups. */
+export function isReservedUri(uri: unknown): uri is string {
+  return typeof uri === 'string' && /^mcp:/i.test(uri);
+}
+
 /**
  * `resources/metadata` (SEP-2093): the resource object, without reading
  * content. A document with format alternatives lists their MIME types under
  * `_meta["folder-mcp/alternatives"]`, decided by name and type alone.
  */
 export async function resourceMetadata(ctx: ServerContext, params: unknown): Promise<{ resource: ResourceObject }> {
-  const reserved = await reservedResourceMetadata(ctx, params); // mcp://groups/* (SEP-1292), never a file
-  if (reserved) return reserved;
   const entry = await findEntry(ctx, uriParam(params));
   const resource = toResource(entry, ctx.roots);
   if (entry.kind === EntryKind.document) {
@@ -30,8 +32,6 @@ export async function resourceMetadata(ctx: ServerContext, params: unknown): Pro
 
 /** `resources/read`: a document with its format alternatives, or a collection (docs/resources.md, Reading). */
 export async function readResource(ctx: ServerContext, params: unknown): Promise<{ contents: ContentItem[] }> {
-  const reserved = await readReservedResource(ctx, params); // mcp://groups/* (SEP-1292), never a file
-  if (reserved) return reserved;
   const uri = uriParam(params);
   const entry = await findEntry(ctx, uri);
   if (entry.kind === EntryKind.collection) return { contents: await readCollection(ctx, entry) };

@@ -4,7 +4,7 @@
 // Range bounds, never LIKE.
 import type { Statement } from 'better-sqlite3';
 import { ENTRY_COLUMNS, type Db } from '../index/db.ts';
-import type { EntryRow } from '../index/entry.ts';
+import type { EntryRow } from '../entry.ts';
 import type { KeyRange, Plan } from './plan.ts';
 
 export type { EntryRow };

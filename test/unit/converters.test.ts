@@ -33,7 +33,7 @@ import { withinOutputBudget } from '../../src/content/worker.ts';
 const WORKER = new URL('../../dist/content/worker.js', import.meta.url);
 import { decodeText } from '../../src/content/read.ts';
 import { openDb } from '../../src/index/db.ts';
-import { EntryKind, type EntryRow } from '../../src/index/entry.ts';
+import { EntryKind, type EntryRow } from '../../src/entry.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 

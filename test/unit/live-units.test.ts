@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
-import type { EntryRow } from '../../src/index/entry.ts';
+import type { EntryRow } from '../../src/entry.ts';
 import { BACKEND_STARTERS, planWatchers } from '../../src/live/choose.ts';
 import { Subscriptions } from '../../src/protocol/subscriptions.ts';
 import { LiveSync } from '../../src/live/sync.ts';

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { defaultDbPath } from '../../src/config.ts';
-import { isInsideRoots, privateTempDir, realPathOf } from '../../src/index/location.ts';
+import { defaultDbPath, isInsideRoots, privateTempDir, realPathOf } from '../../src/index/location.ts';
 import { acquireDbLock } from '../../src/index/lock.ts';
 import { tempDir } from '../helpers.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openDb, type Db } from '../../src/index/db.ts';
-import type { EntryRow } from '../../src/index/entry.ts';
+import type { EntryRow } from '../../src/entry.ts';
 import { silentLogger } from '../../src/log.ts';
 import { decodeCursor, encodeCursor } from '../../src/protocol/cursor.ts';
 import { fingerprint, parseListParams } from '../../src/query/filter.ts';

@@ -14,3 +14,9 @@ export interface EntryRow {
   mtime: number;
   mime: string;
 }
+
+/** What one committed write batch changed: rows written, and URIs removed (a collection URI removes its subtree). */
+export interface IndexChange {
+  upserted: readonly EntryRow[];
+  removed: readonly string[];
+}
