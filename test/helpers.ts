@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { after, before } from 'node:test';
 import { z } from 'zod';
 
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -151,6 +152,65 @@ export async function connect(
     },
     close: () => client.close(),
   };
+}
+
+export interface ServedTree {
+  /** The served folder: a fresh temp dir holding the files given. */
+  readonly root: string;
+  /** A second temp dir for what is not served (the index file). */
+  readonly state: string;
+  /** The root's collection URI (with its trailing slash). */
+  readonly rootUri: string;
+  readonly conn: Connected;
+  /** The URI of a path relative to the root, each segment percent-encoded. */
+  uriOf(rel: string): string;
+}
+
+/**
+ * The setup most end-to-end suites share, as hooks of the enclosing
+ * `describe`: before its tests, a temp tree written from `files`, a state
+ * dir, and the built server on them (`args` says how); after, the client
+ * closed and both dirs removed.
+ */
+export function serveTree(
+  files: Record<string, string | Uint8Array>,
+  args: (dirs: { root: string; state: string }) => string[],
+  options: { era?: Era; env?: Record<string, string> } = {},
+): ServedTree {
+  let root: ReturnType<typeof tempDir> | undefined;
+  let state: ReturnType<typeof tempDir> | undefined;
+  let conn: Connected | undefined;
+  const need = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('serveTree: used outside the tests of its describe block');
+    return value;
+  };
+  before(async () => {
+    root = tempDir();
+    state = tempDir('folder-mcp-state-');
+    writeTree(root.path, files);
+    conn = await connect(args({ root: root.path, state: state.path }), options);
+  });
+  after(async () => {
+    await conn?.close();
+    root?.cleanup();
+    state?.cleanup();
+  });
+  const tree: ServedTree = {
+    get root() {
+      return need(root).path;
+    },
+    get state() {
+      return need(state).path;
+    },
+    get rootUri() {
+      return pathToFileURL(need(root).path).href + '/';
+    },
+    get conn() {
+      return need(conn);
+    },
+    uriOf: (rel) => tree.rootUri + rel.split('/').map(encodeURIComponent).join('/'),
+  };
+  return tree;
 }
 
 /** Waits until `condition` returns a truthy value, polling; throws after `timeoutMs`. */

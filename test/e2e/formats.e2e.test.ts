@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip } from '../fixtures.ts';
-import { CLI, connect, ERAS, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+import { CLI, connect, ERAS, serveTree, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
 
 const NOTEBOOK = makeNotebook([
   { cell_type: 'markdown', source: '# Notebook\nIntro text.' },
@@ -46,32 +46,16 @@ type Item = LooseResult & { uri: string; mimeType: string; size: number; text?: 
 const SHARED = ['uri', 'name', 'title', 'resourceType', 'capabilities', 'annotations'] as const;
 
 for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () => {
-  let root: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
-  let conn: Connected;
-  let rootUri: string;
-  const uriOf = (rel: string) => rootUri + rel;
-  const read = async (rel: string) => (await conn.request('resources/read', { uri: uriOf(rel) })).contents as Item[];
+  const tree = serveTree(TREE, ({ root, state }) => [root, '--db', join(state, 'index.db')], { era });
+  const { uriOf } = tree;
+  const read = async (rel: string) => (await tree.conn.request('resources/read', { uri: uriOf(rel) })).contents as Item[];
   const warnings = (rel: string) =>
-    conn.stderr().split('\n').filter((line) => line.includes(' warn: ') && line.includes(uriOf(rel))).length;
-
-  before(async () => {
-    root = tempDir();
-    state = tempDir('folder-mcp-state-');
-    writeTree(root.path, TREE);
-    rootUri = pathToFileURL(root.path).href + '/';
-    conn = await connect([root.path, '--db', join(state.path, 'index.db')], { era });
-  });
-  after(async () => {
-    await conn?.close();
-    root.cleanup();
-    state.cleanup();
-  });
+    tree.conn.stderr().split('\n').filter((line) => line.includes(' warn: ') && line.includes(uriOf(rel))).length;
 
   /** Checks the primary item against the disk and the metadata, and returns the alternatives. */
   async function checkPrimary(rel: string, items: Item[], kind: 'text' | 'blob'): Promise<Item[]> {
-    const disk = readFileSync(join(root.path, rel));
-    const { resource } = (await conn.request('resources/metadata', { uri: uriOf(rel) })) as { resource: LooseResult };
+    const disk = readFileSync(join(tree.root, rel));
+    const { resource } = (await tree.conn.request('resources/metadata', { uri: uriOf(rel) })) as { resource: LooseResult };
     const [primary, ...alternatives] = items;
     assert.ok(primary);
     assert.equal(primary.uri, uriOf(rel));
@@ -157,14 +141,14 @@ for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () =
       assert.equal((await read(rel)).length, 1);
       assert.equal(warnings(rel), 1, `${rel}: the failure is cached, not warned about again`);
     }
-    assert.match(conn.stderr(), /bomb\.docx left out: zip entries uncompress to more than/);
-    assert.match(conn.stderr(), /encrypted\.pdf left out: PDF is encrypted/);
+    assert.match(tree.conn.stderr(), /bomb\.docx left out: zip entries uncompress to more than/);
+    assert.match(tree.conn.stderr(), /encrypted\.pdf left out: PDF is encrypted/);
     assert.equal((await read('docs/report.pdf')).length, 2, 'still serving');
   });
 
   test('resources/metadata names the alternatives without converting', async () => {
     const alternativesOf = async (rel: string) => {
-      const { resource } = (await conn.request('resources/metadata', { uri: uriOf(rel) })) as { resource: LooseResult };
+      const { resource } = (await tree.conn.request('resources/metadata', { uri: uriOf(rel) })) as { resource: LooseResult };
       return (resource._meta as Record<string, unknown> | undefined)?.['folder-mcp/alternatives'];
     };
     assert.deepEqual(await alternativesOf('nb/analysis.ipynb'), ['text/markdown']);
@@ -176,10 +160,10 @@ for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () =
 
   test('a changed file is converted again: new text, new size', async (t) => {
     const rel = 'nb/changing.ipynb';
-    writeTree(root.path, { [rel]: makeNotebook([{ cell_type: 'markdown', source: 'version one' }]) });
+    writeTree(tree.root, { [rel]: makeNotebook([{ cell_type: 'markdown', source: 'version one' }]) });
     // The new file must be in the index (watcher); a server without one never sees it.
     const listed = await waitFor(
-      async () => (await conn.request('resources/metadata', { uri: uriOf(rel) }).catch(() => undefined)) !== undefined,
+      async () => (await tree.conn.request('resources/metadata', { uri: uriOf(rel) }).catch(() => undefined)) !== undefined,
       3000,
       'the watcher to index a new file',
     ).catch(() => false);
@@ -189,11 +173,11 @@ for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () =
       return;
     }
     assert.equal((await read(rel))[1]!.text, 'version one\n');
-    writeFileSync(join(root.path, rel), makeNotebook([{ cell_type: 'markdown', source: 'version two, longer' }]));
+    writeFileSync(join(tree.root, rel), makeNotebook([{ cell_type: 'markdown', source: 'version two, longer' }]));
     const items = await read(rel);
     assert.equal(items[1]!.text, 'version two, longer\n');
     assert.equal(items[1]!.size, Buffer.byteLength('version two, longer\n'));
-    assert.equal(items[0]!.size, statSync(join(root.path, rel)).size);
+    assert.equal(items[0]!.size, statSync(join(tree.root, rel)).size);
   });
 });
 

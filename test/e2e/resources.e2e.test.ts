@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync 
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { CLI, connect, diskUris, ERAS, listAll, notFoundCode, rejectsWith, tempDir, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+import { CLI, connect, diskUris, ERAS, listAll, notFoundCode, rejectsWith, serveTree, tempDir, writeTree, type Connected, type LooseResult } from '../helpers.ts';
 
 /** What an error's data repeats of a URI: at most 512 characters, then the length. */
 const echoed = (uri: string) => (uri.length <= 512 ? uri : `${uri.slice(0, 512)}… (${uri.length} characters)`);
@@ -34,59 +34,44 @@ const TREE: Record<string, string | Uint8Array> = {
 };
 
 for (const era of ERAS) describe(`resources over stdio (${era})`, () => {
-  let root: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
-  let conn: Connected;
-  let rootUri: string;
-  const uriOf = (rel: string) => rootUri + rel.split('/').map(encodeURIComponent).join('/');
+  const tree = serveTree(TREE, ({ root, state }) => [root, '--db', join(state, 'index.db'), '--page-size', '3', '--max-read-bytes', '4096'], { era });
+  const { uriOf } = tree;
 
-  before(async () => {
-    root = tempDir();
-    state = tempDir('folder-mcp-state-');
-    writeTree(root.path, TREE);
-    rootUri = pathToFileURL(root.path).href + '/';
-    conn = await connect([root.path, '--db', join(state.path, 'index.db'), '--page-size', '3', '--max-read-bytes', '4096'], { era });
-  });
-  after(async () => {
-    await conn?.close();
-    root.cleanup();
-    state.cleanup();
-  });
 
   test('lists every file and folder once, in URI order, across pages', async () => {
-    const { items, pages } = await listAll(conn, 'resources/list', 'resources');
+    const { items, pages } = await listAll(tree.conn, 'resources/list', 'resources');
     const uris = items.map((r) => r.uri as string);
-    assert.deepEqual(uris, diskUris(root.path, (name) => name === 'ignored' || name.endsWith('.log')));
+    assert.deepEqual(uris, diskUris(tree.root, (name) => name === 'ignored' || name.endsWith('.log')));
     assert.ok(pages > 3, `expected several pages of 3, got ${pages}`);
   });
 
   test('list items carry the full resource object', async () => {
-    const { items } = await listAll(conn, 'resources/list', 'resources');
+    const { items } = await listAll(tree.conn, 'resources/list', 'resources');
     const byUri = new Map(items.map((r) => [r.uri as string, r]));
     const main = byUri.get(uriOf('src/main.ts'))!;
     assert.equal(main.name, 'main.ts');
     assert.equal(main.title, 'src/main.ts');
     assert.equal(main.mimeType, 'text/typescript');
-    assert.equal(main.size, statSync(join(root.path, 'src/main.ts')).size);
+    assert.equal(main.size, statSync(join(tree.root, 'src/main.ts')).size);
     assert.equal(main.resourceType, 'document');
     assert.deepEqual(main.capabilities, { subscribe: true });
     const lastModified = (main.annotations as { lastModified: string }).lastModified;
-    assert.equal(new Date(lastModified).getTime(), Math.floor(statSync(join(root.path, 'src/main.ts')).mtimeMs));
+    assert.equal(new Date(lastModified).getTime(), Math.floor(statSync(join(tree.root, 'src/main.ts')).mtimeMs));
     const src = byUri.get(uriOf('src') + '/')!;
     assert.equal(src.resourceType, 'collection');
     assert.equal(src.mimeType, 'inode/directory');
     assert.equal(src.size, undefined);
     assert.deepEqual(src.capabilities, { list: true, subscribe: true });
-    const top = byUri.get(rootUri)!;
+    const top = byUri.get(tree.rootUri)!;
     assert.equal(top.resourceType, 'collection');
-    assert.equal(top.name, root.path.split('/').pop());
+    assert.equal(top.name, tree.root.split('/').pop());
     // Sniffed: no extension, text content.
     assert.equal(byUri.get(uriOf('Makefile'))!.mimeType, 'text/plain');
     assert.equal(byUri.get(uriOf('docs/café.md'))!.name, 'café.md');
   });
 
   test('reads a UTF-8 text document with its metadata', async () => {
-    const result = await conn.request('resources/read', { uri: uriOf('src/main.ts') });
+    const result = await tree.conn.request('resources/read', { uri: uriOf('src/main.ts') });
     const contents = result.contents as LooseResult[];
     assert.equal(contents.length, 1);
     assert.equal(contents[0]!.uri, uriOf('src/main.ts'));
@@ -98,28 +83,28 @@ for (const era of ERAS) describe(`resources over stdio (${era})`, () => {
   });
 
   test('reads binary, empty and non-UTF-8 files correctly', async () => {
-    const png = ((await conn.request('resources/read', { uri: uriOf('assets/logo.png') })).contents as LooseResult[])[0]!;
+    const png = ((await tree.conn.request('resources/read', { uri: uriOf('assets/logo.png') })).contents as LooseResult[])[0]!;
     assert.equal(png.blob, BINARY.toString('base64'));
     assert.equal(png.mimeType, 'image/png');
     assert.equal(png.text, undefined);
-    const empty = ((await conn.request('resources/read', { uri: uriOf('empty.txt') })).contents as LooseResult[])[0]!;
+    const empty = ((await tree.conn.request('resources/read', { uri: uriOf('empty.txt') })).contents as LooseResult[])[0]!;
     assert.equal(empty.text, '');
     assert.equal(empty.size, 0);
-    const legacy = ((await conn.request('resources/read', { uri: uriOf('assets/legacy.txt') })).contents as LooseResult[])[0]!;
+    const legacy = ((await tree.conn.request('resources/read', { uri: uriOf('assets/legacy.txt') })).contents as LooseResult[])[0]!;
     assert.equal(legacy.blob, LATIN1.toString('base64'), 'invalid UTF-8 is served as bytes, not mangled text');
   });
 
   test('the same file is named by percent-encoded and raw non-ASCII URIs', async () => {
-    const encoded = await conn.request('resources/read', { uri: uriOf('docs/café.md') });
-    const raw = await conn.request('resources/read', { uri: `${rootUri}docs/café.md` });
-    const lower = await conn.request('resources/read', { uri: `${rootUri}docs/caf%c3%a9.md` });
+    const encoded = await tree.conn.request('resources/read', { uri: uriOf('docs/café.md') });
+    const raw = await tree.conn.request('resources/read', { uri: `${tree.rootUri}docs/café.md` });
+    const lower = await tree.conn.request('resources/read', { uri: `${tree.rootUri}docs/caf%c3%a9.md` });
     assert.deepEqual(raw, encoded);
     assert.deepEqual(lower, encoded);
     assert.equal((encoded.contents as LooseResult[])[0]!.uri, uriOf('docs/café.md'));
   });
 
   test('reads a collection: its listing, then its direct text children', async () => {
-    const contents = (await conn.request('resources/read', { uri: uriOf('docs') + '/' })).contents as LooseResult[];
+    const contents = (await tree.conn.request('resources/read', { uri: uriOf('docs') + '/' })).contents as LooseResult[];
     assert.equal(contents[0]!.uri, uriOf('docs') + '/');
     assert.equal(contents[0]!.resourceType, 'collection');
     const listing = contents[0]!.text as string;
@@ -134,40 +119,40 @@ for (const era of ERAS) describe(`resources over stdio (${era})`, () => {
       assert.equal(child.text, readFileSync(new URL(child.uri as string), 'utf8'));
     }
     // A collection without its trailing slash names the same collection.
-    const again = (await conn.request('resources/read', { uri: uriOf('docs') })).contents as LooseResult[];
+    const again = (await tree.conn.request('resources/read', { uri: uriOf('docs') })).contents as LooseResult[];
     assert.equal(again[0]!.uri, uriOf('docs') + '/');
     // Binary children are listed but not embedded.
-    const assets = (await conn.request('resources/read', { uri: uriOf('assets') + '/' })).contents as LooseResult[];
+    const assets = (await tree.conn.request('resources/read', { uri: uriOf('assets') + '/' })).contents as LooseResult[];
     assert.match(assets[0]!.text as string, /^logo\.png\tdocument\t10$/m);
     assert.deepEqual(assets.slice(1).map((c) => c.uri), []);
   });
 
   test('resources/metadata returns the resource without content', async () => {
-    const { resource } = (await conn.request('resources/metadata', { uri: uriOf('docs/guide.md') })) as {
+    const { resource } = (await tree.conn.request('resources/metadata', { uri: uriOf('docs/guide.md') })) as {
       resource: LooseResult;
     };
     assert.equal(resource.uri, uriOf('docs/guide.md'));
     assert.equal(resource.mimeType, 'text/markdown');
     assert.equal(resource.size, Buffer.byteLength(TREE['docs/guide.md'] as string));
     assert.equal(resource.text, undefined);
-    const dir = (await conn.request('resources/metadata', { uri: rootUri })) as { resource: LooseResult };
+    const dir = (await tree.conn.request('resources/metadata', { uri: tree.rootUri })) as { resource: LooseResult };
     assert.equal(dir.resource.resourceType, 'collection');
   });
 
   test('templates/list offers one template per root', async () => {
-    const result = await conn.request('resources/templates/list');
+    const result = await tree.conn.request('resources/templates/list');
     const templates = result.resourceTemplates as LooseResult[];
     assert.equal(templates.length, 1);
-    assert.equal(templates[0]!.uriTemplate, `${rootUri}{+path}`);
+    assert.equal(templates[0]!.uriTemplate, `${tree.rootUri}{+path}`);
   });
 
   test('anything outside, ignored or missing is not found, with the uri in data', async () => {
-    const secretsDir = `${root.path}-secrets`;
+    const secretsDir = `${tree.root}-secrets`;
     const cases = [
       uriOf('nope.txt'),
-      `${rootUri}../`,
-      `${rootUri}..%2f..%2fetc/passwd`,
-      `${rootUri}%2e%2e/%2e%2e/etc/passwd`,
+      `${tree.rootUri}../`,
+      `${tree.rootUri}..%2f..%2fetc/passwd`,
+      `${tree.rootUri}%2e%2e/%2e%2e/etc/passwd`,
       pathToFileURL(secretsDir).href + '/x.txt',
       'file:///etc/passwd',
       'file://evil.example/etc/passwd',
@@ -179,50 +164,50 @@ for (const era of ERAS) describe(`resources over stdio (${era})`, () => {
       uriOf('node_modules/pkg/index.js'),
       uriOf('.git/HEAD'),
       uriOf('src/main.ts') + '/',
-      `${rootUri}${'a/'.repeat(5000)}`,
+      `${tree.rootUri}${'a/'.repeat(5000)}`,
     ];
     for (const uri of cases) {
-      const error = await rejectsWith(conn.request('resources/read', { uri }), notFoundCode(era), 'Resource not found');
+      const error = await rejectsWith(tree.conn.request('resources/read', { uri }), notFoundCode(era), 'Resource not found');
       assert.deepEqual(error.data, { uri: echoed(uri) }, uri);
-      await rejectsWith(conn.request('resources/metadata', { uri }), notFoundCode(era));
+      await rejectsWith(tree.conn.request('resources/metadata', { uri }), notFoundCode(era));
     }
   });
 
   test('an error repeats at most 512 characters of what the client sent', async () => {
-    const huge = `${rootUri}${'x'.repeat(100_000)}`;
-    const notFound = await rejectsWith(conn.request('resources/read', { uri: huge }), notFoundCode(era));
+    const huge = `${tree.rootUri}${'x'.repeat(100_000)}`;
+    const notFound = await rejectsWith(tree.conn.request('resources/read', { uri: huge }), notFoundCode(era));
     assert.ok(JSON.stringify(notFound.data).length < 700, 'data.uri cut');
     assert.match(String((notFound.data as { uri: string }).uri), /\(100\d{3} characters\)$/);
-    const tool = await rejectsWith(conn.request('tools/call', { name: 'y'.repeat(100_000), arguments: {} }), -32602, 'Unknown tool');
+    const tool = await rejectsWith(tree.conn.request('tools/call', { name: 'y'.repeat(100_000), arguments: {} }), -32602, 'Unknown tool');
     assert.ok(tool.message.length < 700, `message of ${tool.message.length} characters`);
-    const prompt = await rejectsWith(conn.request('prompts/get', { name: 'z'.repeat(100_000) }), -32602, 'Unknown prompt');
+    const prompt = await rejectsWith(tree.conn.request('prompts/get', { name: 'z'.repeat(100_000) }), -32602, 'Unknown prompt');
     assert.ok(prompt.message.length < 700);
-    const read = await conn.request('tools/call', { name: 'read', arguments: { uri: huge } });
+    const read = await tree.conn.request('tools/call', { name: 'read', arguments: { uri: huge } });
     const text = (read.content as { text: string }[])[0]!.text;
     assert.equal(read.isError, true);
     assert.ok(text.length < 700, `tool error of ${text.length} characters`);
   });
 
   test('bad params are -32602, and the server keeps serving', async () => {
-    await rejectsWith(conn.request('resources/read', {}), -32602, 'uri');
-    await rejectsWith(conn.request('resources/read', { uri: 42 }), -32602, 'uri');
-    await rejectsWith(conn.request('resources/list', { cursor: 'garbage' }), -32602, 'Invalid cursor');
-    await rejectsWith(conn.request('resources/list', { cursor: 42 }), -32602);
-    const ok = await conn.request('resources/metadata', { uri: uriOf('README.md') });
+    await rejectsWith(tree.conn.request('resources/read', {}), -32602, 'uri');
+    await rejectsWith(tree.conn.request('resources/read', { uri: 42 }), -32602, 'uri');
+    await rejectsWith(tree.conn.request('resources/list', { cursor: 'garbage' }), -32602, 'Invalid cursor');
+    await rejectsWith(tree.conn.request('resources/list', { cursor: 42 }), -32602);
+    const ok = await tree.conn.request('resources/metadata', { uri: uriOf('README.md') });
     assert.ok(ok.resource);
   });
 
   test('a file over --max-read-bytes gets an error naming its size and the limit', async () => {
-    const error = await rejectsWith(conn.request('resources/read', { uri: uriOf('big.txt') }), -32602);
+    const error = await rejectsWith(tree.conn.request('resources/read', { uri: uriOf('big.txt') }), -32602);
     assert.match(error.message, /5000 bytes/);
     assert.match(error.message, /4096/);
     assert.deepEqual(error.data, { uri: uriOf('big.txt'), size: 5000, limit: 4096 });
   });
 
   test('a file deleted after indexing is not found, not a crash', async () => {
-    rmSync(join(root.path, 'README.md'));
-    await rejectsWith(conn.request('resources/read', { uri: uriOf('README.md') }), notFoundCode(era));
-    writeFileSync(join(root.path, 'README.md'), TREE['README.md'] as string);
+    rmSync(join(tree.root, 'README.md'));
+    await rejectsWith(tree.conn.request('resources/read', { uri: uriOf('README.md') }), notFoundCode(era));
+    writeFileSync(join(tree.root, 'README.md'), TREE['README.md'] as string);
   });
 });
 

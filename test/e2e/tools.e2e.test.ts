@@ -7,7 +7,7 @@ import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { CallToolResultSchema, GetPromptResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connect, ERAS, notFoundCode, rejectsWith, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+import { connect, ERAS, notFoundCode, rejectsWith, serveTree, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
 
 const BINARY = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0xff, 0xfe, 0x00, 0x10]);
 const BIG_BINARY = Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 256));
@@ -50,13 +50,11 @@ function diskPaths(root: string): { path: string; uri: string; dir: boolean }[] 
 type ToolCall = LooseResult & { content: LooseResult[]; structuredContent?: LooseResult; isError?: boolean };
 
 for (const era of ERAS) describe(`tools, prompts, completions and groups over stdio (${era})`, () => {
-  let root: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
-  let conn: Connected;
-  let rootUri: string;
-  const uriOf = (rel: string) => rootUri + rel.split('/').map(encodeURIComponent).join('/');
+  // --max-read-bytes below big.txt and big.bin: windows read them anyway.
+  const tree = serveTree(TREE, ({ root, state }) => [root, '--db', join(state, 'index.db'), '--page-size', '2', '--max-read-bytes', '65536'], { era });
+  const { uriOf } = tree;
   const call = async (name: string, args: Record<string, unknown>) =>
-    (await conn.request('tools/call', { name, arguments: args })) as ToolCall;
+    (await tree.conn.request('tools/call', { name, arguments: args })) as ToolCall;
   const text = (result: ToolCall) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
   /** Search once the content index is complete (the result says `indexing` until then). */
   const search = async (args: Record<string, unknown>) => {
@@ -68,29 +66,16 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
     return ready as ToolCall;
   };
 
-  before(async () => {
-    root = tempDir();
-    state = tempDir('folder-mcp-state-');
-    writeTree(root.path, TREE);
-    rootUri = pathToFileURL(root.path).href + '/';
-    // --max-read-bytes below big.txt and big.bin: windows read them anyway.
-    conn = await connect([root.path, '--db', join(state.path, 'index.db'), '--page-size', '2', '--max-read-bytes', '65536'], { era });
-  });
-  after(async () => {
-    await conn?.close();
-    root.cleanup();
-    state.cleanup();
-  });
 
   describe('tools/list', () => {
     test('four tools, each with a SEP-1292 uri and input and output schemas', async () => {
-      const { tools } = await conn.request('tools/list', { filters: { uri_paths: ['mcp://tools/files/'] } });
+      const { tools } = await tree.conn.request('tools/list', { filters: { uri_paths: ['mcp://tools/files/'] } });
       const all = [...(tools as LooseResult[])];
       // page size 2: page on
-      let result = await conn.request('tools/list', {});
+      let result = await tree.conn.request('tools/list', {});
       const paged: LooseResult[] = [...(result.tools as LooseResult[])];
       while (result.nextCursor) {
-        result = await conn.request('tools/list', { cursor: result.nextCursor });
+        result = await tree.conn.request('tools/list', { cursor: result.nextCursor });
         paged.push(...(result.tools as LooseResult[]));
       }
       assert.deepEqual(paged.map((t) => t.name).sort(), ['find', 'read', 'search', 'tree']);
@@ -108,7 +93,7 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
         const out: string[] = [];
         let cursor: unknown;
         do {
-          const r = await conn.request('tools/list', cursor ? { ...params, cursor } : params);
+          const r = await tree.conn.request('tools/list', cursor ? { ...params, cursor } : params);
           out.push(...(r.tools as LooseResult[]).map((t) => t.name as string));
           cursor = r.nextCursor;
         } while (cursor);
@@ -119,10 +104,10 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
       assert.deepEqual(await names({ filters: { uri_paths: ['mcp://tools/files/find'] } }), ['find']);
       assert.deepEqual(await names({ filters: { uri_paths: ['mcp://tools/files/fin'] } }), []);
       assert.deepEqual(await names({ filters: { uri_paths: ['mcp://tools/other/'] } }), []);
-      await rejectsWith(conn.request('tools/list', { filter: { namePatterns: ['[abc'] } }), -32602, "Invalid pattern in namePatterns: '[abc'");
-      const first = await conn.request('tools/list', {});
+      await rejectsWith(tree.conn.request('tools/list', { filter: { namePatterns: ['[abc'] } }), -32602, "Invalid pattern in namePatterns: '[abc'");
+      const first = await tree.conn.request('tools/list', {});
       await rejectsWith(
-        conn.request('tools/list', { cursor: first.nextCursor, filter: { namePatterns: ['*'] } }),
+        tree.conn.request('tools/list', { cursor: first.nextCursor, filter: { namePatterns: ['*'] } }),
         -32602,
         'Filter parameters must not change between paginated requests',
       );
@@ -132,7 +117,7 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
   describe('find', () => {
     test('a glob over the index equals the same glob over the disk, in URI order', async () => {
       const result = await call('find', { glob: '**/*.md' });
-      const expected = diskPaths(root.path).filter((p) => !p.dir && p.path.endsWith('.md'));
+      const expected = diskPaths(tree.root).filter((p) => !p.dir && p.path.endsWith('.md'));
       const matches = result.structuredContent!.matches as LooseResult[];
       assert.deepEqual(matches.map((m) => m.uri), expected.map((p) => p.uri));
       assert.deepEqual(matches.map((m) => m.path), expected.map((p) => p.path));
@@ -156,7 +141,7 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
     test('type collection lists exactly the folders', async () => {
       const result = await call('find', { type: 'collection', limit: 1000 });
       const paths = (result.structuredContent!.matches as LooseResult[]).map((m) => m.uri);
-      assert.deepEqual(paths, [rootUri, ...diskPaths(root.path).filter((p) => p.dir).map((p) => p.uri)]);
+      assert.deepEqual(paths, [tree.rootUri, ...diskPaths(tree.root).filter((p) => p.dir).map((p) => p.uri)]);
     });
 
     test('limit and continuation walk every match exactly once', async () => {
@@ -232,7 +217,7 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
       const many = await call('search', { query: 'brow* quic* foxe* jump* laz*' });
       assert.equal(many.isError, true);
       assert.match(text(many), /more than 4 prefix/);
-      assert.ok(Array.isArray((await conn.request('resources/list', {})).resources));
+      assert.ok(Array.isArray((await tree.conn.request('resources/list', {})).resources));
       const bro = (await search({ query: 'bro* fox' })).structuredContent!.results as LooseResult[];
       assert.deepEqual(bro.map((r) => r.path), ['src/main.ts'], 'a three-letter prefix works (from the prefix index)');
     });
@@ -257,12 +242,12 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
 
     test('follows edits on disk: added, changed and deleted files (needs the watcher)', async () => {
       const paths = async (query: string) => ((await search({ query })).structuredContent!.results as LooseResult[]).map((r) => r.path);
-      writeFileSync(join(root.path, 'src/added.ts'), 'export const zebracorn = 1;\n');
+      writeFileSync(join(tree.root, 'src/added.ts'), 'export const zebracorn = 1;\n');
       await waitFor(async () => (await paths('zebracorn')).includes('src/added.ts'), 20_000, 'the added file in search');
-      writeFileSync(join(root.path, 'src/added.ts'), 'export const unicornzebra = 2;\n');
+      writeFileSync(join(tree.root, 'src/added.ts'), 'export const unicornzebra = 2;\n');
       await waitFor(async () => (await paths('unicornzebra')).includes('src/added.ts'), 20_000, 'the changed file in search');
       assert.deepEqual(await paths('zebracorn'), [], 'the old text is gone');
-      rmSync(join(root.path, 'src/added.ts'));
+      rmSync(join(tree.root, 'src/added.ts'));
       await waitFor(async () => (await paths('unicornzebra')).length === 0, 20_000, 'the deleted file out of search');
     });
   });
@@ -345,10 +330,10 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
     test('a bounded outline whose counts match the disk', async () => {
       const result = await call('tree', { depth: 1 });
       const entries = result.structuredContent!.entries as LooseResult[];
-      const top = diskPaths(root.path).filter((p) => !p.path.includes('/'));
+      const top = diskPaths(tree.root).filter((p) => !p.path.includes('/'));
       assert.deepEqual(entries.slice(1).map((e) => e.uri), top.map((p) => p.uri));
       for (const e of entries.filter((x) => x.type === 'collection' && x.depth === 1)) {
-        const onDisk = readdirSync(join(root.path, e.path as string)).length;
+        const onDisk = readdirSync(join(tree.root, e.path as string)).length;
         assert.equal(e.children, onDisk, `${e.path as string} children`);
         assert.equal(e.hidden, onDisk, 'depth 1: their children are not shown, and counted');
       }
@@ -379,14 +364,14 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
     });
 
     test('the SDK Client validates structuredContent against each outputSchema', async () => {
-      await conn.client.listTools();
+      await tree.conn.client.listTools();
       for (const [name, args] of [
         ['find', { glob: '**/*.md' }],
         ['search', { query: 'fox' }],
         ['read', { uri: 'README.md' }],
         ['tree', {}],
       ] as const) {
-        const result = await conn.client.callTool({ name, arguments: args });
+        const result = await tree.conn.client.callTool({ name, arguments: args });
         assert.ok(!result.isError, `${name}: ${JSON.stringify(result.content)}`);
         assert.ok(result.structuredContent);
       }
@@ -395,48 +380,48 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
 
   describe('prompts', () => {
     test('listed with uris, filterable; explain embeds a document or a listing', async () => {
-      const { prompts } = await conn.request('prompts/list', { filter: { namePatterns: ['*'] } });
+      const { prompts } = await tree.conn.request('prompts/list', { filter: { namePatterns: ['*'] } });
       const all = [...(prompts as LooseResult[])];
-      assert.equal((await conn.request('prompts/list', {})).nextCursor, undefined, 'two prompts fit a page of two');
+      assert.equal((await tree.conn.request('prompts/list', {})).nextCursor, undefined, 'two prompts fit a page of two');
       assert.deepEqual(all.map((p) => p.uri), ['mcp://prompts/files/explain', 'mcp://prompts/files/recent-changes']);
-      const doc = await conn.request('prompts/get', { name: 'explain', arguments: { uri: uriOf('src/main.ts') } });
+      const doc = await tree.conn.request('prompts/get', { name: 'explain', arguments: { uri: uriOf('src/main.ts') } });
       assert.ok(GetPromptResultSchema.safeParse(doc).success);
       const messages = doc.messages as LooseResult[];
       const embedded = (messages[0]!.content as LooseResult).resource as LooseResult;
       assert.equal(embedded.text, TREE['src/main.ts']);
       assert.match((messages[1]!.content as LooseResult).text as string, /src\/main\.ts/);
-      const dir = await conn.request('prompts/get', { name: 'mcp://prompts/files/explain', arguments: { uri: 'docs/' } });
+      const dir = await tree.conn.request('prompts/get', { name: 'mcp://prompts/files/explain', arguments: { uri: 'docs/' } });
       const listing = (((dir.messages as LooseResult[])[0]!.content as LooseResult).resource as LooseResult).text as string;
       assert.match(listing, /caf\u00e9\.md\tdocument/);
-      await rejectsWith(conn.request('prompts/get', { name: 'explain', arguments: {} }), -32602, 'Missing required argument: uri');
-      await rejectsWith(conn.request('prompts/get', { name: 'explain', arguments: { uri: '/etc/passwd' } }), notFoundCode(era));
-      await rejectsWith(conn.request('prompts/get', { name: 'nope' }), -32602, 'Unknown prompt');
+      await rejectsWith(tree.conn.request('prompts/get', { name: 'explain', arguments: {} }), -32602, 'Missing required argument: uri');
+      await rejectsWith(tree.conn.request('prompts/get', { name: 'explain', arguments: { uri: '/etc/passwd' } }), notFoundCode(era));
+      await rejectsWith(tree.conn.request('prompts/get', { name: 'nope' }), -32602, 'Unknown prompt');
     });
 
     test('recent-changes lists files by lastModified within the window', async () => {
       // Whole seconds: a fractional mtime can come back a millisecond off through the float seconds of utimes.
       const old = new Date(Math.floor(Date.now() / 1000 - 3 * 86_400) * 1000);
-      utimesSync(join(root.path, 'README.md'), old, old);
+      utimesSync(join(tree.root, 'README.md'), old, old);
       await waitFor(async () => {
-        const m = await conn.request('tools/call', { name: 'find', arguments: { name: 'README.md' } });
+        const m = await tree.conn.request('tools/call', { name: 'find', arguments: { name: 'README.md' } });
         const match = ((m.structuredContent as LooseResult).matches as LooseResult[])[0]!;
         return new Date(match.lastModified as string).getTime() === old.getTime();
       }, 20_000, 'the new mtime in the index');
-      const day = await conn.request('prompts/get', { name: 'recent-changes', arguments: { window: '24h' } });
+      const day = await tree.conn.request('prompts/get', { name: 'recent-changes', arguments: { window: '24h' } });
       const dayText = ((day.messages as LooseResult[])[0]!.content as LooseResult).text as string;
       assert.match(dayText, /src\/main\.ts/);
       assert.doesNotMatch(dayText, /README\.md/);
-      const week = await conn.request('prompts/get', { name: 'recent-changes', arguments: { window: '7d', scope: 'README.md' } });
+      const week = await tree.conn.request('prompts/get', { name: 'recent-changes', arguments: { window: '7d', scope: 'README.md' } });
       assert.match(((week.messages as LooseResult[])[0]!.content as LooseResult).text as string, /README\.md/);
       const links = (week.messages as LooseResult[]).slice(1).map((m) => (m.content as LooseResult).uri);
       assert.deepEqual(links, [uriOf('README.md')]);
-      await rejectsWith(conn.request('prompts/get', { name: 'recent-changes', arguments: { window: 'soon' } }), -32602, "Invalid window 'soon'");
+      await rejectsWith(tree.conn.request('prompts/get', { name: 'recent-changes', arguments: { window: 'soon' } }), -32602, "Invalid window 'soon'");
     });
   });
 
   describe('completion/complete', () => {
     const completeTemplate = async (value: string) =>
-      ((await conn.request('completion/complete', { ref: { type: 'ref/resource', uri: `${rootUri}{+path}` }, argument: { name: 'path', value } }))
+      ((await tree.conn.request('completion/complete', { ref: { type: 'ref/resource', uri: `${tree.rootUri}{+path}` }, argument: { name: 'path', value } }))
         .completion as { values: string[]; total: number; hasMore: boolean });
 
     test('the template path, one segment at a time, at several depths', async () => {
@@ -453,19 +438,19 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
       assert.deepEqual((await completeTemplate('nope/')).values, []);
       assert.deepEqual((await completeTemplate('ignored/')).values, []);
       await rejectsWith(
-        conn.request('completion/complete', { ref: { type: 'ref/resource', uri: 'file:///elsewhere/{+path}' }, argument: { name: 'path', value: '' } }),
+        tree.conn.request('completion/complete', { ref: { type: 'ref/resource', uri: 'file:///elsewhere/{+path}' }, argument: { name: 'path', value: '' } }),
         -32602,
       );
     });
 
     test('prompt arguments: URIs and relative paths, windows', async () => {
       const completePrompt = async (name: string, arg: string, value: string) =>
-        ((await conn.request('completion/complete', { ref: { type: 'ref/prompt', name }, argument: { name: arg, value } })).completion as {
+        ((await tree.conn.request('completion/complete', { ref: { type: 'ref/prompt', name }, argument: { name: arg, value } })).completion as {
           values: string[];
           total: number;
         });
       assert.deepEqual((await completePrompt('explain', 'uri', uriOf('src/u'))).values, [uriOf('src/util') + '/']);
-      assert.deepEqual((await completePrompt('explain', 'uri', rootUri.slice(0, -3))).values, [rootUri]);
+      assert.deepEqual((await completePrompt('explain', 'uri', tree.rootUri.slice(0, -3))).values, [tree.rootUri]);
       assert.deepEqual((await completePrompt('explain', 'uri', 'docs/g')).values, ['docs/guide.md']);
       assert.deepEqual((await completePrompt('mcp://prompts/files/recent-changes', 'window', '')).values, ['1h', '24h', '7d', '30d']);
       assert.deepEqual((await completePrompt('recent-changes', 'scope', 'sr')).values, ['src/']);
@@ -474,7 +459,7 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
 
   describe('groups (mcp://groups/*)', () => {
     const readGroups = async (uri: string) => {
-      const { contents } = await conn.request('resources/read', { uri });
+      const { contents } = await tree.conn.request('resources/read', { uri });
       const item = (contents as LooseResult[])[0]!;
       assert.equal(item.uri, uri);
       assert.equal(item.mimeType, 'application/json');
@@ -493,7 +478,7 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
           assert.ok(group.name && group.description);
           let cursor: unknown;
           do {
-            const r = await conn.request(method, { filters: { uri_paths: group.uri_paths }, ...(cursor ? { cursor } : {}) });
+            const r = await tree.conn.request(method, { filters: { uri_paths: group.uri_paths }, ...(cursor ? { cursor } : {}) });
             for (const item of r[key] as LooseResult[]) inGroups.add(item.uri as string);
             cursor = r.nextCursor;
           } while (cursor);
@@ -501,7 +486,7 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
         const all = new Set<string>();
         let cursor: unknown;
         do {
-          const r = await conn.request(method, cursor ? { cursor } : {});
+          const r = await tree.conn.request(method, cursor ? { cursor } : {});
           for (const item of r[key] as LooseResult[]) all.add(item.uri as string);
           cursor = r.nextCursor;
         } while (cursor);
@@ -511,28 +496,28 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
 
     test('resource groups: the root and its top-level folders, consistent with resources/list', async () => {
       const { groups } = await readGroups('mcp://groups/resources');
-      const dirs = diskPaths(root.path).filter((p) => p.dir && !p.path.includes('/'));
-      assert.deepEqual(groups.map((g) => g.uri_paths[0]), [rootUri, ...dirs.map((d) => d.uri)]);
+      const dirs = diskPaths(tree.root).filter((p) => p.dir && !p.path.includes('/'));
+      assert.deepEqual(groups.map((g) => g.uri_paths[0]), [tree.rootUri, ...dirs.map((d) => d.uri)]);
       const docs = groups.find((g) => g.uri_paths[0] === uriOf('docs') + '/')!;
       const listed: string[] = [];
       let cursor: unknown;
       do {
-        const r = await conn.request('resources/list', { filters: { uri_paths: docs.uri_paths }, ...(cursor ? { cursor } : {}) });
+        const r = await tree.conn.request('resources/list', { filters: { uri_paths: docs.uri_paths }, ...(cursor ? { cursor } : {}) });
         listed.push(...(r.resources as LooseResult[]).map((x) => x.uri as string));
         cursor = r.nextCursor;
       } while (cursor);
-      assert.deepEqual(listed, diskPaths(root.path).filter((p) => p.path === 'docs' || p.path.startsWith('docs/')).map((p) => p.uri));
+      assert.deepEqual(listed, diskPaths(tree.root).filter((p) => p.path === 'docs' || p.path.startsWith('docs/')).map((p) => p.uri));
     });
 
     test('readable and described, not listed; other mcp: URIs are not found', async () => {
-      const meta = await conn.request('resources/metadata', { uri: 'mcp://groups/tools' });
+      const meta = await tree.conn.request('resources/metadata', { uri: 'mcp://groups/tools' });
       assert.equal((meta.resource as LooseResult).uri, 'mcp://groups/tools');
       assert.equal((meta.resource as LooseResult).mimeType, 'application/json');
-      const { resources } = await conn.request('resources/list', { prefix: 'mcp:' });
+      const { resources } = await tree.conn.request('resources/list', { prefix: 'mcp:' });
       assert.deepEqual(resources, []);
-      await rejectsWith(conn.request('resources/read', { uri: 'mcp://groups/other' }), notFoundCode(era), 'Resource not found');
-      await rejectsWith(conn.request('resources/read', { uri: 'mcp://tools/files/find' }), notFoundCode(era), 'Resource not found');
-      await rejectsWith(conn.request('resources/metadata', { uri: 'MCP://groups/x' }), notFoundCode(era));
+      await rejectsWith(tree.conn.request('resources/read', { uri: 'mcp://groups/other' }), notFoundCode(era), 'Resource not found');
+      await rejectsWith(tree.conn.request('resources/read', { uri: 'mcp://tools/files/find' }), notFoundCode(era), 'Resource not found');
+      await rejectsWith(tree.conn.request('resources/metadata', { uri: 'MCP://groups/x' }), notFoundCode(era));
     });
   });
 });
