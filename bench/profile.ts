@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDb } from '../src/index/db.ts';
-import type { EntryRow } from '../src/index/entry.ts';
+import type { EntryRow } from '../src/entry.ts';
 import { FolderIndex } from '../src/index/folder-index.ts';
 import { IgnoreRules } from '../src/index/ignore.ts';
 import { entryRow, scanRoots } from '../src/index/scan.ts';

@@ -142,7 +142,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     cursorSecret: getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
     convert: convert.convert,
   };
-  const search = config.search ? new ContentSearch(index, log) : null;
+  const search = config.search ? new ContentSearch(index, log, undefined, { budgetMs: config.searchBudgetMs }) : null;
   const catalog = createCatalog(ctx, search);
   const live = createLive({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
   // In the background: requests wait on index.ready themselves.

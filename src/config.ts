@@ -20,6 +20,8 @@ export interface Config {
   pollIntervalMs: number;
   /** Full-text content index and the `search` tool (`--no-search` turns both off). */
   search: boolean;
+  /** Time one search may take before its result is cut short (ms). */
+  searchBudgetMs: number;
 }
 
 /** With `--watcher poll` (or when the watchers degrade to it): at least this long between two walks. */
@@ -34,6 +36,8 @@ export const DEFAULT_MAX_READ_BYTES = 4 * 1024 * 1024;
  */
 export const DEFAULT_PAGE_SIZE = 2000;
 export const MAX_PAGE_SIZE = 10_000;
+/** Matches SEARCH_BUDGET_MS in src/catalog/content-search.ts (config stays free of the catalog's imports). */
+export const DEFAULT_SEARCH_BUDGET_MS = 2000;
 
 export const USAGE = `Usage: folder-mcp [options] <folder>...
 
@@ -53,6 +57,8 @@ Options:
   --watcher KIND         auto | chokidar | parcel | poll | none (default auto)
   --poll-interval MS     with the poll watcher, at least MS between two walks of the tree (default ${DEFAULT_POLL_INTERVAL_MS})
   --no-search            no full-text content index and no search tool
+  --search-budget-ms N   time one search may take; past it the result is cut
+                         short and says so (default ${DEFAULT_SEARCH_BUDGET_MS})
   --log-level LEVEL      error | warn | info | debug (default info); logs go to stderr
   -h, --help             show this help
   -v, --version          show the version
@@ -80,6 +86,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
         watcher: { type: 'string' },
         'poll-interval': { type: 'string' },
         'no-search': { type: 'boolean' },
+        'search-budget-ms': { type: 'string' },
         'log-level': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
@@ -114,6 +121,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       watcher: watcher as WatcherKind,
       pollIntervalMs: positiveInt(values['poll-interval'], '--poll-interval', DEFAULT_POLL_INTERVAL_MS, 3_600_000),
       search: !values['no-search'],
+      searchBudgetMs: positiveInt(values['search-budget-ms'], '--search-budget-ms', DEFAULT_SEARCH_BUDGET_MS, 60_000),
     },
   };
 }

@@ -10,9 +10,14 @@ import { ENTRY_COLUMNS, type Db } from '../index/db.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
 import type { FolderIndex, IndexChange } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
-import type { KeyRange } from '../query/plan.ts';
+import type { ListQuery } from '../query/filter.ts';
+import { planQuery } from '../query/plan.ts';
 import { uriToPath, type Root } from '../uri.ts';
 import type { SearchExpression } from './search-query.ts';
+import { SearchReader, type SearchHit, type SearchOutcome, type SearchScope } from './search-reader.ts';
+import { defaultSearchWorkerUrl, SearchThread } from './search-thread.ts';
+
+export { locate, type SearchHit, type SearchOutcome, type SearchScope } from './search-reader.ts';
 
 /** Files larger than this are not indexed (their text is rarely what a search wants, and it would bloat the index). */
 export const SEARCH_MAX_FILE_BYTES = 1024 * 1024;
@@ -23,11 +28,12 @@ const BATCH_FILES = 100;
 // operation of the server: more would make a resources/read wait behind the
 // build, for little gain (20,000 small files: 8 -> 2.1 s, 32 -> 1.9 s).
 const READ_CONCURRENCY = 8;
-/** Ranked candidates looked at per search, at most (a scoped search with a very common word may miss the rest). */
-const MAX_CANDIDATES = 20_000;
-/** Extra top-ranked candidates for an unscoped search, for entries removed but not yet dropped from the content index. */
-const FIRST_TIER_SLACK = 20;
-const SCOPED_FIRST_TIER = 2000;
+/**
+ * Time a search may take. Past it no further statement starts and the result
+ * says it was cut short; one statement is bounded by the query limits of
+ * search-query.ts, and on the search thread a runaway one is killed.
+ */
+export const SEARCH_BUDGET_MS = 2000;
 
 
 /** MIME types whose files are worth reading as text; everything else is left out without a read. */
@@ -48,23 +54,6 @@ export interface SearchProgress {
   complete: boolean;
 }
 
-export interface SearchHit {
-  row: EntryRow;
-  score: number;
-  line: number;
-  /** The line of the first highlighted match, trimmed. */
-  text: string;
-  /** FTS5 snippet around the best match, matches in «», on one line. */
-  snippet: string;
-}
-
-export interface SearchScope {
-  ranges: KeyRange[];
-  /** True when the ranges say everything (no glob residual): then the top N by rank need no filtering. */
-  exact: boolean;
-  residual: (row: { uri: string; name: string }) => boolean;
-}
-
 interface DocState {
   id: number;
   mtime: number;
@@ -83,13 +72,23 @@ export class ContentSearch {
   private unsubscribe: (() => void) | null = null;
   private worker: Promise<void> | null = null;
   private readonly stmts;
+  private readonly reader: SearchReader;
+  private readonly thread: SearchThread | null;
+  private readonly budgetMs: number;
 
   constructor(
     private readonly index: FolderIndex,
     private readonly log: Logger,
     private readonly maxFileBytes = SEARCH_MAX_FILE_BYTES,
+    options: { workerUrl?: URL | null; budgetMs?: number } = {},
   ) {
+    this.budgetMs = options.budgetMs ?? SEARCH_BUDGET_MS;
     this.db = index.db;
+    this.reader = new SearchReader(this.db);
+    // Security: queries run off the event loop when the index is a file a
+    // second connection can open; an in-memory index has only this one.
+    const workerUrl = options.workerUrl === undefined ? defaultSearchWorkerUrl() : options.workerUrl;
+    this.thread = !this.db.memory && workerUrl ? new SearchThread(this.db.name, workerUrl) : null;
     this.db.function('folder_mcp_text_mime', { deterministic: true }, (mime: unknown) =>
       typeof mime === 'string' && isTextMime(mime) ? 1 : 0,
     );
@@ -117,14 +116,6 @@ export class ContentSearch {
          WHERE e.uri > ? AND e.kind = ${EntryKind.document} ORDER BY e.uri LIMIT ?`,
       ),
       entry: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE uri = ?`),
-      ranked: db.prepare(
-        `SELECT d.id AS id, d.uri AS uri, f.rank AS score
-         FROM (SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ? ORDER BY rank LIMIT ?) f
-         JOIN search_docs d ON d.id = f.rowid ORDER BY f.rank`,
-      ),
-      snippet: db.prepare(
-        `SELECT snippet(search_fts, 0, char(1), char(2), '…', 16) AS snippet, body FROM search_fts WHERE search_fts MATCH ? AND rowid = CAST(? AS INTEGER)`,
-      ),
     };
   }
 
@@ -150,54 +141,32 @@ export class ContentSearch {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.thread?.close();
     this.markClosed();
     this.unsubscribe?.();
     this.wake?.();
     await this.worker;
   }
 
-  /** Ranked hits within `scope`, best first. */
-  search(expression: SearchExpression, scope: SearchScope, limit: number): SearchHit[] {
-    if (scope.ranges.length === 0) return [];
-    const single = scope.ranges.length === 1 ? scope.ranges[0]! : null;
-    const everything = scope.exact && single !== null && single.lo === '' && single.hi === null;
-    // FTS5 sorts by rank itself and keeps only the top N, which is many times
-    // cheaper than sorting every match by bm25() in SQL (6,000 matches: 7 ms
-    // against 80). A scoped search first looks at the global top 2,000 and
-    // only when that is not enough pays for the full sort inside its range.
-    const first = everything ? limit + FIRST_TIER_SLACK : SCOPED_FIRST_TIER;
-    const ranked = this.stmts.ranked.all(expression.match, first) as Candidate0[];
-    const hits = this.collect(expression, scope, ranked, limit);
-    if (hits.length >= limit || ranked.length < first) return hits;
-    let all: Candidate0[];
-    if (single) {
-      const hi = single.hi === null ? '' : ' AND d.uri < ?';
-      const args: (string | number)[] = [expression.match, single.lo, ...(single.hi === null ? [] : [single.hi]), MAX_CANDIDATES];
-      all = this.db
-        .prepare(
-          `SELECT d.id AS id, d.uri AS uri, bm25(search_fts) AS score FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
-           WHERE search_fts MATCH ? AND d.uri >= ?${hi} ORDER BY score LIMIT ?`,
-        )
-        .all(...args) as Candidate0[];
-    } else {
-      all = this.stmts.ranked.all(expression.match, MAX_CANDIDATES) as Candidate0[];
-    }
-    return this.collect(expression, scope, all, limit);
+  get searchBudgetMs(): number {
+    return this.budgetMs;
   }
 
-  private collect(expression: SearchExpression, scope: SearchScope, candidates: Candidate0[], limit: number): SearchHit[] {
-    const hits: SearchHit[] = [];
-    for (const c of candidates) {
-      if (hits.length >= limit) break;
-      if (!scope.ranges.some((r) => c.uri >= r.lo && (r.hi === null || c.uri < r.hi))) continue;
-      // The entry may have gone since the text was indexed (a removal not yet applied here).
-      const row = this.stmts.entry.get(c.uri) as EntryRow | undefined;
-      if (!row || !scope.residual(row)) continue;
-      const found = this.stmts.snippet.get(expression.match, c.id) as { snippet: string; body: string } | undefined;
-      if (!found) continue;
-      hits.push({ row, score: -c.score, ...locate(found.snippet, found.body) });
-    }
-    return hits;
+  /** Ranked hits within `scope`, best first, on the calling thread with no time budget (tests, benchmarks). */
+  search(expression: SearchExpression, scope: SearchScope, limit: number): SearchHit[] {
+    return this.reader.search(expression, scope, limit).hits;
+  }
+
+  /**
+   * Ranked hits within `query`'s scope, best first, within the budget: on the
+   * search thread when there is one, else here, stopping between statements.
+   * `exact` says the query has no glob residual. Throws SearchBusyError when
+   * too many searches wait.
+   */
+  async query(expression: SearchExpression, query: ListQuery, exact: boolean, limit: number, budgetMs = this.budgetMs): Promise<SearchOutcome> {
+    if (this.thread) return this.thread.run({ expression, query, exact, limit, budgetMs });
+    const plan = planQuery(query);
+    return this.reader.search(expression, { ranges: plan.ranges, residual: plan.residual, exact }, limit, performance.now() + budgetMs);
   }
 
   private enqueue(change: IndexChange): void {
@@ -403,40 +372,4 @@ async function readSmallText(path: string, maxBytes: number, roots: readonly Roo
   }
 }
 
-interface Candidate0 {
-  id: number;
-  uri: string;
-  score: number;
-}
-
 type Candidate = EntryRow & { docId: number | null; docMtime: number | null; docSize: number | null };
-
-/**
- * Line number and line text of the snippet's first highlight. The snippet's
- * text between markers is verbatim body text, so finding it in the body
- * places it; a case-insensitive search for the highlighted word is the fallback.
- */
-export function locate(snippet: string, body: string): { line: number; text: string; snippet: string } {
-  const start = snippet.indexOf('\u0001');
-  const end = snippet.indexOf('\u0002', start);
-  let offset = -1;
-  if (start >= 0 && end > start) {
-    const before = snippet.slice(0, start).replace(/^…/, '');
-    const word = snippet.slice(start + 1, end);
-    const at = body.indexOf(before + word);
-    offset = at >= 0 ? at + before.length : body.toLowerCase().indexOf(word.toLowerCase());
-  }
-  if (offset < 0) offset = 0;
-  const lineStart = body.lastIndexOf('\n', offset - 1) + 1;
-  let lineEnd = body.indexOf('\n', offset);
-  if (lineEnd < 0) lineEnd = body.length;
-  let line = 1;
-  for (let i = body.indexOf('\n'); i >= 0 && i < offset; i = body.indexOf('\n', i + 1)) line++;
-  let text = body.slice(lineStart, lineEnd).trim();
-  if (text.length > 240) text = `${text.slice(0, 240)}…`;
-  return {
-    line,
-    text,
-    snippet: snippet.replace(/\u0001/g, '«').replace(/\u0002/g, '»').replace(/\s+/g, ' ').trim(),
-  };
-}

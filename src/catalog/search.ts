@@ -2,7 +2,8 @@
 // bm25 ranking), one snippet and line number per file.
 import { z } from 'zod';
 import { planQuery } from '../query/plan.ts';
-import { SEARCH_MAX_FILE_BYTES } from './content-search.ts';
+import { SEARCH_BUDGET_MS, SEARCH_MAX_FILE_BYTES } from './content-search.ts';
+import { SearchBusyError } from './search-thread.ts';
 import { scopeQuery } from './scope.ts';
 import { parseSearchQuery, SearchQueryError } from './search-query.ts';
 import { asList, resourceLink, stringOrList, ToolFailure, type ToolDefinition } from './tool.ts';
@@ -43,6 +44,10 @@ const output = z.object({
     .object({ done: z.number(), total: z.number() })
     .optional()
     .describe('Present while the content index is still being built: results cover only the files indexed so far.'),
+  truncated: z
+    .boolean()
+    .optional()
+    .describe(`True when the search was cut short at its time budget (default ${SEARCH_BUDGET_MS} ms): results are the best found by then, maybe none.`),
 });
 
 export const searchTool: ToolDefinition<z.infer<typeof input>> = {
@@ -65,9 +70,15 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     }
     await ctx.index.ready;
     const query = scopeQuery({ glob: asList(args.glob), name: asList(args.name), prefix: args.prefix }, ctx.roots);
-    const plan = planQuery(query);
     const exact = query.namePatterns === undefined && query.uriPatterns === undefined;
-    const hits = search.search(expression, { ranges: plan.ranges, residual: plan.residual, exact }, args.limit);
+    let outcome;
+    try {
+      outcome = await search.query(expression, query, exact, args.limit);
+    } catch (error) {
+      if (error instanceof SearchBusyError) throw new ToolFailure(`Search is busy: ${error.message}`);
+      throw error;
+    }
+    const { hits, truncated } = outcome;
     const progress = search.progress;
     const results = hits.map((h) => ({
       uri: h.row.uri,
@@ -82,10 +93,13 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     const lines = results.map((r) => `${r.path}:${r.line}: ${listingName(r.text)}`);
     const summary =
       (indexing ? `Note: the content index is still being built (${indexing.done} of ${indexing.total} files); results are partial.\n` : '') +
+      (truncated
+        ? `Note: the search was cut short after ${search.searchBudgetMs} ms; results are partial. Use fewer or longer prefix terms, or narrow it with glob, name or prefix.\n`
+        : '') +
       (results.length === 0 ? `No matches for ${expression.terms.join(' ')}.` : lines.join('\n'));
     return {
       content: [{ type: 'text', text: summary }, ...hits.map((h) => resourceLink(h.row, ctx))],
-      structuredContent: { query: args.query, terms: expression.terms, results, ...(indexing ? { indexing } : {}) },
+      structuredContent: { query: args.query, terms: expression.terms, results, ...(indexing ? { indexing } : {}), ...(truncated ? { truncated } : {}) },
     };
   },
 };

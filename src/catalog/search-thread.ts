@@ -1,0 +1,140 @@
+import { existsSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+import type { SearchOutcome } from './search-reader.ts';
+import type { SearchJob, SearchReply } from './search-worker.ts';
+
+/** Searches waiting for the thread; past it a search is refused (SearchBusyError). */
+const MAX_QUEUED = 8;
+/**
+ * Past its budget a job stops between statements by itself; a single
+ * statement that overruns by this much more gets the thread terminated (the
+ * only way to stop SQLite from outside) and the job answered as cut short.
+ */
+const KILL_GRACE_MS = 1000;
+const WORKER_HEAP_MB = 256;
+
+export class SearchBusyError extends Error {
+  override name = 'SearchBusyError';
+}
+
+interface Pending {
+  job: SearchJob;
+  resolve(outcome: SearchOutcome): void;
+  reject(error: Error): void;
+}
+
+/**
+ * Runs full-text searches in one worker thread with its own read-only
+ * connection, one at a time, so the event loop answers other requests while
+ * a query runs. The thread starts on first use and never keeps the process
+ * alive. A thread killed for its budget may still be finishing its statement
+ * (termination takes effect when SQLite returns): the next thread starts only
+ * after it has exited, so abandoned queries never pile up on the CPU.
+ */
+export class SearchThread {
+  private worker: Worker | undefined;
+  private dying: Promise<unknown> | undefined;
+  private readonly queue: Pending[] = [];
+  private current: { pending: Pending; timer: NodeJS.Timeout } | undefined;
+  private nextId = 1;
+  private closed = false;
+
+  constructor(
+    private readonly dbFile: string,
+    private readonly workerUrl: URL,
+  ) {}
+
+  run(job: Omit<SearchJob, 'id'>): Promise<SearchOutcome> {
+    if (this.closed) return Promise.reject(new SearchBusyError('server is closing'));
+    if (this.queue.length >= MAX_QUEUED) {
+      return Promise.reject(new SearchBusyError(`${MAX_QUEUED} searches are already waiting; try again in a moment`));
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ job: { ...job, id: this.nextId++ }, resolve, reject });
+      this.pump();
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const pending of this.queue.splice(0)) pending.reject(new SearchBusyError('server is closing'));
+    this.settle(new SearchBusyError('server is closing'));
+    void this.worker?.terminate();
+    this.worker = undefined;
+  }
+
+  private pump(): void {
+    if (this.current || this.dying || this.closed || this.queue.length === 0) return;
+    const pending = this.queue.shift()!;
+    const worker = this.ensureWorker();
+    const timer = setTimeout(() => this.kill(), pending.job.budgetMs + KILL_GRACE_MS);
+    this.current = { pending, timer };
+    worker.postMessage(pending.job);
+  }
+
+  private ensureWorker(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(this.workerUrl, {
+      workerData: { dbFile: this.dbFile },
+      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
+      // The thread's own stdout must never reach the protocol stream.
+      stdout: true,
+      stderr: false,
+    });
+    worker.stdout.resume();
+    worker.unref();
+    worker.on('message', (reply: SearchReply) => {
+      if (this.worker !== worker || !this.current || reply.id !== this.current.pending.job.id) return;
+      if (reply.ok) this.settle(undefined, reply.outcome);
+      else this.settle(new Error(reply.message));
+    });
+    // A thread killed for its budget is no longer this.worker: its late events settle nothing.
+    worker.on('error', (error) => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.settle(new Error(`search thread failed: ${error.message}`));
+    });
+    worker.on('exit', () => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.settle(new Error('search thread exited'));
+    });
+    this.worker = worker;
+    return worker;
+  }
+
+  /** The job overran its budget inside one statement: answer it as cut short, and stop the thread. */
+  private kill(): void {
+    const worker = this.worker;
+    this.worker = undefined;
+    if (worker) {
+      this.dying = worker.terminate().finally(() => {
+        this.dying = undefined;
+        this.pump();
+      });
+    }
+    this.settle(undefined, { hits: [], truncated: true });
+  }
+
+  private settle(error: Error | undefined, outcome?: SearchOutcome): void {
+    const current = this.current;
+    if (!current) return;
+    this.current = undefined;
+    clearTimeout(current.timer);
+    if (error) current.pending.reject(error);
+    else current.pending.resolve(outcome!);
+    this.pump();
+  }
+}
+
+/**
+ * The thread's script: search-worker.js beside this module in dist/. Running
+ * the TypeScript sources (tests under tsx), a worker cannot load .ts files,
+ * so the built one is used when there is one; undefined otherwise, and
+ * searches then run on the main thread, bounded between statements only.
+ */
+export function defaultSearchWorkerUrl(): URL | undefined {
+  if (!import.meta.url.endsWith('.ts')) return new URL('./search-worker.js', import.meta.url);
+  const built = new URL('../../dist/catalog/search-worker.js', import.meta.url);
+  return existsSync(built) ? built : undefined;
+}

@@ -1,0 +1,44 @@
+import Database from 'better-sqlite3';
+import { parentPort, workerData } from 'node:worker_threads';
+import type { ListQuery } from '../query/filter.ts';
+import { planQuery } from '../query/plan.ts';
+import { SearchReader, type SearchOutcome } from './search-reader.ts';
+import type { SearchExpression } from './search-query.ts';
+
+/**
+ * Entry point of the search thread (see search-thread.ts): full-text queries
+ * on the thread's own read-only connection, so that a broad one costs this
+ * thread, never the event loop that answers every other request. The scope
+ * travels as its ListQuery and is planned here (a glob residual is a closure).
+ */
+export interface SearchJob {
+  id: number;
+  expression: SearchExpression;
+  query: ListQuery;
+  exact: boolean;
+  limit: number;
+  /** Milliseconds from the job's arrival after which no further statement starts. */
+  budgetMs: number;
+}
+
+export type SearchReply = { id: number; ok: true; outcome: SearchOutcome } | { id: number; ok: false; message: string };
+
+const port = parentPort;
+if (port) {
+  const { dbFile } = workerData as { dbFile: string };
+  // WAL: readers never block the writer (the content index keeps building) and see committed data only.
+  const db = new Database(dbFile, { readonly: true, fileMustExist: true });
+  const reader = new SearchReader(db);
+  port.on('message', (job: SearchJob) => {
+    const deadline = performance.now() + job.budgetMs;
+    let reply: SearchReply;
+    try {
+      const plan = planQuery(job.query);
+      const outcome = reader.search(job.expression, { ranges: plan.ranges, residual: plan.residual, exact: job.exact }, job.limit, deadline);
+      reply = { id: job.id, ok: true, outcome };
+    } catch (error) {
+      reply = { id: job.id, ok: false, message: (error as Error).message };
+    }
+    port.postMessage(reply);
+  });
+}
