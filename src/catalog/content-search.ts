@@ -15,7 +15,7 @@ import { planQuery } from '../query/plan.ts';
 import { uriToPath, type Root } from '../uri.ts';
 import type { SearchExpression } from './search-query.ts';
 import { SearchReader, type SearchHit, type SearchOutcome, type SearchScope } from './search-reader.ts';
-import { defaultSearchWorkerUrl, SearchThread } from './search-thread.ts';
+import { defaultSearchWorkerUrl, SearchThread, SearchThreadError } from './search-thread.ts';
 
 export { locate, type SearchHit, type SearchOutcome, type SearchScope } from './search-reader.ts';
 
@@ -164,7 +164,15 @@ export class ContentSearch {
    * too many searches wait.
    */
   async query(expression: SearchExpression, query: ListQuery, exact: boolean, limit: number, budgetMs = this.budgetMs): Promise<SearchOutcome> {
-    if (this.thread) return this.thread.run({ expression, query, exact, limit, budgetMs });
+    if (this.thread) {
+      try {
+        return await this.thread.run({ expression, query, exact, limit, budgetMs });
+      } catch (error) {
+        if (!(error instanceof SearchThreadError)) throw error;
+        // The next search starts a fresh thread; this one is answered here, bounded between statements.
+        this.log.warn(`${error.message}; this search runs on the main thread`);
+      }
+    }
     const plan = planQuery(query);
     return this.reader.search(expression, { ranges: plan.ranges, residual: plan.residual, exact }, limit, performance.now() + budgetMs);
   }

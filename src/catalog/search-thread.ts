@@ -17,6 +17,11 @@ export class SearchBusyError extends Error {
   override name = 'SearchBusyError';
 }
 
+/** The thread failed or exited under a job (not a query error): the caller may search another way. */
+export class SearchThreadError extends Error {
+  override name = 'SearchThreadError';
+}
+
 interface Pending {
   job: SearchJob;
   resolve(outcome: SearchOutcome): void;
@@ -92,12 +97,12 @@ export class SearchThread {
     worker.on('error', (error) => {
       if (this.worker !== worker) return;
       this.worker = undefined;
-      this.settle(new Error(`search thread failed: ${error.message}`));
+      this.settle(new SearchThreadError(`search thread failed: ${error.message}`));
     });
     worker.on('exit', () => {
       if (this.worker !== worker) return;
       this.worker = undefined;
-      this.settle(new Error('search thread exited'));
+      this.settle(new SearchThreadError('search thread exited'));
     });
     this.worker = worker;
     return worker;

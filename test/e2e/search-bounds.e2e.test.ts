@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, test } from 'node:test';
 import { ContentSearch } from '../../src/catalog/content-search.ts';
 import { MAX_PREFIX_TERMS, MIN_PREFIX_CHARS, parseSearchQuery, SearchQueryError } from '../../src/catalog/search-query.ts';
@@ -76,6 +77,32 @@ describe('the time budget', () => {
       // The same through ContentSearch.query on the main thread (an index with no second connection).
       const viaQuery = await search.query(expression, { method: 'resources/list' }, true, 20, 0);
       assert.equal(viaQuery.truncated, true);
+      await search.close();
+      index.close();
+    } finally {
+      dir.cleanup();
+      state.cleanup();
+    }
+  });
+});
+
+describe('the search thread', () => {
+  test('a thread that fails is not the end of search: the query is answered on the main thread, with a warning', async () => {
+    const dir = tempDir();
+    const state = tempDir('folder-mcp-state-');
+    try {
+      broadTree(dir.path, 20);
+      const broken = join(state.path, 'broken-worker.mjs');
+      writeFileSync(broken, "throw new Error('cannot start');\n");
+      const warnings: string[] = [];
+      const log = { ...silentLogger, warn: (m: string) => warnings.push(m) };
+      const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
+      const search = new ContentSearch(index, log, undefined, { workerUrl: pathToFileURL(broken) });
+      search.start();
+      await search.idle();
+      const outcome = await search.query(parseSearchQuery('needle1'), { method: 'resources/list' }, true, 50);
+      assert.equal(outcome.hits.length, 7);
+      assert.match(warnings.join('\n'), /search thread failed: cannot start; this search runs on the main thread/);
       await search.close();
       index.close();
     } finally {
