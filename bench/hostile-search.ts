@@ -44,8 +44,8 @@ function proseTree(files: number): { root: string; needle: string } {
 
 const HOSTILE = 'w* f* a* b* c* d* e* g* h* i* j* k* l* m* n* o* p* q* r* s* t* u* v* x* y* z* 1* 2* 3* 4* 5* 6*';
 
-/** The broadest query the parser accepts: 8 two-letter prefix terms. */
-const BROAD = 'ab* cd* ef* gh* ij* kl* mn* op*';
+/** The broadest query the parser accepts: 4 three-letter prefix terms (src/catalog/search-query.ts). */
+const BROAD = 'abc* cde* efg* ghi*';
 
 async function search(conn: Connected, query: string) {
   return conn.request('tools/call', { name: 'search', arguments: { query } });
