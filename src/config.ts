@@ -134,6 +134,7 @@ const OPTION_VALUES: Record<string, string> = {
   '--max-read-bytes': 'a positive whole number of bytes',
   '--watcher': WATCHER_KINDS.join(' | '),
   '--poll-interval': 'a whole number of milliseconds, from 1 to 3600000',
+  '--search-budget-ms': 'a whole number of milliseconds, from 1 to 60000',
   '--log-level': LOG_LEVELS.join(' | '),
 };
 
