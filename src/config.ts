@@ -22,6 +22,25 @@ export interface Config {
   watcher: WatcherKind;
   /** Full-text content index and the `search` tool (`--no-search` turns both off). */
   search: boolean;
+  /** `--http [HOST:]PORT`: serve Streamable HTTP at /mcp instead of stdio. */
+  http?: HttpListen;
+  /** `--allowed-host NAME`: Host/Origin names accepted besides loopback (a proxy's public name). */
+  allowedHosts?: string[];
+  /** `--token-file PATH`: the bearer token's file (FOLDER_MCP_TOKEN otherwise; read by cli.ts). */
+  tokenFile?: string;
+  /** `--cursor-key-file PATH`: the shared cursor key's file (FOLDER_MCP_CURSOR_KEY otherwise; read by cli.ts). */
+  cursorKeyFile?: string;
+  /**
+   * The resolved cursor key (set by cli.ts from the file or the environment):
+   * replicas serving one folder with one key accept each other's cursors.
+   * Absent: the index's own secret.
+   */
+  cursorKey?: string;
+}
+
+export interface HttpListen {
+  host: string;
+  port: number;
 }
 
 /** Keeps a whole read well under the SDK's 10 MiB stdio message limit, even as base64. */
@@ -31,7 +50,7 @@ export const MAX_PAGE_SIZE = 10_000;
 
 export const USAGE = `Usage: folder-mcp [options] <folder>...
 
-Serve one or more folders as MCP resources over stdio.
+Serve one or more folders as MCP resources over stdio (or Streamable HTTP: --http).
 
 Options:
   --db PATH              index file (default: one per set of folders and options
@@ -47,6 +66,14 @@ Options:
   --watcher KIND         auto | chokidar | parcel | poll | none (default auto)
   --no-search            no full-text content index and no search tool
   --log-level LEVEL      error | warn | info | debug (default info); logs go to stderr
+  --http [HOST:]PORT     serve Streamable HTTP at http://HOST:PORT/mcp instead of
+                         stdio (HOST default 127.0.0.1; PORT 0 picks a free one)
+  --allowed-host NAME    accept this Host/Origin name besides loopback (a reverse
+                         proxy's public name; repeatable)
+  --token-file PATH      bearer token clients must send (else FOLDER_MCP_TOKEN);
+                         required to bind an address that is not loopback
+  --cursor-key-file PATH cursor signing key shared by replicas (else
+                         FOLDER_MCP_CURSOR_KEY; default: one per index)
   -h, --help             show this help
   -v, --version          show the version
 `;
@@ -73,6 +100,10 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
         watcher: { type: 'string' },
         'no-search': { type: 'boolean' },
         'log-level': { type: 'string' },
+        http: { type: 'string' },
+        'allowed-host': { type: 'string', multiple: true },
+        'token-file': { type: 'string' },
+        'cursor-key-file': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -92,6 +123,10 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
   if (!(WATCHER_KINDS as readonly string[]).includes(watcher)) {
     throw new UsageError(`--watcher must be one of ${WATCHER_KINDS.join(', ')}`);
   }
+  const http = values.http === undefined ? undefined : parseHttpListen(values.http);
+  if (!http && (values['allowed-host'] || values['token-file'])) {
+    throw new UsageError(`--${values['allowed-host'] ? 'allowed-host' : 'token-file'} applies to --http only`);
+  }
   return {
     kind: 'run',
     config: {
@@ -105,8 +140,29 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       logLevel: logLevel as LogLevel,
       watcher: watcher as WatcherKind,
       search: !values['no-search'],
+      ...(http && { http }),
+      ...(values['allowed-host'] && { allowedHosts: values['allowed-host'].map(allowedHostName) }),
+      ...(values['token-file'] !== undefined && { tokenFile: values['token-file'] }),
+      ...(values['cursor-key-file'] !== undefined && { cursorKeyFile: values['cursor-key-file'] }),
     },
   };
+}
+
+/** `--http`: `PORT`, `HOST:PORT` or `[IPv6]:PORT`. */
+export function parseHttpListen(text: string): HttpListen {
+  const match = /^(?:(\[[0-9A-Fa-f:.]+\]|[^:\s]+):)?(\d{1,5})$/.exec(text);
+  const port = match ? Number(match[2]) : NaN;
+  if (!match || port > 65_535) throw new UsageError(`--http must be [HOST:]PORT (PORT 0-65535), got '${text}'`);
+  return { host: match[1]?.replace(/^\[|\]$/g, '') ?? '127.0.0.1', port };
+}
+
+/** `--allowed-host`: a bare hostname as a Host header names it (no scheme, port or path); IPv6 in brackets. */
+function allowedHostName(name: string): string {
+  const lower = name.toLowerCase();
+  if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$/.test(lower)) {
+    throw new UsageError(`--allowed-host must be a host name without scheme or port, got '${name}'`);
+  }
+  return lower;
 }
 
 function positiveInt(text: string | undefined, flag: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
