@@ -83,7 +83,7 @@ async function serveOverHttp(app: App, listen: HttpListen, allowedHosts: string[
   try {
     endpoint = await serveHttp({ app, info, listen, policy, log });
   } catch (error) {
-    process.stderr.write(`folder-mcp: cannot listen on ${listen.host}:${listen.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+    process.stderr.write(`folder-mcp: cannot serve HTTP on ${listen.host}:${listen.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
     await app.close();
     process.exit(1);
   }

@@ -90,7 +90,10 @@ async function workload(ctx: SizeContext, ask: Ask): Promise<Workload> {
     }
   }
   if (lists.length === 0 || reads.length === 0) throw new Error('the tree has no folders or small files to ask about');
-  return { lists: lists.slice(0, 50), reads: reads.slice(0, 200), globs: ['src/**/*.ts', 'docs/**/*.md', '**/*.json'], needle: ctx.tree.needle };
+  const w = { lists: lists.slice(0, 50), reads: reads.slice(0, 200), globs: ['src/**/*.ts', 'docs/**/*.md', '**/*.json'], needle: ctx.tree.needle };
+  // Untimed: format conversions are cached in the index, so whichever transport ran first would pay for them.
+  for (const uri of w.reads) await ask('resources/read', { uri });
+  return w;
 }
 
 /** `clients` askers share `total` requests, each sending its next one when the last is answered. */
