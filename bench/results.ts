@@ -5,6 +5,7 @@ import type { BySize, Scenario, Table } from './context.ts';
 import { alternatives } from './scenarios/alternatives.ts';
 import { cold } from './scenarios/cold.ts';
 import { eras } from './scenarios/eras.ts';
+import { http } from './scenarios/http.ts';
 import { list } from './scenarios/list.ts';
 import { paginate } from './scenarios/paginate.ts';
 import { reads } from './scenarios/reads.ts';
@@ -13,7 +14,7 @@ import { watch } from './scenarios/watch.ts';
 import { mdTable, textTable } from './stats.ts';
 
 /** Every scenario in run order: cold builds the index the later ones use; watch writes to the tree, so it goes last. */
-export const SCENARIOS = [cold, warm, list, paginate, alternatives, reads, watch, eras] as Scenario<unknown>[];
+export const SCENARIOS = [cold, warm, list, paginate, alternatives, reads, http, watch, eras] as Scenario<unknown>[];
 
 export const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 

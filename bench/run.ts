@@ -49,7 +49,9 @@ async function main(): Promise<void> {
   });
   if (values.help) return void process.stdout.write(USAGE);
   const quick = values.quick ?? false;
-  const sizes = (values.sizes ?? (quick ? '10000' : '10000,100000,1000000')).split(',').map((s) => Number(s.trim()));
+  // The HTTP load runs at one size (100k; 10k quick): alone, it needs no other tree.
+  const onlyHttp = values.only?.split(',').every((n) => n.trim() === 'http') ?? false;
+  const sizes = (values.sizes ?? (quick ? '10000' : onlyHttp ? '100000' : '10000,100000,1000000')).split(',').map((s) => Number(s.trim()));
   if (sizes.some((n) => !Number.isInteger(n) || n < 100)) throw new Error(`--sizes: whole numbers >= 100, got ${values.sizes}`);
   const only = values.only?.split(',').map((s) => s.trim());
   const unknown = only?.filter((n) => !SCENARIOS.some((s) => s.name === n)) ?? [];

@@ -138,8 +138,8 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     maxReadBytes: config.maxReadBytes,
     followSymlinks: config.followSymlinks,
     pager: createPager(index.db),
-    // Always written with the schema; the fallback only keeps cursors signed.
-    cursorSecret: getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
+    // A shared key (replicas behind one load balancer) wins; else the index's own, always written with the schema.
+    cursorSecret: config.cursorKey ?? getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
     convert: convert.convert,
   };
   const search = config.search ? new ContentSearch(index, log, undefined, { budgetMs: config.searchBudgetMs }) : null;

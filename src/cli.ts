@@ -3,9 +3,12 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { realpathSync, statSync, accessSync, constants } from 'node:fs';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createApp } from './app.ts';
-import { USAGE, UsageError, parseCliArgs } from './config.ts';
-import { createLogger } from './log.ts';
+import { createApp, type App } from './app.ts';
+import { USAGE, UsageError, parseCliArgs, type HttpListen } from './config.ts';
+import { allowedHostsFor, isLoopbackHost } from './http/guard.ts';
+import { loadSecrets, TOKEN_ENV, type Secrets } from './http/secrets.ts';
+import { serveHttp } from './http/serve.ts';
+import { createLogger, type Logger } from './log.ts';
 import { StdioTransport } from './protocol/stdio-transport.ts';
 import { defaultDbPath, isInsideRoots } from './index/location.ts';
 import { makeRoot, type Root } from './uri.ts';
@@ -17,11 +20,13 @@ const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 async function main(): Promise<void> {
   let parsed;
   let roots: Root[];
+  let secrets: Secrets;
   try {
     parsed = parseCliArgs(process.argv.slice(2));
     if (parsed.kind === 'help') return void process.stdout.write(USAGE);
     if (parsed.kind === 'version') return void process.stdout.write(`${VERSION}\n`);
     roots = resolveRoots(parsed.config.folders);
+    secrets = loadSecrets(parsed.config, process.env);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     process.stderr.write(`folder-mcp: ${error.message}\n${error.message.startsWith('no folder') ? USAGE : ''}`);
@@ -29,6 +34,13 @@ async function main(): Promise<void> {
     return;
   }
   const { config } = parsed;
+  config.cursorKey = secrets.cursorKey;
+  // Security: anyone who can reach a non-loopback address could read the folders.
+  if (config.http && !isLoopbackHost(config.http.host) && secrets.token === undefined) {
+    process.stderr.write(`folder-mcp: --http ${config.http.host} is not a loopback address: set a bearer token with ${TOKEN_ENV} or --token-file\n`);
+    process.exitCode = 2;
+    return;
+  }
   const log = createLogger(config.logLevel, (line) => process.stderr.write(line));
   const dbFile = config.db ?? defaultDbPath(roots.map((r) => r.path), config);
   // Judged by real paths: a --db spelled through a symlinked folder is where it really lands.
@@ -39,6 +51,7 @@ async function main(): Promise<void> {
   }
   log.info(`serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile})`);
   const app = createApp(config, roots, dbFile, log, { name: 'folder-mcp', version: VERSION });
+  if (config.http) return serveOverHttp(app, config.http, config.allowedHosts ?? [], secrets.token, log);
   const session = app.openSession();
   let closing = false;
   const shutdown = async (reason: string) => {
@@ -60,6 +73,34 @@ async function main(): Promise<void> {
     transport,
     onerror: (error) => log.debug(`stdio: ${error.message}`),
   });
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** Streamable HTTP until SIGTERM or SIGINT: then stop accepting, drain (bounded), end listen streams, close the index, exit 0. */
+async function serveOverHttp(app: App, listen: HttpListen, allowedHosts: string[], token: string | undefined, log: Logger): Promise<void> {
+  const info = { name: 'folder-mcp', version: VERSION };
+  const policy = { allowedHosts: allowedHostsFor(listen.host, allowedHosts), token };
+  let endpoint;
+  try {
+    endpoint = await serveHttp({ app, info, listen, policy, log });
+  } catch (error) {
+    process.stderr.write(`folder-mcp: cannot serve HTTP on ${listen.host}:${listen.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+    await app.close();
+    process.exit(1);
+  }
+  process.stderr.write(`folder-mcp: serving MCP over Streamable HTTP at ${endpoint.url}\n`);
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    log.debug(`shutting down: ${signal}`);
+    // Whatever hangs, the process ends: the drain is bounded, this is the backstop.
+    setTimeout(() => process.exit(1), 15_000).unref();
+    await endpoint.close();
+    await app.close();
+    process.exit(0);
+  };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }

@@ -22,6 +22,25 @@ export interface Config {
   search: boolean;
   /** Time one search may take before its result is cut short (ms). */
   searchBudgetMs: number;
+  /** `--http [HOST:]PORT`: serve Streamable HTTP at /mcp instead of stdio. */
+  http?: HttpListen;
+  /** `--allowed-host NAME`: Host/Origin names accepted besides loopback (a proxy's public name). */
+  allowedHosts?: string[];
+  /** `--token-file PATH`: the bearer token's file (FOLDER_MCP_TOKEN otherwise; read by cli.ts). */
+  tokenFile?: string;
+  /** `--cursor-key-file PATH`: the shared cursor key's file (FOLDER_MCP_CURSOR_KEY otherwise; read by cli.ts). */
+  cursorKeyFile?: string;
+  /**
+   * The resolved cursor key (set by cli.ts from the file or the environment):
+   * replicas serving one folder with one key accept each other's cursors.
+   * Absent: the index's own secret.
+   */
+  cursorKey?: string;
+}
+
+export interface HttpListen {
+  host: string;
+  port: number;
 }
 
 /** With `--watcher poll` (or when the watchers degrade to it): at least this long between two walks. */
@@ -41,7 +60,7 @@ export const DEFAULT_SEARCH_BUDGET_MS = 2000;
 
 export const USAGE = `Usage: folder-mcp [options] <folder>...
 
-Serve one or more folders as MCP resources over stdio.
+Serve one or more folders as MCP resources over stdio (or Streamable HTTP: --http).
 
 Options:
   --db PATH              index file (default: one per set of folders and options
@@ -60,6 +79,14 @@ Options:
   --search-budget-ms N   time one search may take; past it the result is cut
                          short and says so (default ${DEFAULT_SEARCH_BUDGET_MS})
   --log-level LEVEL      error | warn | info | debug (default info); logs go to stderr
+  --http [HOST:]PORT     serve Streamable HTTP at http://HOST:PORT/mcp instead of
+                         stdio (HOST default 127.0.0.1; PORT 0 picks a free one)
+  --allowed-host NAME    accept this Host/Origin name besides loopback (a reverse
+                         proxy's public name; repeatable)
+  --token-file PATH      bearer token clients must send (else FOLDER_MCP_TOKEN);
+                         required to bind an address that is not loopback
+  --cursor-key-file PATH cursor signing key shared by replicas (else
+                         FOLDER_MCP_CURSOR_KEY; default: one per index)
   -h, --help             show this help
   -v, --version          show the version
 `;
@@ -88,6 +115,10 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
         'no-search': { type: 'boolean' },
         'search-budget-ms': { type: 'string' },
         'log-level': { type: 'string' },
+        http: { type: 'string' },
+        'allowed-host': { type: 'string', multiple: true },
+        'token-file': { type: 'string' },
+        'cursor-key-file': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -107,6 +138,10 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
   if (!(WATCHER_KINDS as readonly string[]).includes(watcher)) {
     throw new UsageError(`--watcher must be one of ${WATCHER_KINDS.join(', ')}`);
   }
+  const http = values.http === undefined ? undefined : parseHttpListen(values.http);
+  if (!http && (values['allowed-host'] || values['token-file'])) {
+    throw new UsageError(`--${values['allowed-host'] ? 'allowed-host' : 'token-file'} applies to --http only`);
+  }
   return {
     kind: 'run',
     config: {
@@ -122,6 +157,10 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       pollIntervalMs: positiveInt(values['poll-interval'], '--poll-interval', DEFAULT_POLL_INTERVAL_MS, 3_600_000),
       search: !values['no-search'],
       searchBudgetMs: positiveInt(values['search-budget-ms'], '--search-budget-ms', DEFAULT_SEARCH_BUDGET_MS, 60_000),
+      ...(http && { http }),
+      ...(values['allowed-host'] && { allowedHosts: values['allowed-host'].map(allowedHostName) }),
+      ...(values['token-file'] !== undefined && { tokenFile: values['token-file'] }),
+      ...(values['cursor-key-file'] !== undefined && { cursorKeyFile: values['cursor-key-file'] }),
     },
   };
 }
@@ -135,6 +174,10 @@ const OPTION_VALUES: Record<string, string> = {
   '--watcher': WATCHER_KINDS.join(' | '),
   '--poll-interval': 'a whole number of milliseconds, from 1 to 3600000',
   '--search-budget-ms': 'a whole number of milliseconds, from 1 to 60000',
+  '--http': '[HOST:]PORT',
+  '--allowed-host': 'a host name',
+  '--token-file': 'a file path',
+  '--cursor-key-file': 'a file path',
   '--log-level': LOG_LEVELS.join(' | '),
 };
 
@@ -155,6 +198,23 @@ function usageMessage(error: Error & { code?: string }, argv: readonly string[])
     default:
       return error.message.split('\n')[0]!;
   }
+}
+
+/** `--http`: `PORT`, `HOST:PORT` or `[IPv6]:PORT`. */
+export function parseHttpListen(text: string): HttpListen {
+  const match = /^(?:(\[[0-9A-Fa-f:.]+\]|[^:\s]+):)?(\d{1,5})$/.exec(text);
+  const port = match ? Number(match[2]) : NaN;
+  if (!match || port > 65_535) throw new UsageError(`--http must be [HOST:]PORT (PORT 0-65535), got '${text}'`);
+  return { host: match[1]?.replace(/^\[|\]$/g, '') ?? '127.0.0.1', port };
+}
+
+/** `--allowed-host`: a bare hostname as a Host header names it (no scheme, port or path); IPv6 in brackets. */
+function allowedHostName(name: string): string {
+  const lower = name.toLowerCase();
+  if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$/.test(lower)) {
+    throw new UsageError(`--allowed-host must be a host name without scheme or port, got '${name}'`);
+  }
+  return lower;
 }
 
 function positiveInt(text: string | undefined, flag: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {

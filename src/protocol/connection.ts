@@ -9,7 +9,8 @@ import { Subscriptions } from './subscriptions.ts';
  */
 export class Connection {
   readonly subscriptions = new Subscriptions();
-  server: Server | undefined;
+  /** Where notifications go: the SDK server instance (stdio), or the HTTP endpoint's listen streams (src/http/listeners.ts). */
+  server: Pick<Server, 'sendResourceUpdated' | 'sendResourceListChanged'> | undefined;
   closed = false;
 
   close(): void {

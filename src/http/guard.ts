@@ -1,0 +1,83 @@
+// The checks every HTTP request passes before any MCP handler sees it (pure:
+// headers in, a refusal or null out; table-tested in test/http-guard.test.ts).
+import { localhostAllowedHostnames, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
+
+/** Who may talk to the endpoint. */
+export interface GuardPolicy {
+  /** Hostnames a Host or Origin header may name (lowercase; IPv6 in brackets). */
+  allowedHosts: readonly string[];
+  /** When set, every request must carry `Authorization: Bearer <token>`. */
+  token: string | undefined;
+}
+
+export interface RequestHeaders {
+  host: string | undefined;
+  origin: string | undefined;
+  authorization: string | undefined;
+}
+
+export interface Refusal {
+  status: 401 | 403;
+  message: string;
+  headers: Record<string, string>;
+}
+
+const REALM = 'Bearer realm="folder-mcp"';
+
+/**
+ * Security: DNS rebinding first (a page on evil.example that resolves its own
+ * name to 127.0.0.1 sends `Host: evil.example`), then cross-site requests from
+ * browsers (a foreign `Origin`), then the bearer token. Host and Origin are
+ * checked even with a token: a browser never has the token, but a rebinding
+ * page must not even learn that the endpoint exists.
+ */
+export function checkRequest(policy: GuardPolicy, headers: RequestHeaders): Refusal | null {
+  const allowed = [...policy.allowedHosts];
+  if (!validateHostHeader(headers.host, allowed).ok) return { status: 403, message: 'Forbidden: Host not allowed', headers: {} };
+  if (!validateOriginHeader(headers.origin, allowed).ok) return { status: 403, message: 'Forbidden: Origin not allowed', headers: {} };
+  if (policy.token === undefined) return null;
+  const given = bearerToken(headers.authorization);
+  if (given === undefined) return { status: 401, message: 'Unauthorized: bearer token required', headers: { 'www-authenticate': REALM } };
+  if (!tokenMatches(given, policy.token)) {
+    return { status: 401, message: 'Unauthorized: invalid token', headers: { 'www-authenticate': `${REALM}, error="invalid_token"` } };
+  }
+  return null;
+}
+
+/** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, RFC 6750). */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization ?? '');
+  return match?.[1];
+}
+
+/** Security: constant time in the token's content and length (both sides hashed to 32 bytes first). */
+export function tokenMatches(given: string, expected: string): boolean {
+  const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+/** True for addresses only this machine can reach: 127.0.0.0/8, ::1, localhost. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (bare === 'localhost' || bare === '::1' || bare === '0:0:0:0:0:0:0:1') return true;
+  const v4 = bare.startsWith('::ffff:') ? bare.slice('::ffff:'.length) : bare;
+  return isIP(v4) === 4 && v4.startsWith('127.');
+}
+
+/**
+ * The names a Host header may carry: loopback's, the bound address when it is
+ * a specific one (not 0.0.0.0 or ::, whose clients use names we cannot know),
+ * and the `--allowed-host` names (a reverse proxy's public name).
+ */
+export function allowedHostsFor(bindHost: string, extra: readonly string[] = []): string[] {
+  const names = new Set(localhostAllowedHostnames());
+  const bare = bindHost.toLowerCase();
+  if (bare !== '0.0.0.0' && bare !== '::' && bare !== '') names.add(isIP(bare) === 6 ? `[${bare}]` : bare);
+  for (const name of extra) names.add(name.toLowerCase());
+  return [...names];
+}
+
+/** The minimum length of a bearer token or cursor key: shorter ones are guessable. */
+export const MIN_SECRET_CHARS = 16;

@@ -1,0 +1,62 @@
+import type { ServerNotifier } from '@modelcontextprotocol/server';
+import type { Live } from '../live/live.ts';
+import { Connection } from '../protocol/connection.ts';
+import type { ServerContext } from '../protocol/context.ts';
+import { trackListens } from '../protocol/listen.ts';
+
+/**
+ * The HTTP endpoint's `subscriptions/listen` streams, as one notification
+ * target. The SDK's listen router answers each listen with an SSE stream and
+ * delivers `notify.resourceUpdated(uri)` to the streams whose filter names
+ * `uri` character for character; it does not tell us what is listened to. So
+ * the endpoint shows us each listen request (with an id of our own: clients'
+ * JSON-RPC ids collide), we keep what it names in one Subscriptions (the
+ * holder is the stream), and one ResourceNotifier on the live index turns a
+ * committed change into `resourceUpdated(spelling)` for every affected
+ * spelling: a listened collection hears of changes beneath it, and `café`
+ * hears of `caf%C3%A9`, as on stdio. Notifications are coalesced once for the
+ * process, not once per client. A stream that ends releases what only it
+ * asked for.
+ */
+export class HttpListeners {
+  private readonly connection = new Connection();
+  private readonly track: (message: Record<string, unknown>) => void;
+  private readonly detach: () => void;
+  private readonly streams = new Set<string>();
+  private next = 0;
+
+  constructor(ctx: Pick<ServerContext, 'index' | 'roots'>, live: Live, notify: ServerNotifier) {
+    this.track = trackListens(ctx, this.connection.subscriptions);
+    this.connection.server = {
+      // The bus carries the URI only: `title` does not travel on HTTP listen streams.
+      sendResourceUpdated: async ({ uri }) => notify.resourceUpdated(uri),
+      sendResourceListChanged: async () => notify.resourcesChanged(),
+    };
+    this.detach = live.attach(this.connection);
+  }
+
+  /** A listen request arrived: returns the id its stream is known by, for `release`. */
+  open(message: Record<string, unknown>): string {
+    const stream = `http-listen-${++this.next}`;
+    this.streams.add(stream);
+    this.track({ ...message, id: stream });
+    return stream;
+  }
+
+  /** The stream ended (closed by the client, cut, refused, or the server shut down); harmless twice. */
+  release(stream: string): void {
+    if (!this.streams.delete(stream)) return;
+    this.connection.subscriptions.release({ listen: stream });
+  }
+
+  /** Open streams, and the URIs they listen to (for tests and the bench: both return to 0). */
+  get size(): { streams: number; uris: number } {
+    return { streams: this.streams.size, uris: this.connection.subscriptions.size };
+  }
+
+  close(): void {
+    this.detach();
+    this.connection.close();
+    this.streams.clear();
+  }
+}

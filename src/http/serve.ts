@@ -1,0 +1,253 @@
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { createMcpHandler, isLegacyRequest, type McpHandlerRequestOptions } from '@modelcontextprotocol/server';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { App } from '../app.ts';
+import type { HttpListen } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { Connection } from '../protocol/connection.ts';
+import { MAX_REQUEST_LINE_BYTES } from '../protocol/stdio-transport.ts';
+import { createServer, type ServerInfo } from '../server.ts';
+import { checkRequest, type GuardPolicy } from './guard.ts';
+import { toLegacyResponse } from './legacy.ts';
+import { HttpListeners } from './listeners.ts';
+
+export const MCP_PATH = '/mcp';
+
+/** What one client may hold of the server, in bytes and time. */
+export interface HttpLimits {
+  /** Largest request body (as stdio's largest line): a longer one is answered 413 and not read. */
+  maxBodyBytes: number;
+  /** A client must send its headers within this... */
+  headersTimeoutMs: number;
+  /** ...and its whole request (headers and body) within this (slow-body clients get 408). */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection between requests is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** A connection with no bytes either way for this long is cut (listen streams send a keep-alive every 15 s). */
+  idleTimeoutMs: number;
+  /** On shutdown, requests in flight get this long to finish before they are cut. */
+  drainMs: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = {
+  maxBodyBytes: MAX_REQUEST_LINE_BYTES,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  idleTimeoutMs: 120_000,
+  drainMs: 5_000,
+};
+
+export interface HttpServeOptions {
+  app: App;
+  info: ServerInfo;
+  listen: HttpListen;
+  policy: GuardPolicy;
+  log: Logger;
+  limits?: Partial<HttpLimits>;
+}
+
+export interface HttpEndpoint {
+  /** `http://HOST:PORT/mcp`, with the port actually bound. */
+  readonly url: string;
+  readonly listeners: HttpListeners;
+  /** Stops accepting, lets in-flight requests finish (bounded), ends listen streams, closes every connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * Streamable HTTP at /mcp, both eras, for any number of clients of one App:
+ * one index, one watcher, one content index. Every request passes the guard
+ * (Host, Origin, token) before its body is read, and a capped body before
+ * any handler; the SDK's handler (`createMcpHandler`, stateless on both eras)
+ * builds a cheap server instance per request over the shared services.
+ */
+export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint> {
+  const { app, info, policy, log } = options;
+  const limits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
+  // A long-lived server: the first scan starts now, not on the first client's request.
+  const services = app.services();
+  const report = (error: Error) => log.debug(`http: ${error.message}`);
+  // A throw-away Connection per request: on the stateless legacy era, resources/subscribe holds nothing between requests.
+  const handler = createMcpHandler(() => createServer(app.services, new Connection(), info), { legacy: 'stateless', onerror: report });
+  const listeners = new HttpListeners(services.ctx, services.live, handler.notify);
+
+  const endpoint = {
+    async fetch(request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
+      const body = requestOptions?.parsedBody;
+      if (await isLegacyRequest(request, body)) return toLegacyResponse(await handler.fetch(request, requestOptions));
+      if (isListen(body)) return listen(body, request, requestOptions);
+      return handler.fetch(request, requestOptions);
+    },
+  };
+
+  /** A listen stream: what it names is tracked until its body ends, however it ends. */
+  async function listen(message: Record<string, unknown>, request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
+    const stream = listeners.open(message);
+    const release = () => listeners.release(stream);
+    let response: Response;
+    try {
+      response = await handler.fetch(request, requestOptions);
+    } catch (error) {
+      release();
+      throw error;
+    }
+    // Refused (a bad filter, the subscription cap): a JSON answer, no stream.
+    if (response.body === null || !(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+      release();
+      return response;
+    }
+    request.signal.addEventListener('abort', release, { once: true });
+    return new Response(onEnd(response.body, release), { status: response.status, statusText: response.statusText, headers: response.headers });
+  }
+
+  const nodeHandler = toNodeHandler(endpoint, { onerror: report });
+  /** Requests being answered, not counting listen streams (which only end when the client or the server ends them). */
+  const busy = new Set<ServerResponse>();
+  let closing = false;
+
+  const server = createHttpServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      maxHeaderSize: 16 * 1024,
+    },
+    (req, res) => {
+      if (closing) return refuse(res, 503, 'Service Unavailable: shutting down', { connection: 'close' });
+      const refusal = checkRequest(policy, {
+        host: req.headers.host,
+        origin: req.headers.origin,
+        authorization: req.headers.authorization,
+      });
+      if (refusal) return refuse(res, refusal.status, refusal.message, refusal.headers);
+      if (pathOf(req.url) !== MCP_PATH) return refuse(res, 404, `Not Found: the MCP endpoint is ${MCP_PATH}`);
+      serve(req, res).catch((error: unknown) => {
+        // No stack and no path to the client: the log has the detail.
+        log.debug(`http: ${(error as Error).message}`);
+        if (!res.headersSent) refuse(res, 500, 'Internal server error');
+        else res.destroy();
+      });
+    },
+  );
+  server.setTimeout(limits.idleTimeoutMs);
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let parsed: unknown;
+    if (req.method === 'POST') {
+      const text = await readBody(req, limits.maxBodyBytes);
+      if (text === null) {
+        return refuse(res, 413, `Payload Too Large: request bodies are limited to ${limits.maxBodyBytes} bytes`, { connection: 'close' });
+      }
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        return rpcError(res, 400, -32700, 'Parse error');
+      }
+    }
+    if (!isListen(parsed)) {
+      busy.add(res);
+      res.on('close', () => busy.delete(res));
+    }
+    await nodeHandler(req, res, parsed);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.listen.port, options.listen.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host;
+
+  return {
+    url: `http://${host}:${port}${MCP_PATH}`,
+    listeners,
+    async close() {
+      if (closing) return;
+      closing = true;
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = Date.now() + limits.drainMs;
+      while (busy.size > 0 && Date.now() < deadline) await delay(20);
+      // Listen streams get the graceful end (their empty result); what is still in flight is cut.
+      await handler.close();
+      listeners.close();
+      server.closeIdleConnections();
+      await Promise.race([stopped, delay(1_000)]);
+      server.closeAllConnections();
+      await stopped;
+    },
+  };
+}
+
+function isListen(body: unknown): body is Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const { method, id } = body as Record<string, unknown>;
+  return method === 'subscriptions/listen' && (typeof id === 'string' || typeof id === 'number');
+}
+
+function pathOf(url: string | undefined): string {
+  const q = (url ?? '/').indexOf('?');
+  return q === -1 ? (url ?? '/') : url!.slice(0, q);
+}
+
+/** The body as text, or null when it is over `max` bytes (then it is not read further; the answer closes the connection). */
+function readBody(req: IncomingMessage, max: number): Promise<string | null> {
+  if (Number(req.headers['content-length']) > max) return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= max) return void chunks.push(chunk);
+      req.off('data', onData);
+      req.pause();
+      resolve(null);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks, size).toString('utf8')));
+    req.once('error', reject);
+  });
+}
+
+function rpcError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }));
+}
+
+function refuse(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  rpcError(res, status, -32000, message, headers);
+}
+
+/** The same bytes, and `done` once when the stream ends, fails or is cancelled by its reader. */
+function onEnd(body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done: finished, value } = await reader.read();
+        if (finished) {
+          done();
+          controller.close();
+        } else {
+          controller.enqueue(value);
+        }
+      } catch (error) {
+        done();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      done();
+      return reader.cancel(reason);
+    },
+  });
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

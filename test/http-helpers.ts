@@ -1,0 +1,142 @@
+// Serving over Streamable HTTP in tests: the built CLI on 127.0.0.1 with a
+// free port, and an SDK client of either era over a real socket.
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { CLI, Loose, type LooseResult } from './helpers.ts';
+
+export interface HttpProcess {
+  url: string;
+  child: ChildProcess;
+  stderr(): string;
+  /** Sends `signal` and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Spawns `folder-mcp --http 127.0.0.1:0 ...args` and waits for the line naming its URL. */
+export async function startHttp(args: string[], env: Record<string, string> = {}): Promise<HttpProcess> {
+  const child = spawn(process.execPath, [CLI, '--http', '127.0.0.1:0', ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, FOLDER_MCP_TOKEN: '', FOLDER_MCP_CURSOR_KEY: '', ...env },
+  });
+  let stderr = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no URL on stderr within 20 s:\n${stderr}`)), 20_000);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /http:\/\/127\.0\.0\.1:\d+\/mcp/.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[0]);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited ${code} before listening:\n${stderr}`));
+    });
+  });
+  return {
+    url,
+    child,
+    stderr: () => stderr,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export interface HttpClient {
+  era: 'legacy' | 'modern';
+  client: Client | V1Client;
+  request(method: string, params?: Record<string, unknown>): Promise<LooseResult>;
+  close(): Promise<void>;
+}
+
+/** The v1 client (2025-11-25, initialize) or the v2 client pinned to 2026-07-28, over Streamable HTTP. */
+export async function connectHttp(url: string, era: 'legacy' | 'modern', token?: string): Promise<HttpClient> {
+  const requestInit = token ? { headers: { Authorization: `Bearer ${token}` } } : undefined;
+  if (era === 'legacy') {
+    const client = new V1Client({ name: 'folder-mcp-test', version: '0.0.0' });
+    await client.connect(new V1StreamableHTTPClientTransport(new URL(url), { requestInit }));
+    return {
+      era,
+      client,
+      request: (method, params) =>
+        (client.request({ method, params } as never, Loose) as Promise<LooseResult>).catch((error: { code?: number; message: string }) => {
+          // The v1 client prefixes "MCP error <code>: "; compare messages as sent.
+          error.message = error.message.replace(/^MCP error -?\d+: /, '');
+          throw error;
+        }),
+      close: () => client.close(),
+    };
+  }
+  const client = new Client({ name: 'folder-mcp-test', version: '0.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit }));
+  return {
+    era,
+    client,
+    request: (method, params) => client.request({ method, params } as never, Loose as never) as Promise<LooseResult>,
+    close: () => client.close(),
+  };
+}
+
+/** Collects `notifications/resources/updated` and `list_changed` a v2 client hears. */
+export function collectNotes(client: Client): { updated: string[]; listChanged: number } {
+  const notes = { updated: [] as string[], listChanged: 0 };
+  client.setNotificationHandler('notifications/resources/updated' as never, ((n: { params: { uri: string } }) => {
+    notes.updated.push(n.params.uri);
+  }) as never);
+  client.setNotificationHandler('notifications/resources/list_changed' as never, (() => {
+    notes.listChanged++;
+  }) as never);
+  return notes;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/**
+ * A raw POST over node:http (fetch forbids setting Host): a 2025-era
+ * `initialize` unless `body` says otherwise.
+ */
+export function rawPost(url: string, headers: Record<string, string>, body?: string, options: { chunked?: boolean } = {}): Promise<RawResponse> {
+  const payload =
+    body ??
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+    });
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      // The server may close after answering a body it would not read whole.
+      if (error.code !== 'EPIPE' && error.code !== 'ECONNRESET') reject(error);
+    });
+    if (!options.chunked) return void req.end(payload);
+    // No Content-Length: the size is only known by reading.
+    for (let at = 0; at < payload.length; at += 64 * 1024) req.write(payload.slice(at, at + 64 * 1024));
+    req.end();
+  });
+}

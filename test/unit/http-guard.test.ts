@@ -1,0 +1,122 @@
+// The pure checks in front of the HTTP endpoint, as tables.
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { parseCliArgs, parseHttpListen, UsageError } from '../../src/config.ts';
+import { allowedHostsFor, bearerToken, checkRequest, isLoopbackHost, tokenMatches, type GuardPolicy } from '../../src/http/guard.ts';
+import { rewriteJson } from '../../src/http/legacy.ts';
+import { loadSecrets } from '../../src/http/secrets.ts';
+import { tempDir } from '../helpers.ts';
+
+const TOKEN = 'tok-0123456789abcdef';
+const open: GuardPolicy = { allowedHosts: allowedHostsFor('127.0.0.1', ['mcp.example.com']), token: undefined };
+const locked: GuardPolicy = { ...open, token: TOKEN };
+
+describe('checkRequest', () => {
+  const cases: Array<[string, GuardPolicy, { host?: string; origin?: string; authorization?: string }, number | null]> = [
+    ['loopback Host with port', open, { host: '127.0.0.1:8080' }, null],
+    ['localhost', open, { host: 'localhost:1' }, null],
+    ['IPv6 loopback', open, { host: '[::1]:8080' }, null],
+    ['allowed proxy name', open, { host: 'mcp.example.com' }, null],
+    ['allowed name, other case', open, { host: 'MCP.Example.com' }, null],
+    ['foreign Host', open, { host: 'evil.example:8080' }, 403],
+    ['rebinding name ending in an allowed one', open, { host: 'mcp.example.com.evil.example' }, 403],
+    ['no Host', open, {}, 403],
+    ['garbage Host', open, { host: 'a b' }, 403],
+    ['loopback Origin', open, { host: '127.0.0.1', origin: 'http://localhost:3000' }, null],
+    ['allowed Origin', open, { host: '127.0.0.1', origin: 'https://mcp.example.com' }, null],
+    ['foreign Origin', open, { host: '127.0.0.1', origin: 'https://evil.example' }, 403],
+    ['opaque Origin null', open, { host: '127.0.0.1', origin: 'null' }, 403],
+    ['token not asked', open, { host: '127.0.0.1', authorization: 'Bearer whatever' }, null],
+    ['token missing', locked, { host: '127.0.0.1' }, 401],
+    ['token right', locked, { host: '127.0.0.1', authorization: `Bearer ${TOKEN}` }, null],
+    ['scheme case-insensitive', locked, { host: '127.0.0.1', authorization: `bearer ${TOKEN}` }, null],
+    ['token wrong', locked, { host: '127.0.0.1', authorization: `Bearer ${TOKEN}x` }, 401],
+    ['token prefix', locked, { host: '127.0.0.1', authorization: `Bearer ${TOKEN.slice(0, 8)}` }, 401],
+    ['Basic scheme', locked, { host: '127.0.0.1', authorization: `Basic ${TOKEN}` }, 401],
+    ['bare token', locked, { host: '127.0.0.1', authorization: TOKEN }, 401],
+    ['Host checked before the token', locked, { host: 'evil.example', authorization: `Bearer ${TOKEN}` }, 403],
+    ['Origin checked before the token', locked, { host: '127.0.0.1', origin: 'https://evil.example', authorization: `Bearer ${TOKEN}` }, 403],
+  ];
+  for (const [name, policy, headers, status] of cases) {
+    test(name, () => {
+      const refusal = checkRequest(policy, { host: headers.host, origin: headers.origin, authorization: headers.authorization });
+      assert.equal(refusal?.status ?? null, status);
+      if (status === 401) assert.match(refusal!.headers['www-authenticate']!, /^Bearer realm="folder-mcp"/);
+    });
+  }
+});
+
+test('bearerToken and tokenMatches', () => {
+  assert.equal(bearerToken(`Bearer ${TOKEN}`), TOKEN);
+  assert.equal(bearerToken(`Bearer  ${TOKEN} `), TOKEN);
+  assert.equal(bearerToken('Bearer a b'), undefined);
+  assert.equal(bearerToken('Bearer'), undefined);
+  assert.equal(bearerToken(undefined), undefined);
+  assert.equal(tokenMatches(TOKEN, TOKEN), true);
+  assert.equal(tokenMatches(`${TOKEN}x`, TOKEN), false);
+  assert.equal(tokenMatches('', TOKEN), false);
+});
+
+test('isLoopbackHost', () => {
+  for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1']) assert.equal(isLoopbackHost(host), true, host);
+  for (const host of ['0.0.0.0', '::', '192.168.1.5', '10.0.0.1', 'example.com', '128.0.0.1', '::ffff:10.0.0.1']) {
+    assert.equal(isLoopbackHost(host), false, host);
+  }
+});
+
+test('allowedHostsFor: loopback names, a specific bound address, never a wildcard', () => {
+  assert.deepEqual(allowedHostsFor('127.0.0.1').sort(), ['127.0.0.1', '[::1]', 'localhost']);
+  assert.ok(allowedHostsFor('192.168.1.5').includes('192.168.1.5'));
+  assert.ok(allowedHostsFor('fd00::5').includes('[fd00::5]'));
+  assert.deepEqual(allowedHostsFor('0.0.0.0').sort(), ['127.0.0.1', '[::1]', 'localhost']);
+  assert.ok(allowedHostsFor('::', ['Proxy.Example']).includes('proxy.example'));
+});
+
+test('--http [HOST:]PORT and the options that need it', () => {
+  assert.deepEqual(parseHttpListen('8080'), { host: '127.0.0.1', port: 8080 });
+  assert.deepEqual(parseHttpListen('0'), { host: '127.0.0.1', port: 0 });
+  assert.deepEqual(parseHttpListen('0.0.0.0:80'), { host: '0.0.0.0', port: 80 });
+  assert.deepEqual(parseHttpListen('[::1]:3000'), { host: '::1', port: 3000 });
+  assert.deepEqual(parseHttpListen('localhost:3000'), { host: 'localhost', port: 3000 });
+  for (const bad of ['', 'x', ':80', '1.2.3.4:', '70000', 'a:b:80', 'http://x:80']) assert.throws(() => parseHttpListen(bad), UsageError, bad);
+  const run = parseCliArgs(['--http', '9000', '--allowed-host', 'MCP.example.com', '--token-file', '/t', '/srv']);
+  assert.equal(run.kind, 'run');
+  if (run.kind === 'run') {
+    assert.deepEqual(run.config.http, { host: '127.0.0.1', port: 9000 });
+    assert.deepEqual(run.config.allowedHosts, ['mcp.example.com']);
+  }
+  assert.throws(() => parseCliArgs(['--token-file', '/t', '/srv']), /applies to --http only/);
+  assert.throws(() => parseCliArgs(['--http', '1', '--allowed-host', 'https://x', '/srv']), UsageError);
+});
+
+test('loadSecrets: a file wins over the environment; short or unsendable secrets are usage errors', () => {
+  const dir = tempDir();
+  try {
+    const file = join(dir.path, 'token');
+    writeFileSync(file, `${TOKEN}-file\n`);
+    const http = { host: '127.0.0.1', port: 0 };
+    assert.deepEqual(loadSecrets({ http }, { FOLDER_MCP_TOKEN: TOKEN }), { token: TOKEN, cursorKey: undefined });
+    assert.equal(loadSecrets({ http, tokenFile: file }, { FOLDER_MCP_TOKEN: TOKEN }).token, `${TOKEN}-file`);
+    assert.equal(loadSecrets({}, { FOLDER_MCP_TOKEN: TOKEN }).token, undefined, 'stdio has no token');
+    assert.equal(loadSecrets({ cursorKeyFile: file }, {}).cursorKey, `${TOKEN}-file`);
+    assert.equal(loadSecrets({}, { FOLDER_MCP_CURSOR_KEY: `  ${TOKEN} ` }).cursorKey, TOKEN);
+    assert.throws(() => loadSecrets({ http }, { FOLDER_MCP_TOKEN: 'short' }), /at least 16/);
+    assert.throws(() => loadSecrets({ http }, { FOLDER_MCP_TOKEN: 'has spaces in the middle' }), /may only hold/);
+    assert.throws(() => loadSecrets({}, { FOLDER_MCP_CURSOR_KEY: 'short' }), /at least 16/);
+    assert.throws(() => loadSecrets({ http, tokenFile: join(dir.path, 'missing') }, {}), /cannot read --token-file/);
+  } finally {
+    dir.cleanup();
+  }
+});
+
+test('legacy answers: not found becomes -32002, everything else passes as it was', () => {
+  const notFound = { jsonrpc: '2.0', id: 3, error: { code: -32602, message: 'Resource not found', data: { uri: 'file:///x' } } };
+  assert.deepEqual(JSON.parse(rewriteJson(JSON.stringify(notFound))), { ...notFound, error: { ...notFound.error, code: -32002 } });
+  const other = JSON.stringify({ jsonrpc: '2.0', id: 3, error: { code: -32602, message: 'Invalid cursor' } });
+  assert.equal(rewriteJson(other), other);
+  const result = JSON.stringify({ jsonrpc: '2.0', id: 3, result: { contents: [{ text: 'Resource not found' }] } });
+  assert.equal(rewriteJson(result), result);
+  assert.equal(rewriteJson('{broken Resource not found'), '{broken Resource not found');
+});
