@@ -18,6 +18,8 @@ const SAFETY_MIN_INTERVAL_MS = 60_000;
 const SAFETY_DUTY_FACTOR = 100;
 /** After this long without a flush, the next change is applied at once (the leading edge). */
 const QUIET_SPELL_MS = 250;
+/** ...and its paths are looked at once more this long after (a write seen half done; measured: chokidar drops its rest). */
+const LEADING_RECHECK_MS = 150;
 
 export interface LiveSyncOptions {
   index: FolderIndex;
@@ -192,6 +194,19 @@ export class LiveSync {
         const paths = this.dirty;
         this.dirty = new Set();
         await this.reconciler.paths(paths);
+        // A leading flush may have looked mid-write (a file truncated, not yet
+        // written), and a backend may not report the rest of that write
+        // (chokidar dropped it when the write came 10-30 ms after the
+        // truncation): look at the same paths once more a little later.
+        // Unchanged paths write nothing and notify nobody.
+        if (leading && !this.closed) {
+          const again = setTimeout(() => {
+            if (this.closed) return;
+            for (const path of paths) this.dirty.add(path);
+            this.scheduleFlush(this.debounceMs);
+          }, LEADING_RECHECK_MS);
+          again.unref();
+        }
       });
     }, delay);
   }

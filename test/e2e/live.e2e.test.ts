@@ -3,7 +3,7 @@
 // timeouts. The disk is the oracle: after each change the whole listing must
 // equal a walk of the disk.
 import assert from 'node:assert/strict';
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -193,6 +193,21 @@ for (const backend of BACKENDS) {
       assert.ok(conn.notes.listChanged < 50, `list_changed sent ${conn.notes.listChanged} times`);
       rmSync(join(root.path, 'burst'), { recursive: true });
       await settles('after deleting the burst');
+    });
+
+    test('a write seen half done (truncated, then written 30 ms later) ends with the index equal to the disk', async () => {
+      const path = join(root.path, 'docs/halfway.md');
+      writeFileSync(path, 'first version\n');
+      await waitFor(() => metadata('docs/halfway.md').then((m) => m?.size === 14), TIMEOUT, 'the first version indexed');
+      await new Promise((r) => setTimeout(r, 400)); // a quiet spell: the next change is applied at once
+      const fd = openSync(path, 'r+');
+      ftruncateSync(fd, 0);
+      await new Promise((r) => setTimeout(r, 30));
+      writeSync(fd, 'second version, longer\n');
+      closeSync(fd);
+      await waitFor(() => metadata('docs/halfway.md').then((m) => m?.size === 23), TIMEOUT, 'the finished write indexed');
+      rmSync(path);
+      await settles('after the half-done write');
     });
 
     test('subscriptions: a document and a collection get updated; an unsubscribed one does not', async () => {
