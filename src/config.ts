@@ -51,7 +51,7 @@ export const DEFAULT_MAX_READ_BYTES = 4 * 1024 * 1024;
 /**
  * 2,000: a v2 SDK client's listResources() follows at most 64 pages, so this
  * lists a 128,000-entry folder whole, while a page stays near 20 ms
- * (bench table 10). Larger folders: filter, or raise --page-size.
+ * (bench table 12). Larger folders: filter, or raise --page-size.
  */
 export const DEFAULT_PAGE_SIZE = 2000;
 export const MAX_PAGE_SIZE = 10_000;

@@ -163,13 +163,13 @@ export const eras: Scenario<ErasResult> = {
     }
     return [
       {
-        title: '8. Connect time by client mode (spawn to connected, warm index, p50)',
+        title: '10. Connect time by client mode (spawn to connected, warm index, p50)',
         header: connectHeader,
         rows: rowPerSize(bySize, connectHeader, (r) => [fmtMs(r.connect.legacy.p50), fmtMs(r.connect.modern.p50), fmtMs(r.connect.auto.p50), fmtRatio(r.connect.auto.p50 / r.connect.modern.p50)]),
         note: 'auto probes server/discover on a throw-away process, then starts the session: the server answers the probe without opening the index.',
       },
       {
-        title: '9. Latency by protocol era over stdio (p50, sampled alternately on two warm servers)',
+        title: '11. Latency by protocol era over stdio (p50, sampled alternately on two warm servers)',
         header: latencyHeader,
         rows: rowPerSize(bySize, latencyHeader, (r) => {
           const l = r.latency.legacy;
@@ -190,7 +190,7 @@ export const eras: Scenario<ErasResult> = {
         note: 'Deep prefix: one page under a deep folder; first page: resources/list with no params at the default page size; read: a small text file. change→updated: a write in a folder subscribed (2025) or listened to (2026), default watcher, target p50 <= 50 ms.',
       },
       {
-        title: '10. Page latency by page size (2026-07-28 client, first page of the whole folder)',
+        title: '12. Page latency by page size (2026-07-28 client, first page of the whole folder)',
         header: pageHeader,
         rows: pageRows,
         note: "The v2 client's listResources() follows at most 64 pages: the default page size decides the largest folder it lists whole.",
