@@ -48,6 +48,12 @@ export type Era = 'legacy' | 'modern' | 'auto';
 /** The eras every protocol suite runs against. */
 export const ERAS: readonly Era[] = ['legacy', 'modern'];
 
+/** A result without what only the modern era adds (serverInfo `_meta`, cache hints): for comparing the eras. */
+export function eraNeutral(result: LooseResult): LooseResult {
+  const { _meta, ttlMs, cacheScope, ...rest } = result;
+  return rest;
+}
+
 /** Resource not found, as each era's spec says: -32002 on 2025-11-25, -32602 on 2026-07-28 (SEP-2164). */
 export function notFoundCode(era: Era): number {
   return era === 'legacy' ? -32002 : -32602;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/client';
-import { CLI, connect, diskUris, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+import { CLI, connect, diskUris, eraNeutral, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
 import { connectWithNotes, listedUris } from '../live-helpers.ts';
 
 const MODERN_META = {
@@ -16,11 +16,6 @@ const MODERN_META = {
   'io.modelcontextprotocol/clientInfo': { name: 't', version: '0' },
 };
 
-/** A result without what only the modern era adds (serverInfo `_meta`, cache hints). */
-function eraNeutral(result: LooseResult): LooseResult {
-  const { _meta, ttlMs, cacheScope, ...rest } = result;
-  return rest;
-}
 
 describe('one binary, both eras', () => {
   let root: ReturnType<typeof tempDir>;

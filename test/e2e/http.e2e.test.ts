@@ -6,17 +6,12 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/client';
-import { rejectsWith, tempDir, waitFor, writeTree, type LooseResult } from '../helpers.ts';
+import { eraNeutral, rejectsWith, tempDir, waitFor, writeTree, type LooseResult } from '../helpers.ts';
 import { collectNotes, connectHttp, rawPost, startHttp, type HttpClient, type HttpProcess } from '../http-helpers.ts';
 
 const TIMEOUT = 20_000;
 const TOKEN = 'test-token-0123456789abcdef';
 
-/** A result without what only the modern era adds (serverInfo `_meta`, cache hints). */
-function eraNeutral(result: LooseResult): LooseResult {
-  const { _meta, ttlMs, cacheScope, ...rest } = result;
-  return rest;
-}
 
 describe('both eras over HTTP from one process', () => {
   let root: ReturnType<typeof tempDir>;
