@@ -58,6 +58,8 @@ async function main(): Promise<void> {
     if (closing) return;
     closing = true;
     log.debug(`shutting down: ${reason}`);
+    // The client has gone: whatever hangs (a conversion, a search thread), the process ends.
+    setTimeout(() => process.exit(0), 10_000).unref();
     await handle.close().catch(() => {});
     session.close();
     await app.close();
