@@ -11,10 +11,8 @@ export class Connection {
   readonly subscriptions = new Subscriptions();
   /** Where notifications go: the SDK server instance (stdio), or the HTTP endpoint's listen streams (src/http/listeners.ts). */
   server: Pick<Server, 'sendResourceUpdated' | 'sendResourceListChanged'> | undefined;
-  closed = false;
 
   close(): void {
-    this.closed = true;
     this.subscriptions.clear();
     this.server = undefined;
   }

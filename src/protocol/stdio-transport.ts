@@ -2,7 +2,7 @@ import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import type { Readable, Writable } from 'node:stream';
 import { ErrorCode } from './errors.ts';
 import { toLegacyError } from './sdk.ts';
-import { errorResponse, leadingRequestId, lifecycleStep, malformedReply, type Era, type ErrorResponse, type RequestId } from './wire.ts';
+import { errorResponse, leadingRequestId, lifecycleStep, malformedReply, type Era, type ErrorResponse } from './wire.ts';
 
 /**
  * The longest request line read, in bytes. MCP requests are small (a list
@@ -175,4 +175,3 @@ export class StdioTransport implements Transport {
   }
 }
 
-export type { RequestId };

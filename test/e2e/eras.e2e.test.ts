@@ -16,7 +16,6 @@ const MODERN_META = {
   'io.modelcontextprotocol/clientInfo': { name: 't', version: '0' },
 };
 
-
 describe('one binary, both eras', () => {
   let root: ReturnType<typeof tempDir>;
   let state: ReturnType<typeof tempDir>;

@@ -12,7 +12,6 @@ import { collectNotes, connectHttp, rawPost, startHttp, type HttpClient, type Ht
 const TIMEOUT = 20_000;
 const TOKEN = 'test-token-0123456789abcdef';
 
-
 describe('both eras over HTTP from one process', () => {
   let root: ReturnType<typeof tempDir>;
   let state: ReturnType<typeof tempDir>;
