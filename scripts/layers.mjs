@@ -16,6 +16,7 @@ const FLOORS = [
   ['catalog/', 'live/'],
   ['server'],
   ['app'],
+  ['http/'],
   ['cli'],
 ];
 

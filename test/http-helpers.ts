@@ -5,6 +5,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
+import { z } from 'zod';
 import { CLI, Loose, type LooseResult } from './helpers.ts';
 
 export interface HttpProcess {
@@ -53,6 +54,8 @@ export interface HttpClient {
   era: 'legacy' | 'modern';
   client: Client | V1Client;
   request(method: string, params?: Record<string, unknown>): Promise<LooseResult>;
+  /** Calls `handler` for each notification of `method` (on the legacy era: on the session's GET stream). */
+  onNotification(method: string, handler: (params: LooseResult) => void): void;
   close(): Promise<void>;
 }
 
@@ -71,6 +74,9 @@ export async function connectHttp(url: string, era: 'legacy' | 'modern', token?:
           error.message = error.message.replace(/^MCP error -?\d+: /, '');
           throw error;
         }),
+      onNotification: (method, handler) =>
+        client.setNotificationHandler(z.object({ method: z.literal(method), params: Loose.optional() }) as never, ((n: { params?: LooseResult }) =>
+          handler(n.params ?? {})) as never),
       close: () => client.close(),
     };
   }
@@ -80,19 +86,17 @@ export async function connectHttp(url: string, era: 'legacy' | 'modern', token?:
     era,
     client,
     request: (method, params) => client.request({ method, params } as never, Loose as never) as Promise<LooseResult>,
+    onNotification: (method, handler) =>
+      client.setNotificationHandler(method as never, ((n: { params?: LooseResult }) => handler(n.params ?? {})) as never),
     close: () => client.close(),
   };
 }
 
-/** Collects `notifications/resources/updated` and `list_changed` a v2 client hears. */
-export function collectNotes(client: Client): { updated: string[]; listChanged: number } {
+/** Collects the `notifications/resources/updated` and `list_changed` a client of either era hears. */
+export function collectNotes(conn: HttpClient): { updated: string[]; listChanged: number } {
   const notes = { updated: [] as string[], listChanged: 0 };
-  client.setNotificationHandler('notifications/resources/updated' as never, ((n: { params: { uri: string } }) => {
-    notes.updated.push(n.params.uri);
-  }) as never);
-  client.setNotificationHandler('notifications/resources/list_changed' as never, (() => {
-    notes.listChanged++;
-  }) as never);
+  conn.onNotification('notifications/resources/updated', (params) => void notes.updated.push(params.uri as string));
+  conn.onNotification('notifications/resources/list_changed', () => void notes.listChanged++);
   return notes;
 }
 

@@ -11,6 +11,8 @@ import { createServer, type ServerInfo } from '../server.ts';
 import { checkRequest, type GuardPolicy } from './guard.ts';
 import { toLegacyResponse } from './legacy.ts';
 import { HttpListeners } from './listeners.ts';
+import { DEFAULT_SESSION_LIMITS, LegacySessions, type SessionLimits } from './sessions.ts';
+import { onEnd } from './streams.ts';
 
 export const MCP_PATH = '/mcp';
 
@@ -30,6 +32,8 @@ export interface HttpLimits {
   drainMs: number;
 }
 
+export type HttpServeLimits = HttpLimits & SessionLimits;
+
 export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   maxBodyBytes: MAX_REQUEST_LINE_BYTES,
   headersTimeoutMs: 10_000,
@@ -39,19 +43,23 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   drainMs: 5_000,
 };
 
+const DEFAULT_LIMITS: HttpServeLimits = { ...DEFAULT_HTTP_LIMITS, ...DEFAULT_SESSION_LIMITS };
+
 export interface HttpServeOptions {
   app: App;
   info: ServerInfo;
   listen: HttpListen;
   policy: GuardPolicy;
   log: Logger;
-  limits?: Partial<HttpLimits>;
+  limits?: Partial<HttpServeLimits>;
 }
 
 export interface HttpEndpoint {
   /** `http://HOST:PORT/mcp`, with the port actually bound. */
   readonly url: string;
   readonly listeners: HttpListeners;
+  /** 2025-era sessions open now. */
+  readonly sessions: { readonly size: number };
   /** Stops accepting, lets in-flight requests finish (bounded), ends listen streams, closes every connection. */
   close(): Promise<void>;
 }
@@ -60,23 +68,28 @@ export interface HttpEndpoint {
  * Streamable HTTP at /mcp, both eras, for any number of clients of one App:
  * one index, one watcher, one content index. Every request passes the guard
  * (Host, Origin, token) before its body is read, and a capped body before
- * any handler; the SDK's handler (`createMcpHandler`, stateless on both eras)
- * builds a cheap server instance per request over the shared services.
+ * any handler. 2026-07-28 requests go to the SDK's stateless handler
+ * (`createMcpHandler`), which builds a cheap server instance per request over
+ * the shared services; 2025-era clients get sessions (./sessions.ts), so
+ * that their subscriptions and `list_changed` reach them on a GET stream.
  */
 export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint> {
   const { app, info, policy, log } = options;
-  const limits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
   // A long-lived server: the first scan starts now, not on the first client's request.
   const services = app.services();
   const report = (error: Error) => log.debug(`http: ${error.message}`);
-  // A throw-away Connection per request: on the stateless legacy era, resources/subscribe holds nothing between requests.
+  // 2026-07-28 requests, and 2025-era requests outside any session: a throw-away Connection per request (nothing is held).
   const handler = createMcpHandler(() => createServer(app.services, new Connection(), info), { legacy: 'stateless', onerror: report });
   const listeners = new HttpListeners(services.ctx, services.live, handler.notify);
+  const sessions = new LegacySessions(app, limits, report);
 
   const endpoint = {
     async fetch(request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
       const body = requestOptions?.parsedBody;
-      if (await isLegacyRequest(request, body)) return toLegacyResponse(await handler.fetch(request, requestOptions));
+      if (await isLegacyRequest(request, body)) {
+        return (await sessions.handle(request, body)) ?? toLegacyResponse(await handler.fetch(request, requestOptions));
+      }
       if (isListen(body)) return listen(body, request, requestOptions);
       return handler.fetch(request, requestOptions);
     },
@@ -103,7 +116,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   }
 
   const nodeHandler = toNodeHandler(endpoint, { onerror: report });
-  /** Requests being answered, not counting listen streams (which only end when the client or the server ends them). */
+  /** Requests being answered. */
   const busy = new Set<ServerResponse>();
   let closing = false;
 
@@ -146,7 +159,8 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
         return rpcError(res, 400, -32700, 'Parse error');
       }
     }
-    if (!isListen(parsed)) {
+    // Streams (2026 listens, a 2025 session's GET) only end when someone ends them: they are not waited for.
+    if (req.method !== 'GET' && !isListen(parsed)) {
       busy.add(res);
       res.on('close', () => busy.delete(res));
     }
@@ -166,6 +180,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   return {
     url: `http://${host}:${port}${MCP_PATH}`,
     listeners,
+    sessions,
     async close() {
       if (closing) return;
       closing = true;
@@ -176,6 +191,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
       // Listen streams get the graceful end (their empty result); what is still in flight is cut.
       await handler.close();
       listeners.close();
+      await sessions.closeAll();
       server.closeIdleConnections();
       await Promise.race([stopped, delay(1_000)]);
       server.closeAllConnections();
@@ -221,31 +237,6 @@ function rpcError(res: ServerResponse, status: number, code: number, message: st
 
 function refuse(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   rpcError(res, status, -32000, message, headers);
-}
-
-/** The same bytes, and `done` once when the stream ends, fails or is cancelled by its reader. */
-function onEnd(body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done: finished, value } = await reader.read();
-        if (finished) {
-          done();
-          controller.close();
-        } else {
-          controller.enqueue(value);
-        }
-      } catch (error) {
-        done();
-        controller.error(error);
-      }
-    },
-    cancel(reason) {
-      done();
-      return reader.cancel(reason);
-    },
-  });
 }
 
 function delay(ms: number): Promise<void> {

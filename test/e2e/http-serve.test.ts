@@ -1,5 +1,5 @@
 // The HTTP endpoint in process (real sockets on 127.0.0.1, a real App): what
-// a listen stream holds is released however the stream ends.
+// a listen stream or a 2025-era session holds is released however it ends.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -7,40 +7,47 @@ import type { Client } from '@modelcontextprotocol/client';
 import { createApp, type App } from '../../src/app.ts';
 import { parseCliArgs } from '../../src/config.ts';
 import { allowedHostsFor } from '../../src/http/guard.ts';
-import { serveHttp, type HttpEndpoint } from '../../src/http/serve.ts';
+import { serveHttp, type HttpEndpoint, type HttpServeLimits } from '../../src/http/serve.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { tempDir, waitFor, writeTree } from '../helpers.ts';
-import { connectHttp } from '../http-helpers.ts';
+import { connectHttp, rawPost } from '../http-helpers.ts';
+import type { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 
-describe('listen streams over HTTP, in process', () => {
-  let root: ReturnType<typeof tempDir>;
-  let app: App;
-  let endpoint: HttpEndpoint;
-  let rootUri: string;
-
+/** A real App on a temp tree and its endpoint on 127.0.0.1:0, for one describe block. */
+function serveInProcess(limits: Partial<HttpServeLimits> = {}) {
+  const served = {} as { root: ReturnType<typeof tempDir>; app: App; endpoint: HttpEndpoint; rootUri: string };
   before(async () => {
-    root = tempDir();
-    writeTree(root.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
-    rootUri = pathToFileURL(root.path).href + '/';
-    const parsed = parseCliArgs([root.path, '--watcher', 'none']);
+    served.root = tempDir();
+    writeTree(served.root.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
+    served.rootUri = pathToFileURL(served.root.path).href + '/';
+    const parsed = parseCliArgs([served.root.path, '--watcher', 'none']);
     assert.equal(parsed.kind, 'run');
     if (parsed.kind !== 'run') return;
-    app = createApp(parsed.config, [makeRoot(root.path)], ':memory:', silentLogger, { name: 'folder-mcp', version: '0' });
-    endpoint = await serveHttp({
-      app,
+    served.app = createApp(parsed.config, [makeRoot(served.root.path)], ':memory:', silentLogger, { name: 'folder-mcp', version: '0' });
+    served.endpoint = await serveHttp({
+      app: served.app,
       info: { name: 'folder-mcp', version: '0' },
       listen: { host: '127.0.0.1', port: 0 },
       policy: { allowedHosts: allowedHostsFor('127.0.0.1'), token: undefined },
       log: silentLogger,
+      limits,
     });
   });
-
   after(async () => {
-    await endpoint?.close();
-    await app?.close();
-    root?.cleanup();
+    await served.endpoint?.close();
+    await served.app?.close();
+    served.root?.cleanup();
   });
+  return served;
+}
+
+describe('listen streams and sessions over HTTP, in process', () => {
+  const served = serveInProcess({ idleMs: 300 });
+  let endpoint: HttpEndpoint;
+  let rootUri: string;
+  before(() => ({ endpoint, rootUri } = served));
 
   test('closing a listen, or the client going away, releases what the stream named', async () => {
     const conn = await connectHttp(endpoint.url, 'modern');
@@ -58,14 +65,64 @@ describe('listen streams over HTTP, in process', () => {
     void two;
   });
 
+  test('a 2025-era session lives while its client does, whatever the idle time, and goes on DELETE', async () => {
+    const conn = await connectHttp(endpoint.url, 'legacy');
+    await conn.request('resources/subscribe', { uri: `${rootUri}a.txt` });
+    assert.equal(endpoint.sessions.size, 1);
+    // Three idle periods: its GET stream is open, so it is not idle.
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal(endpoint.sessions.size, 1);
+    const page = await conn.request('resources/list', {});
+    assert.ok((page.resources as unknown[]).length > 0);
+    await ((conn.client as V1Client).transport as V1Transport).terminateSession();
+    assert.equal(endpoint.sessions.size, 0);
+    await conn.close();
+  });
+
   test('many connect / listen / disconnect cycles leave nothing behind', async () => {
-    for (let i = 0; i < 50; i++) {
+    for (let i = 0; i < 60; i++) {
       const conn = await connectHttp(endpoint.url, i % 2 ? 'modern' : 'legacy');
       if (conn.era === 'modern') await (conn.client as Client).listen({ resourceSubscriptions: [`${rootUri}sub/`], resourcesListChanged: true });
       else await conn.request('resources/subscribe', { uri: `${rootUri}a.txt` });
+      // Half the 2025-era clients end their session; the rest just go, as most clients do.
+      if (i % 4 === 0) await ((conn.client as V1Client).transport as V1Transport).terminateSession();
       await conn.close();
     }
     await waitFor(() => endpoint.listeners.size.streams === 0, 5_000, 'every stream released');
     assert.deepEqual(endpoint.listeners.size, { streams: 0, uris: 0 });
+    await waitFor(() => endpoint.sessions.size === 0, 5_000, 'every session closed (ended, or idle once its client went)');
+  });
+});
+
+describe('2025-era sessions past the cap', () => {
+  const served = serveInProcess({ maxSessions: 2 });
+
+  test('a new session evicts the longest-idle one; when none is idle it is refused with 503', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const init = await rawPost(served.endpoint.url, {});
+      assert.equal(init.status, 200);
+      ids.push(String(init.headers['mcp-session-id']));
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    assert.equal(served.endpoint.sessions.size, 2);
+    const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'resources/list', params: {} });
+    const headers = (id: string) => ({ 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' });
+    assert.equal((await rawPost(served.endpoint.url, headers(ids[0]!), list)).status, 404, 'the first, idlest, was evicted');
+    assert.equal((await rawPost(served.endpoint.url, headers(ids[2]!), list)).status, 200);
+
+    // Two clients with their GET streams open: neither is idle, so a third is refused, and told when to retry.
+    const a = await connectHttp(served.endpoint.url, 'legacy');
+    const b = await connectHttp(served.endpoint.url, 'legacy');
+    try {
+      await waitFor(() => served.endpoint.sessions.size === 2, 5_000, 'two live sessions');
+      const refused = await rawPost(served.endpoint.url, {});
+      assert.equal(refused.status, 503);
+      assert.equal(refused.headers['retry-after'], '5');
+      assert.match(refused.body, /2 sessions are open/);
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 });

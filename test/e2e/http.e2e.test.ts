@@ -80,8 +80,8 @@ describe('both eras over HTTP from one process', () => {
     try {
       const a = modern.client as Client;
       const b = other.client as Client;
-      const notesA = collectNotes(a);
-      const notesB = collectNotes(b);
+      const notesA = collectNotes(modern);
+      const notesB = collectNotes(other);
       // A: the collection without its slash, and list changes. B: a document in its non-encoded spelling.
       const listenA = await a.listen({ resourceSubscriptions: [`${rootUri}sub`], resourcesListChanged: true });
       const listenB = await b.listen({ resourceSubscriptions: [`${rootUri}docs/caf\u00e9.md`] });
@@ -112,11 +112,54 @@ describe('both eras over HTTP from one process', () => {
     }
   });
 
-  test('one index for every client: a legacy client lists the file the shared watcher saw (stateless: no unsolicited notifications)', async () => {
-    await waitFor(async () => {
-      const result = await legacy.request('resources/list', { prefix: `${rootUri}new` });
-      return (result.resources as LooseResult[]).some((r) => r.uri === `${rootUri}new.txt`);
-    }, TIMEOUT, 'new.txt in the legacy listing');
+  test('a 2025-era client and a 2026-07-28 client at once: each hears what it asked for from the one watcher', async () => {
+    const notesL = collectNotes(legacy);
+    const notesM = collectNotes(modern);
+    const uri = `${rootUri}src/notes.md`;
+    // The 2025 way (resources/subscribe, heard on the session's GET stream) and the 2026 way (a listen stream).
+    await legacy.request('resources/subscribe', { uri });
+    const listen = await (modern.client as Client).listen({ resourceSubscriptions: [uri], resourcesListChanged: true });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      writeFileSync(join(root.path, 'src/notes.md'), '# notes, changed\n');
+      writeFileSync(join(root.path, 'src/added.md'), 'added\n');
+      await waitFor(() => notesL.updated.includes(uri), TIMEOUT, 'legacy: updated');
+      await waitFor(() => notesL.listChanged > 0, TIMEOUT, 'legacy: list_changed');
+      await waitFor(() => notesM.updated.includes(uri) && notesM.listChanged > 0, TIMEOUT, 'modern: updated and list_changed');
+      // One index for both: each lists what the shared watcher saw, and reads the new text.
+      for (const client of [legacy, modern]) {
+        const page = await client.request('resources/list', { prefix: `${rootUri}src/added` });
+        assert.deepEqual((page.resources as LooseResult[]).map((r) => r.uri), [`${rootUri}src/added.md`], client.era);
+        const read = await client.request('resources/read', { uri });
+        assert.equal((read.contents as LooseResult[])[0]!.text, '# notes, changed\n', client.era);
+      }
+
+      // Unsubscribed, the legacy session hears no more of it; the listen stream still does.
+      await legacy.request('resources/unsubscribe', { uri });
+      notesL.updated.length = 0;
+      notesM.updated.length = 0;
+      writeFileSync(join(root.path, 'src/notes.md'), '# notes, changed again\n');
+      await waitFor(() => notesM.updated.includes(uri), TIMEOUT, 'modern: still hears');
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(notesL.updated, []);
+    } finally {
+      await listen.close();
+    }
+  });
+
+  test('2025-era sessions: an unknown Mcp-Session-Id is 404, a request with none is still answered (statelessly)', async () => {
+    const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'resources/list', params: {} });
+    const legacyHeaders = { 'mcp-protocol-version': '2025-11-25' };
+    const unknown = await rawPost(server.url, { ...legacyHeaders, 'mcp-session-id': 'no-such-session' }, list);
+    assert.equal(unknown.status, 404);
+    assert.match(unknown.body, /Session not found/);
+    const none = await rawPost(server.url, legacyHeaders, list);
+    assert.equal(none.status, 200);
+    assert.match(none.body, /"resources":\[/);
+    // An initialize opens a session: its id comes back in the header.
+    const init = await rawPost(server.url, {});
+    assert.equal(init.status, 200);
+    assert.match(String(init.headers['mcp-session-id']), /^[0-9a-f-]{36}$/);
   });
 });
 

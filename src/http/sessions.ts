@@ -1,0 +1,163 @@
+import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
+import { randomUUID } from 'node:crypto';
+import type { App, ClientSession } from '../app.ts';
+import { onEnd } from './streams.ts';
+import { toLegacyResponse } from './legacy.ts';
+
+/** What the 2025-era sessions may hold of the process. */
+export interface SessionLimits {
+  /** Sessions at once; a new one past this evicts the longest-idle session, or is refused (503) when none is idle. */
+  maxSessions: number;
+  /** A session with no request in flight and no open stream for this long is closed (clients rarely send DELETE). */
+  idleMs: number;
+}
+
+export const DEFAULT_SESSION_LIMITS: SessionLimits = { maxSessions: 1_000, idleMs: 10 * 60_000 };
+
+interface Entry {
+  readonly transport: WebStandardStreamableHTTPServerTransport;
+  readonly session: ClientSession;
+  /** Requests being answered and streams open (the GET notification stream, SSE answers). */
+  active: number;
+  lastSeen: number;
+  closed: boolean;
+}
+
+/**
+ * 2025-era clients over HTTP, with sessions: an `initialize` opens one (its
+ * `Mcp-Session-Id` comes back in the answer), later requests carry the id,
+ * and the session's GET stream carries what it subscribed to
+ * (`notifications/resources/updated`) and `list_changed`, as stdio does. A
+ * session is one App client (its own Connection and subscriptions) over the
+ * shared services. The SDK's stateless legacy leg has no stream to notify
+ * on, so it only answers what has no session: a request without the header
+ * that is not an `initialize` (`handle` returns null for those).
+ */
+export class LegacySessions {
+  private readonly sessions = new Map<string, Entry>();
+  private readonly sweeper: NodeJS.Timeout;
+  private closing = false;
+
+  constructor(
+    private readonly app: App,
+    private readonly limits: SessionLimits,
+    private readonly report: (error: Error) => void,
+  ) {
+    this.sweeper = setInterval(() => this.sweep(), Math.min(limits.idleMs, 30_000)).unref();
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** Answers a 2025-era request that belongs to a session or opens one; null when it does neither. */
+  async handle(request: Request, body: unknown): Promise<Response | null> {
+    const id = request.headers.get('mcp-session-id');
+    if (id !== null) {
+      const entry = this.sessions.get(id);
+      // The 2025 transport spec: a session the server no longer knows is 404, and the client starts a new one.
+      if (!entry) return jsonError(404, -32001, 'Session not found: initialize a new session');
+      return this.serve(entry, request, body);
+    }
+    if (request.method !== 'POST' || !isInitializeRequest(body)) return null;
+    if (this.closing) return jsonError(503, -32000, 'Service Unavailable: shutting down');
+    if (this.sessions.size >= this.limits.maxSessions && !this.evictIdlest()) {
+      return jsonError(503, -32000, `Service Unavailable: ${this.limits.maxSessions} sessions are open`, { 'retry-after': '5' });
+    }
+    return this.open(request, body);
+  }
+
+  private async open(request: Request, body: unknown): Promise<Response> {
+    const session = this.app.openSession();
+    const entry: Entry = {
+      session,
+      transport: new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => void this.sessions.set(id, entry),
+      }),
+      active: 0,
+      lastSeen: Date.now(),
+      closed: false,
+    };
+    // A DELETE from the client, our close(), or the transport failing: the session's state goes with it.
+    entry.transport.onclose = () => this.drop(entry);
+    entry.transport.onerror = this.report;
+    await session.createServer().connect(entry.transport);
+    const response = await this.serve(entry, request, body);
+    // A refused initialize (a bad request) never became a session.
+    if (entry.transport.sessionId === undefined || !this.sessions.has(entry.transport.sessionId)) await this.close(entry);
+    return response;
+  }
+
+  private async serve(entry: Entry, request: Request, body: unknown): Promise<Response> {
+    for (const message of Array.isArray(body) ? body : [body]) {
+      if (typeof message === 'object' && message !== null) entry.session.onInbound(message as Record<string, unknown>);
+    }
+    entry.active++;
+    entry.lastSeen = Date.now();
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      entry.active--;
+      entry.lastSeen = Date.now();
+    };
+    let response: Response;
+    try {
+      response = await toLegacyResponse(await entry.transport.handleRequest(request, { parsedBody: body }));
+    } catch (error) {
+      release();
+      throw error;
+    }
+    if (response.body === null) {
+      release();
+      return response;
+    }
+    request.signal.addEventListener('abort', release, { once: true });
+    return new Response(onEnd(response.body, release), { status: response.status, statusText: response.statusText, headers: response.headers });
+  }
+
+  /** Closes the session idle longest; false when every session is busy. */
+  private evictIdlest(): boolean {
+    let idlest: Entry | undefined;
+    for (const entry of this.sessions.values()) {
+      if (entry.active === 0 && (idlest === undefined || entry.lastSeen < idlest.lastSeen)) idlest = entry;
+    }
+    if (!idlest) return false;
+    void this.close(idlest);
+    return true;
+  }
+
+  private sweep(): void {
+    const before = Date.now() - this.limits.idleMs;
+    for (const entry of this.sessions.values()) if (entry.active === 0 && entry.lastSeen < before) void this.close(entry);
+  }
+
+  private drop(entry: Entry): void {
+    if (entry.closed) return;
+    entry.closed = true;
+    if (entry.transport.sessionId !== undefined && this.sessions.get(entry.transport.sessionId) === entry) {
+      this.sessions.delete(entry.transport.sessionId);
+    }
+    entry.session.close();
+  }
+
+  private async close(entry: Entry): Promise<void> {
+    this.drop(entry);
+    await entry.transport.close().catch(this.report);
+  }
+
+  /** Ends every session: their GET streams end, their subscriptions go. */
+  async closeAll(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.sweeper);
+    await Promise.all([...this.sessions.values()].map((entry) => this.close(entry)));
+  }
+}
+
+function jsonError(status: number, code: number, message: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), {
+    status,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
+}
