@@ -2,7 +2,7 @@ import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
 import { createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta, type Db } from './db.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
-import { scanRoots } from './scan.ts';
+import { ScanFrontier, scanRoots } from './scan.ts';
 import { SkipReport, SkipWarnings } from './servable.ts';
 import type { EntryRow, IndexChange } from '../entry.ts';
 import { Store } from './store.ts';
@@ -43,6 +43,9 @@ export class FolderIndex {
   private closed = false;
   private scanDone = false;
   private readonly listeners = new Set<IndexChangeListener>();
+  /** During the cold scan: the subtrees not yet all committed. */
+  private readonly frontier = new ScanFrontier();
+  private committedWaiters: (() => void)[] = [];
 
   constructor(readonly options: FolderIndexOptions) {
     const opened = openDb(options.dbFile, options.log);
@@ -55,10 +58,11 @@ export class FolderIndex {
     this.ready = this.warm ? Promise.resolve() : this.coldScan(rootsKey);
     // A failed scan is reported to every waiting request; this keeps it from
     // also being an unhandled rejection when nothing is waiting.
-    this.ready.then(
-      () => (this.scanDone = true),
-      () => (this.scanDone = true),
-    );
+    const settle = () => {
+      this.scanDone = true;
+      this.wakeWaiters();
+    };
+    this.ready.then(settle, settle);
     if (this.warm) this.scanDone = true;
   }
 
@@ -69,6 +73,29 @@ export class FolderIndex {
 
   get roots(): readonly Root[] {
     return this.options.roots;
+  }
+
+  /**
+   * True when the index already holds every entry with a key in [from, to]
+   * (to null: unbounded), whether or not the first scan is over: the scan
+   * commits in key order, and a range that no unfinished subtree touches is
+   * complete. A page whose keys are settled is the page the finished index
+   * would give.
+   */
+  settled(from: string, to: string | null): boolean {
+    return this.scanDone || this.frontier.settled(from, to);
+  }
+
+  /** Resolves after the scan's next committed batch, or once the scan is over (done or failed). */
+  nextCommit(): Promise<void> {
+    if (this.scanDone) return Promise.resolve();
+    return new Promise((resolve) => this.committedWaiters.push(resolve));
+  }
+
+  private wakeWaiters(): void {
+    const waiters = this.committedWaiters;
+    this.committedWaiters = [];
+    for (const wake of waiters) wake();
   }
 
   private async coldScan(rootsKey: string): Promise<void> {
@@ -85,10 +112,13 @@ export class FolderIndex {
     this.db.pragma('synchronous = OFF');
     let lastLog = started;
     const skips = new SkipReport();
-    for await (const batch of scanRoots({ roots: this.roots, rules: this.rules, log, skips })) {
+    for await (const batch of scanRoots({ roots: this.roots, rules: this.rules, log, skips, frontier: this.frontier })) {
       if (this.closed) throw new Error('index closed during the scan');
       this.store.upsertMany(batch);
       this.scanned += batch.length;
+      // Waiting pages look again once the walk has closed the subtrees this batch
+      // completed, which it does when it resumes, before its next I/O wait.
+      setImmediate(() => this.wakeWaiters());
       if (performance.now() - lastLog >= SCAN_PROGRESS_LOG_MS) {
         lastLog = performance.now();
         const seconds = (lastLog - started) / 1000;

@@ -26,7 +26,50 @@ export interface ScanOptions {
   batchSize?: number;
   /** Where entries that exist but cannot be served are counted (the caller warns once). */
   skips?: SkipReport;
+  /** Kept up to date with the subtrees whose entries are not all handed over yet (a watermark for early pages). */
+  frontier?: ScanFrontier;
 }
+
+/**
+ * The directories whose subtrees may still hold entries the consumer has not
+ * committed: a directory is open from the moment the walk knows of it until
+ * the batch holding its entries has been taken (the generator resumes only
+ * after its consumer committed the batch). Every entry not yet committed lies
+ * under an open directory, so a key range that no open subtree touches is
+ * complete in the index already.
+ */
+export class ScanFrontier {
+  private readonly open = new Set<string>();
+
+  add(uri: string): void {
+    this.open.add(uri);
+  }
+
+  close(uri: string): void {
+    this.open.delete(uri);
+  }
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  /**
+   * True when no entry with a key in [from, to] (to null: unbounded) can
+   * still be added by the walk. Keys of a subtree are the strings that start
+   * with its directory's URI: it misses [from, to] when the directory is past
+   * `to`, or before `from` without being a prefix of it.
+   */
+  settled(from: string, to: string | null): boolean {
+    for (const dir of this.open) {
+      if (to !== null && dir > to) continue;
+      if (dir >= from || from.startsWith(dir)) return false;
+    }
+    return true;
+  }
+}
+
+/** Rows in the scan's first batch; each next batch is twice as large, up to `batchSize`. */
+const FIRST_BATCH = 128;
 
 /** Directories read at once: each is a readdir and its lstats, mostly waiting on libuv's thread pool. */
 const PARALLEL_DIRS = 8;
@@ -61,34 +104,63 @@ export async function* scanRoots(options: ScanOptions): AsyncGenerator<EntryRow[
   const batchSize = options.batchSize ?? 2000;
   const sniffBuffer = Buffer.alloc(SNIFF_BYTES);
   const skips = options.skips ?? new SkipReport();
+  const frontier = options.frontier ?? new ScanFrontier();
+  // Small batches first, so that the first pages (the smallest keys) are committed early; then full ones.
+  let batchLimit = Math.min(FIRST_BATCH, batchSize);
+  for (const root of roots) frontier.add(root.uri);
   for (let rootIndex = 0; rootIndex < roots.length; rootIndex++) {
     const root = roots[rootIndex]!;
     let batch: EntryRow[] = [rootRow(root, rootIndex, await statRoot(root))];
     const readDirectory = directoryReader(root, rootIndex, options, skips);
+    // Sorted by URI, last first: the walk takes the smallest URI next, so the
+    // index fills in key order and early pages can be answered (ScanFrontier).
     const pending = [{ path: root.path, uri: batch[0]!.uri }];
-    const running = new Set<Promise<DirectoryRead>>();
+    // Directories whose entries are in `batch`: they close once it is taken.
+    let batched: string[] = [];
+    const running = new Set<Promise<DirectoryRead & { uri: string }>>();
     while (pending.length > 0 || running.size > 0) {
       while (running.size < PARALLEL_DIRS && pending.length > 0) {
-        const read: Promise<DirectoryRead> = readDirectory(pending.pop()!).then((result) => {
+        const dir = pending.pop()!;
+        const read: Promise<DirectoryRead & { uri: string }> = readDirectory(dir).then((result) => {
           running.delete(read);
-          return result;
+          return { ...result, uri: dir.uri };
         });
         running.add(read);
       }
-      const { rows, paths, subdirs } = await Promise.race(running);
-      pending.push(...subdirs);
+      const { rows, paths, subdirs, uri } = await Promise.race(running);
+      for (const subdir of subdirs) {
+        frontier.add(subdir.uri);
+        insertByUriDescending(pending, subdir);
+      }
       for (let i = 0; i < rows.length; i++) {
         const row = rows[i]!;
         if (row.mime === '') sniffMimeSync(paths[i]!, row, sniffBuffer);
         batch.push(row);
       }
-      if (batch.length >= batchSize) {
+      batched.push(uri);
+      if (batch.length >= batchLimit) {
         yield batch;
         batch = [];
+        batchLimit = Math.min(batchLimit * 2, batchSize);
+        for (const done of batched) frontier.close(done);
+        batched = [];
       }
     }
     if (batch.length > 0) yield batch;
+    for (const done of batched) frontier.close(done);
   }
+}
+
+/** Inserts `item` into `list`, kept sorted by descending URI (so that pop() is the smallest). */
+function insertByUriDescending<T extends { uri: string }>(list: T[], item: T): void {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]!.uri > item.uri) lo = mid + 1;
+    else hi = mid;
+  }
+  list.splice(lo, 0, item);
 }
 
 /**

@@ -34,29 +34,31 @@ export interface HandlerScope {
 
 export interface RequestHandler {
   /**
-   * Cold start: wait for the first scan (with `notifications/progress` when
-   * the request has a progress token). Lists of tools, prompts and templates
-   * do not need the index.
+   * Cold start: `index` waits for the first scan (with `notifications/progress`
+   * when the request has a progress token); `keys` waits inside the handler
+   * for the keys it needs only (resources/list: early pages), with the same
+   * progress; `nothing`: lists of tools, prompts and templates do not need the
+   * index.
    */
-  waitsForIndex: boolean;
+  waitsFor: 'index' | 'keys' | 'nothing';
   handle(scope: HandlerScope, params: Params): Result;
 }
 
-const handler = (waitsForIndex: boolean, handle: RequestHandler['handle']): RequestHandler => ({ waitsForIndex, handle });
+const handler = (waitsFor: RequestHandler['waitsFor'], handle: RequestHandler['handle']): RequestHandler => ({ waitsFor, handle });
 
 export const REQUEST_HANDLERS: Readonly<Record<string, RequestHandler>> = {
-  'resources/list': handler(true, ({ ctx }, p) => listResources(ctx, p)),
-  'resources/templates/list': handler(false, async ({ ctx }, p) => listResourceTemplates(ctx, p)),
+  'resources/list': handler('keys', ({ ctx }, p) => listResources(ctx, p)),
+  'resources/templates/list': handler('nothing', async ({ ctx }, p) => listResourceTemplates(ctx, p)),
   // Reserved mcp: URIs are dispatched first: never a file.
-  'resources/read': handler(true, ({ ctx, catalog }, p) => (isReservedUri(p.uri) ? catalog.readReserved(p.uri) : readResource(ctx, p))),
-  'resources/metadata': handler(true, ({ ctx, catalog }, p) =>
+  'resources/read': handler('index', ({ ctx, catalog }, p) => (isReservedUri(p.uri) ? catalog.readReserved(p.uri) : readResource(ctx, p))),
+  'resources/metadata': handler('index', ({ ctx, catalog }, p) =>
     isReservedUri(p.uri) ? catalog.reservedMetadata(p.uri) : resourceMetadata(ctx, p),
   ),
-  'resources/subscribe': handler(true, ({ ctx, connection }, p) => subscribeResource(ctx, connection.subscriptions, p)),
-  'resources/unsubscribe': handler(false, ({ ctx, connection }, p) => unsubscribeResource(ctx, connection.subscriptions, p)),
-  'tools/list': handler(false, ({ catalog }, p) => catalog.listTools(p)),
-  'tools/call': handler(true, ({ catalog }, p) => catalog.callTool(p)),
-  'prompts/list': handler(false, ({ catalog }, p) => catalog.listPrompts(p)),
-  'prompts/get': handler(true, ({ catalog }, p) => catalog.getPrompt(p)),
-  'completion/complete': handler(false, ({ catalog }, p) => catalog.complete(p)),
+  'resources/subscribe': handler('index', ({ ctx, connection }, p) => subscribeResource(ctx, connection.subscriptions, p)),
+  'resources/unsubscribe': handler('nothing', ({ ctx, connection }, p) => unsubscribeResource(ctx, connection.subscriptions, p)),
+  'tools/list': handler('nothing', ({ catalog }, p) => catalog.listTools(p)),
+  'tools/call': handler('index', ({ catalog }, p) => catalog.callTool(p)),
+  'prompts/list': handler('nothing', ({ catalog }, p) => catalog.listPrompts(p)),
+  'prompts/get': handler('index', ({ catalog }, p) => catalog.getPrompt(p)),
+  'completion/complete': handler('nothing', ({ catalog }, p) => catalog.complete(p)),
 };

@@ -1,6 +1,7 @@
 import { EntryKind } from '../entry.ts';
 import { FilterError, fingerprint, parseListParams, type ListMethod, type ListQuery } from '../query/filter.ts';
-import { matchesTemplate, planQuery } from '../query/plan.ts';
+import { matchesTemplate, planQuery, type Plan } from '../query/plan.ts';
+import type { PageResult } from '../query/page.ts';
 import { toResource, type ResourceObject } from '../resource.ts';
 import type { ServerContext } from './context.ts';
 import { CursorError, decodeCursor, encodeCursor } from './cursor.ts';
@@ -37,7 +38,11 @@ export function cursorKey(ctx: ServerContext, query: ListQuery, print: string): 
 
 /**
  * `resources/list` with the filters of docs/listing.md, answered from the
- * index by key ranges and keyset pages.
+ * index by key ranges and keyset pages. During the first scan a page is
+ * answered as soon as the scan has committed every key it covers (the scan
+ * walks in key order: FolderIndex.settled), so it is the page the finished
+ * index would give, never a partial one; `uri` (a collection's children)
+ * still waits for the whole scan.
  */
 export async function listResources(
   ctx: ServerContext,
@@ -46,7 +51,6 @@ export async function listResources(
   const query = parseQuery(params, 'resources/list');
   const print = fingerprint(query);
   const afterKey = cursorKey(ctx, query, print);
-  await ctx.index.ready;
   let parent: string | undefined;
   if (query.uri !== undefined) {
     const entry = await findEntry(ctx, query.uri);
@@ -57,7 +61,13 @@ export async function listResources(
   }
   const plan = planQuery(query, parent === undefined ? {} : { parent });
   const budget = Math.max(MIN_SCAN_BUDGET, ctx.pageSize * SCAN_BUDGET_PER_ITEM);
-  const page = ctx.pager.listPage(plan, afterKey, ctx.pageSize, budget);
+  let page = ctx.pager.listPage(plan, afterKey, ctx.pageSize, budget);
+  while (!ctx.index.isReady && !pageSettled(ctx, plan, afterKey, page)) {
+    await ctx.index.nextCommit();
+    page = ctx.pager.listPage(plan, afterKey, ctx.pageSize, budget);
+  }
+  // Over (a page waited until the end, or came after it): a failed scan fails the request.
+  if (ctx.index.isReady) await ctx.index.ready;
   const result: { resources: ResourceObject[]; nextCursor?: string } = {
     resources: page.rows.map((row) => toResource(row, ctx.roots)),
   };
@@ -65,6 +75,14 @@ export async function listResources(
     result.nextCursor = encodeCursor({ key: page.lastScanned, fingerprint: print }, ctx.cursorSecret);
   }
   return result;
+}
+
+/** True when every key the page covers is in the index for good: from the cursor (or the first range) to its last key examined, or to the last range's end when nothing is left. */
+function pageSettled(ctx: ServerContext, plan: Plan, afterKey: string | null, page: PageResult): boolean {
+  if (plan.ranges.length === 0) return true;
+  const from = afterKey ?? plan.ranges[0]!.lo;
+  const to = page.exhausted || page.lastScanned === null ? plan.ranges.at(-1)!.hi : page.lastScanned;
+  return ctx.index.settled(from, to);
 }
 
 /**

@@ -15,12 +15,23 @@ export interface WaitExtra {
  * unknown until the walk ends) now and then until the scan is done.
  */
 export async function waitForIndex(index: FolderIndex, extra: WaitExtra | undefined): Promise<void> {
+  // A warm or finished index answers at once, with no progress at all.
+  if (index.isReady) return index.ready;
+  await whileScanning(index, extra, () => index.ready);
+}
+
+/**
+ * Runs `work` (a request that may wait on the first scan), telling a request
+ * with a progress token how far the scan got, as waitForIndex does, until
+ * `work` is done or the scan is over.
+ */
+export async function whileScanning<T>(index: FolderIndex, extra: WaitExtra | undefined, work: () => Promise<T>): Promise<T> {
   const token = extra?._meta?.progressToken;
-  if (token === undefined || !extra) return index.ready;
+  if (token === undefined || !extra || index.isReady) return work();
   let done = false;
   let last = -1;
   const report = () => {
-    if (done || index.scanned === last) return;
+    if (done || index.isReady || index.scanned === last) return;
     last = index.scanned;
     extra
       .sendNotification({
@@ -29,12 +40,10 @@ export async function waitForIndex(index: FolderIndex, extra: WaitExtra | undefi
       })
       .catch(() => {}); // the client went away: nothing to tell
   };
-  // A warm or finished index answers at once, with no progress at all.
-  if (index.isReady) return index.ready;
   report();
   const timer = setInterval(report, PROGRESS_INTERVAL_MS);
   try {
-    await index.ready;
+    return await work();
   } finally {
     done = true;
     clearInterval(timer);
