@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CLI, spawnFolderMcp } from './client.ts';
 import { makeContext, type Scenario, type Skipped } from './context.ts';
+import { goalsTable } from './goals.ts';
 import { allTables, gitRev, mergeInto, readResults, renderTables, RESULTS_DIR, SCENARIOS, type Machine, type Results } from './results.ts';
 import { cold } from './scenarios/cold.ts';
 import { BACKENDS } from './scenarios/watch.ts';
@@ -110,7 +111,7 @@ async function main(): Promise<void> {
     writeChart(merged, join(RESULTS_DIR, 'chart.svg'));
   }
   process.stdout.write(`\n\n######## Summary (${quick ? 'this quick run' : 'latest.json: this run merged over earlier ones'})\n`);
-  process.stdout.write(`${renderTables(allTables(merged), 'text')}\n`);
+  process.stdout.write(`${renderTables([goalsTable(merged), ...allTables(merged)], 'text')}\n`);
   log(`\nwrote bench/results/${stamp}.json${quick ? '' : ', bench/results/latest.json, bench/results/chart.svg'}`);
   log(`bench took ${((Date.now() - started.getTime()) / 60_000).toFixed(1)} min`);
 }

@@ -1,0 +1,116 @@
+// Every target of the performance issue in one table, as ratios of figures
+// measured in the same run (per size: the scenarios of one size run back to
+// back). A goal whose figure was not measured says so instead of guessing.
+import { isSkipped, sizeLabel, type Table } from './context.ts';
+import { sizesOf, type Results } from './results.ts';
+import type { ColdResult } from './scenarios/cold.ts';
+import { fmtMs, fmtRatio, type Stat } from './stats.ts';
+
+interface Goal {
+  goal: string;
+  target: string;
+  /** The measured figure and whether it meets the target, or null when this size has nothing to say. */
+  measure(at: (scenario: string) => unknown): { measured: string; met: boolean } | null;
+}
+
+const p50 = (s: Stat | null | undefined) => s?.p50 ?? null;
+
+function get<T>(at: (scenario: string) => unknown, scenario: string): T | null {
+  const r = at(scenario);
+  return r === undefined || isSkipped(r) ? null : (r as T);
+}
+
+function ratio(a: number | null, b: number | null, target: number, atMost: boolean): { measured: string; met: boolean } | null {
+  if (a === null || b === null || b === 0) return null;
+  const r = a / b;
+  return { measured: `${fmtRatio(r)} (${fmtMs(a)} / ${fmtMs(b)})`, met: atMost ? r <= target : r >= target };
+}
+
+function ms(value: number | null, target: number): { measured: string; met: boolean } | null {
+  return value === null ? null : { measured: fmtMs(value), met: value <= target };
+}
+
+const GOALS: Goal[] = [
+  {
+    goal: '1. cold index / bare walk with stats (in process)',
+    target: '<= 1.3x',
+    measure: (at) => {
+      const c = get<ColdResult>(at, 'cold');
+      return c && ratio(p50(c.index), p50(c.walk), 1.3, true);
+    },
+  },
+  {
+    goal: '2. server spawn -> first page / bare walk',
+    target: '<= 1.2x',
+    measure: (at) => {
+      const c = get<ColdResult>(at, 'cold');
+      return c && ratio(p50(c.server), p50(c.walk), 1.2, true);
+    },
+  },
+  {
+    goal: '3. warm spawn -> first page / cold scan (server log)',
+    target: '< 5%',
+    measure: (at) => {
+      const w = get<{ server: Stat }>(at, 'warm');
+      const c = get<ColdResult>(at, 'cold');
+      if (!w || !c) return null;
+      const warm = p50(w.server);
+      const scan = p50(c.serverScan);
+      if (warm === null || scan === null) return null;
+      return { measured: `${((warm / scan) * 100).toFixed(0)}% (${fmtMs(warm)} / ${fmtMs(scan)})`, met: warm / scan < 0.05 };
+    },
+  },
+  {
+    goal: '4a. deep-prefix page p50 over stdio (SDK client)',
+    target: '<= 1 ms',
+    measure: (at) => ms(p50(get<{ queries: { prefix?: { server: Stat } } }>(at, 'list')?.queries.prefix?.server), 1),
+  },
+  {
+    goal: '4b. 100-item page p50 over stdio, first tenth of a full walk (the issue asks 200 items at 1M)',
+    target: '<= 2 ms',
+    measure: (at) => ms(p50(get<{ serverFirstTenth: Stat }>(at, 'paginate')?.serverFirstTenth), 2),
+  },
+  {
+    goal: '6. peak RSS while watching (parcel)',
+    target: '<= 400 MiB at 1M',
+    measure: (at) => {
+      const peak = get<{ parcel?: { peakRssMiB: number | null } }>(at, 'watch')?.parcel?.peakRssMiB ?? null;
+      return peak === null ? null : { measured: `${peak} MiB`, met: peak <= 400 };
+    },
+  },
+  {
+    goal: "7. all .ts under src/: server-filesystem's search_files / our complete listing",
+    target: '>= 100x',
+    measure: (at) => {
+      const q = get<Record<string, { filesystem?: Stat; folderMcp?: Stat }>>(at, 'alternatives')?.['ts-under-src'];
+      return q ? ratio(p50(q.filesystem), p50(q.folderMcp), 100, false) : null;
+    },
+  },
+  {
+    goal: "7. all .ts under src/: server-filesystem's search_files / our first page",
+    target: '>= 1000x',
+    measure: (at) => {
+      const q = get<Record<string, { filesystem?: Stat; folderMcpFirstPage?: Stat }>>(at, 'alternatives')?.['ts-under-src'];
+      return q ? ratio(p50(q.filesystem), p50(q.folderMcpFirstPage), 1000, false) : null;
+    },
+  },
+];
+
+/** Table 0: each goal at each size that measured it. */
+export function goalsTable(results: Results): Table {
+  const rows: string[][] = [];
+  for (const goal of GOALS) {
+    for (const size of sizesOf(results)) {
+      const scenarios = results.sizes[size]!.scenarios;
+      const m = goal.measure((name) => scenarios[name]);
+      if (m) rows.push([goal.goal, sizeLabel(size), goal.target, m.measured, m.met ? 'yes' : 'no']);
+    }
+  }
+  return {
+    title: '0. Every goal in one table (ratios of figures from the same run)',
+    header: ['goal', 'size', 'target', 'measured', 'met'],
+    rows,
+    note:
+      'Goal 5 (search over converted formats: request p99 while the content index builds, a changed file searchable within 2 s) is not measured by the bench yet. Spawn times include Node start-up and the MCP handshake.',
+  };
+}
