@@ -3,6 +3,7 @@ import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import { DEFAULT_NOTIFY_TIMINGS, ResourceNotifier, type NotifyTimings } from './notify.ts';
 import type { Connection } from '../protocol/connection.ts';
+import { TreeSnapshots } from './snapshot.ts';
 import { LiveSync } from './sync.ts';
 
 export interface LiveOptions {
@@ -30,7 +31,13 @@ export function createLive(options: LiveOptions): Live {
   const stopListening = index.onChange((change) => {
     for (const notifier of notifiers) notifier.onCommitted(change);
   });
-  const sync = new LiveSync({ index, log, watcher: options.watcher, pollIntervalMs: options.pollIntervalMs });
+  const sync = new LiveSync({
+    index,
+    log,
+    watcher: options.watcher,
+    pollIntervalMs: options.pollIntervalMs,
+    snapshots: TreeSnapshots.for(index.roots, index.options.dbFile, index.db, log),
+  });
   return {
     sync,
     attach(connection) {

@@ -3,6 +3,7 @@ import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import { BACKEND_STARTERS, planWatchers, type WatcherPlan } from './choose.ts';
 import { Reconciler } from './reconcile.ts';
+import type { TreeSnapshots } from './snapshot.ts';
 import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatcherBackend, type WatchSink } from './watcher.ts';
 
 /** How long after a new directory's first walk it is walked once more. */
@@ -18,8 +19,12 @@ const SAFETY_MIN_INTERVAL_MS = 60_000;
 const SAFETY_DUTY_FACTOR = 100;
 /** After this long without a flush, the next change is applied at once (the leading edge). */
 const QUIET_SPELL_MS = 250;
-/** ...and its paths are looked at once more this long after (a write seen half done; measured: chokidar drops its rest). */
-const LEADING_RECHECK_MS = 150;
+/**
+ * ...and its paths are looked at again this long after (a write seen half
+ * done; measured: chokidar drops its rest): soon, and once more later for a
+ * writer slowed down by a loaded machine.
+ */
+const LEADING_RECHECKS_MS = [150, 1000];
 
 export interface LiveSyncOptions {
   index: FolderIndex;
@@ -33,7 +38,12 @@ export interface LiveSyncOptions {
   maxBatchDelayMs?: number;
   /** The backends' start functions (injected so a test can make one fail like an exhausted inotify). */
   starters?: Record<WatcherBackend, StartWatcher>;
+  /** The watcher's record of the trees, beside the index file (none for an index in memory). */
+  snapshots?: TreeSnapshots | null;
 }
+
+/** How long a watcher may take to report a change (parcel waits 50 ms; poll longer): a new snapshot is kept only after this. */
+const SNAPSHOT_SETTLE_MS = 1000;
 
 /**
  * Keeps the index equal to the disk while the server runs: starts a watcher
@@ -76,12 +86,13 @@ export class LiveSync {
   }
 
   /**
-   * Starts live updates. A warm index starts the watcher at once, then diffs
-   * the roots with the disk in the background (what changed while the
-   * server was down); a cold one starts it after the first scan (whose size
-   * `auto` needs), then diffs once more for what changed during the scan.
-   * Watcher events gathered meanwhile are applied after the diff.
-   * Resolves once the watcher runs and the diff is done.
+   * Starts live updates. A warm index starts the watcher at once, then
+   * catches up with what changed while the server was down: from the
+   * watcher's snapshot when there is one (src/live/snapshot.ts), else by
+   * diffing the roots with the disk, in the background. A cold one starts it
+   * after the first scan (whose size `auto` needs), then diffs once more for
+   * what changed during the scan. Watcher events gathered meanwhile are
+   * applied after. Resolves once the watcher runs and the catch-up is done.
    */
   async start(): Promise<void> {
     const { index, log } = this.options;
@@ -92,11 +103,48 @@ export class LiveSync {
     }
     if (this.closed) return;
     this.plan = planWatchers(this.options.watcher, index.store.count());
-    await this.startWatcher(this.plan.candidates, this.plan.reason);
-    const ms = await this.diffRoots();
+    const watching = (await this.startWatcher(this.plan.candidates, this.plan.reason)) && this.watcher?.backend !== 'none';
+    // Only with a watcher running: it sees what changes while the new snapshot is taken.
+    const snapshots = watching ? (this.options.snapshots ?? null) : null;
+    const asked = performance.now();
+    const changed = index.warm && snapshots ? await snapshots.changedSince() : null;
     if (this.closed) return;
-    log.info(`index checked against the disk in ${ms} ms`);
+    const taking = snapshots?.take();
+    let ms: number;
+    if (changed) {
+      await this.reconcilePaths(changed);
+      if (this.closed) return;
+      ms = Math.round(performance.now() - asked);
+      log.info(`index checked against the disk in ${ms} ms (${changed.length} path(s) changed since the watcher's snapshot)`);
+    } else {
+      ms = await this.diffRoots();
+      if (this.closed) return;
+      log.info(`index checked against the disk in ${ms} ms`);
+    }
     this.scheduleSafetyDiff(ms);
+    if (taking) void this.keepSnapshots(taking);
+  }
+
+  /**
+   * The new snapshots replace the old once everything that changed before
+   * they were taken is in the index: the catch-up is done, and whatever the
+   * watcher reported meanwhile is applied (after its own reporting delay).
+   */
+  private async keepSnapshots(taking: Promise<{ keep(): void } | null>): Promise<void> {
+    const taken = await taking;
+    if (!taken || this.closed) return;
+    await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_SETTLE_MS).unref());
+    await this.enqueue(async () => {
+      const paths = this.dirty;
+      this.dirty = new Set();
+      await this.reconciler.paths(paths);
+      if (!this.closed) taken.keep();
+    });
+  }
+
+  /** Looks at `paths` on the queue. */
+  private reconcilePaths(paths: readonly string[]): Promise<void> {
+    return this.enqueue(() => this.reconciler.paths(paths));
   }
 
   /** Diffs every root with the disk on the queue; resolves to how long it took. */
@@ -200,12 +248,14 @@ export class LiveSync {
         // truncation): look at the same paths once more a little later.
         // Unchanged paths write nothing and notify nobody.
         if (leading && !this.closed) {
-          const again = setTimeout(() => {
-            if (this.closed) return;
-            for (const path of paths) this.dirty.add(path);
-            this.scheduleFlush(this.debounceMs);
-          }, LEADING_RECHECK_MS);
-          again.unref();
+          for (const delay of LEADING_RECHECKS_MS) {
+            const again = setTimeout(() => {
+              if (this.closed) return;
+              for (const path of paths) this.dirty.add(path);
+              this.scheduleFlush(this.debounceMs);
+            }, delay);
+            again.unref();
+          }
         }
       });
     }, delay);
