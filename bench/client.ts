@@ -122,7 +122,7 @@ export async function settled(conn: Conn, since: number, timeoutMs: number): Pro
   };
   for (;;) {
     const reconcileMs = num(/index checked against the disk in (\d+) ms/);
-    const contentIndexMs = num(/content index: \d+ text documents checked in (\d+) ms/);
+    const contentIndexMs = num(/content index: \d+ (?:text )?documents checked in (\d+) ms/);
     const done = reconcileMs !== null && (contentIndexMs !== null || !hasSearch);
     if (done || performance.now() > deadline) {
       return { reconcileMs, contentIndexMs, settledMs: done ? performance.now() - since : null };

@@ -142,7 +142,14 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     cursorSecret: config.cursorKey ?? getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
     convert: convert.convert,
   };
-  const search = config.search ? new ContentSearch(index, log, undefined, { budgetMs: config.searchBudgetMs }) : null;
+  // The same conversions (converters, budgets, conversion process) as a read, up to the size a read converts.
+  const search = config.search
+    ? new ContentSearch(index, log, undefined, {
+        budgetMs: config.searchBudgetMs,
+        converter: convert.formats,
+        maxConvertBytes: config.maxReadBytes,
+      })
+    : null;
   const catalog = createCatalog(ctx, search);
   const live = createLive({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
   // In the background: requests wait on index.ready themselves.

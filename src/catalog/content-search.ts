@@ -1,10 +1,15 @@
 // Full-text index of the text documents (SQLite FTS5, bm25), beside the
-// entries table. Built in the background after the first scan, in batches that
-// yield to the event loop, and kept current from FolderIndex.onChange. Its
-// tables are created lazily here: src/index/db.ts drops every table when it
-// rebuilds, so they never outlive the entries they describe.
+// entries table: text files as they are, and documents a converter takes (PDF,
+// .docx, notebooks) as the text a read shows of them, with where their pages or
+// cells start. Built in the background after the first scan, in batches that
+// yield to the event loop (conversions run in a conversion process of their
+// own), and kept current from FolderIndex.onChange. Its tables are dropped
+// with every other when src/index/db.ts rebuilds, so they never outlive the
+// entries they describe.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { decodeText, readFileContent } from '../content/read.ts';
+import type { Place } from '../content/converters/types.ts';
+import type { SearchText } from '../content/formats.ts';
+import { decodeText, readFileContent, type FileContent } from '../content/read.ts';
 import { openVerified } from '../content/safe-open.ts';
 import { ENTRY_COLUMNS, type Db } from '../index/db.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
@@ -45,10 +50,17 @@ export function isTextMime(mime: string): boolean {
   );
 }
 
+/** Turns documents into the text the index keeps (content/formats.ts's Formats), when conversions are on. */
+export interface SearchConverter {
+  /** True when the document is converted rather than read as text (decided by name and type). */
+  hasSearchText(doc: { ext: string; mime: string }): boolean;
+  searchText(entry: EntryRow, content: FileContent): Promise<SearchText>;
+}
+
 export interface SearchProgress {
-  /** Text documents checked (read, or found up to date) since the build started. */
+  /** Documents checked (read or converted, or found up to date) since the build started. */
   done: number;
-  /** Text documents to check in this build. */
+  /** Documents to check in this build (text files and documents with a converted text). */
   total: number;
   /** True once the first build finished; later edits are indexed as they come. */
   complete: boolean;
@@ -75,22 +87,36 @@ export class ContentSearch {
   private readonly reader: SearchReader;
   private readonly thread: SearchThread | null;
   private readonly budgetMs: number;
+  private readonly converter: SearchConverter | undefined;
+  private readonly maxConvertBytes: number;
+  /** Set while applyPending runs, so that a conversion inside it does not start it again. */
+  private applying = false;
+  private readonly completeWaiters = new Set<() => void>();
 
   constructor(
     private readonly index: FolderIndex,
     private readonly log: Logger,
     private readonly maxFileBytes = SEARCH_MAX_FILE_BYTES,
-    options: { workerUrl?: URL | null; budgetMs?: number } = {},
+    options: {
+      workerUrl?: URL | null;
+      budgetMs?: number;
+      /** Converts PDF, .docx and notebooks to their text; without it they are left out (notebooks are then read as JSON text). */
+      converter?: SearchConverter;
+      /** Largest document converted: what a read converts (--max-read-bytes). */
+      maxConvertBytes?: number;
+    } = {},
   ) {
     this.budgetMs = options.budgetMs ?? SEARCH_BUDGET_MS;
+    this.converter = options.converter;
+    this.maxConvertBytes = options.maxConvertBytes ?? Number.MAX_SAFE_INTEGER;
     this.db = index.db;
     this.reader = new SearchReader(this.db);
     // Security: queries run off the event loop when the index is a file a
     // second connection can open; an in-memory index has only this one.
     const workerUrl = options.workerUrl === undefined ? defaultSearchWorkerUrl() : options.workerUrl;
     this.thread = !this.db.memory && workerUrl ? new SearchThread(this.db.name, workerUrl) : null;
-    this.db.function('folder_mcp_text_mime', { deterministic: true }, (mime: unknown) =>
-      typeof mime === 'string' && isTextMime(mime) ? 1 : 0,
+    this.db.function('folder_mcp_searchable', { deterministic: true }, (mime: unknown, ext: unknown, size: unknown) =>
+      typeof mime === 'string' && typeof ext === 'string' && typeof size === 'number' && this.howIndexed({ mime, ext, size }) !== null ? 1 : 0,
     );
     const db = this.db;
     // FTS5 rowid constraints are bound through CAST: better-sqlite3 binds JS
@@ -98,8 +124,8 @@ export class ContentSearch {
     // when the query also has a MATCH (every matching row comes back).
     this.stmts = {
       doc: db.prepare(`SELECT id, mtime, size FROM search_docs WHERE uri = ?`),
-      insertDoc: db.prepare(`INSERT INTO search_docs (uri, mtime, size, text) VALUES (?, ?, ?, ?)`),
-      updateDoc: db.prepare(`UPDATE search_docs SET mtime = ?, size = ?, text = ? WHERE id = ?`),
+      insertDoc: db.prepare(`INSERT INTO search_docs (uri, mtime, size, text, form, places) VALUES (?, ?, ?, ?, ?, ?)`),
+      updateDoc: db.prepare(`UPDATE search_docs SET mtime = ?, size = ?, text = ?, form = ?, places = ? WHERE id = ?`),
       deleteDoc: db.prepare(`DELETE FROM search_docs WHERE id = ?`),
       insertText: db.prepare(`INSERT INTO search_fts (rowid, body) VALUES (CAST(? AS INTEGER), ?)`),
       deleteText: db.prepare(`DELETE FROM search_fts WHERE rowid = CAST(? AS INTEGER)`),
@@ -108,7 +134,7 @@ export class ContentSearch {
         `SELECT d.id FROM search_docs d WHERE d.id > ? AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.uri = d.uri) ORDER BY d.id LIMIT 1000`,
       ),
       countCandidates: db.prepare(
-        `SELECT count(*) AS n FROM entries WHERE kind = ${EntryKind.document} AND size <= ? AND folder_mcp_text_mime(mime)`,
+        `SELECT count(*) AS n FROM entries WHERE kind = ${EntryKind.document} AND folder_mcp_searchable(mime, ext, size)`,
       ),
       nextCandidates: db.prepare(
         `SELECT e.uri, e.parent, e.root, e.name, e.ext, e.kind, e.size, e.mtime, e.mime, d.id AS docId, d.mtime AS docMtime, d.size AS docSize
@@ -139,8 +165,24 @@ export class ContentSearch {
     }
   }
 
+  /** Resolves true once the first build is complete, or false after `timeoutMs` (or on close). */
+  whenComplete(timeoutMs: number): Promise<boolean> {
+    if (this.progressState.complete) return Promise.resolve(true);
+    if (this.closed) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.completeWaiters.delete(done);
+        resolve(this.progressState.complete);
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.completeWaiters.add(done);
+    });
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    for (const resolve of [...this.completeWaiters]) resolve();
     this.thread?.close();
     this.markClosed();
     this.unsubscribe?.();
@@ -192,7 +234,7 @@ export class ContentSearch {
     await Promise.race([this.index.ready, this.closedSignal]);
     const started = performance.now();
     this.removeOrphans();
-    this.progressState.total = (this.stmts.countCandidates.get(this.maxFileBytes) as { n: number }).n;
+    this.progressState.total = (this.stmts.countCandidates.get() as { n: number }).n;
     let after = '';
     for (;;) {
       if (this.closed) return;
@@ -202,9 +244,11 @@ export class ContentSearch {
         const rows = this.stmts.nextCandidates.all(after, BATCH_FILES * 4) as Candidate[];
         if (rows.length === 0) {
           this.progressState.complete = true;
+          for (const resolve of this.completeWaiters) resolve();
+          this.completeWaiters.clear();
           const size = this.indexBytes();
           this.log.info(
-            `content index: ${this.progressState.done} text documents checked in ${Math.round(performance.now() - started)} ms` +
+            `content index: ${this.progressState.done} documents checked in ${Math.round(performance.now() - started)} ms` +
               (size !== null ? ` (${Math.round(size / 1024)} KiB)` : ''),
           );
           continue;
@@ -221,6 +265,15 @@ export class ContentSearch {
 
   /** Changes from the watcher: removals first, then the documents written. */
   private async applyPending(): Promise<void> {
+    this.applying = true;
+    try {
+      await this.applyPendingNow();
+    } finally {
+      this.applying = false;
+    }
+  }
+
+  private async applyPendingNow(): Promise<void> {
     if (this.pendingRemovals.length > 0) {
       const removals = this.pendingRemovals.splice(0);
       this.db.transaction(() => {
@@ -246,13 +299,14 @@ export class ContentSearch {
     }
   }
 
-  /** Reads what is new or changed among `rows` and writes it, in transactions of bounded size. */
+  /** Reads (or converts) what is new or changed among `rows` and writes it, in transactions of bounded size. */
   private async indexRows(rows: Candidate[], counting: boolean): Promise<void> {
     const stale: Candidate[] = [];
+    const converted: Candidate[] = [];
     const dropped: number[] = [];
     for (const row of rows) {
-      const wanted = row.size <= this.maxFileBytes && isTextMime(row.mime);
-      if (!wanted) {
+      const how = this.howIndexed(row);
+      if (how === null) {
         if (row.docId !== null) dropped.push(row.docId);
         continue;
       }
@@ -260,10 +314,10 @@ export class ContentSearch {
         if (counting) this.progressState.done++;
         continue;
       }
-      stale.push(row);
+      (how === 'convert' ? converted : stale).push(row);
     }
     if (dropped.length > 0) this.db.transaction(() => dropped.forEach((id) => this.removeDoc(id)))();
-    let batch: { row: Candidate; text: string | undefined }[] = [];
+    let batch: { row: Candidate; text: IndexedText | undefined }[] = [];
     let bytes = 0;
     const flush = () => {
       if (batch.length === 0 || this.closed) return;
@@ -280,7 +334,8 @@ export class ContentSearch {
       const texts = await Promise.all(group.map((row) => this.readText(row)));
       if (this.closed) return;
       group.forEach((row, j) => {
-        batch.push({ row, text: texts[j] });
+        const text = texts[j];
+        batch.push({ row, text: text === undefined ? undefined : { text, form: null, places: [] } });
         bytes += row.size;
       });
       if (bytes >= BATCH_BYTES || batch.length >= BATCH_FILES) {
@@ -289,6 +344,23 @@ export class ContentSearch {
       }
     }
     flush();
+    // One conversion at a time: they queue for one conversion process, and each may take seconds.
+    for (const row of converted) {
+      if (this.closed) return;
+      const text = await this.convertedText(row);
+      if (this.closed) return;
+      this.db.transaction(() => this.writeDoc(row, text))();
+      if (counting) this.progressState.done++;
+      // A file edited meanwhile waits for one conversion, not for the whole build.
+      if (!this.applying && (this.pendingUpserts.size > 0 || this.pendingRemovals.length > 0)) await this.applyPending();
+      await yieldToLoop();
+    }
+  }
+
+  /** How a document is indexed: converted (a converter takes it), read as text, or not at all. */
+  private howIndexed(doc: { mime: string; ext: string; size: number }): 'convert' | 'text' | null {
+    if (this.converter?.hasSearchText(doc)) return doc.size <= this.maxConvertBytes ? 'convert' : null;
+    return doc.size <= this.maxFileBytes && isTextMime(doc.mime) ? 'text' : null;
   }
 
   private async readText(row: EntryRow): Promise<string | undefined> {
@@ -301,19 +373,37 @@ export class ContentSearch {
     }
   }
 
-  private writeDoc(row: Candidate, text: string | undefined): void {
+  /** The text a read shows of a converted document; undefined when there is none (logged at debug: nobody asked for this file). */
+  private async convertedText(row: EntryRow): Promise<IndexedText | undefined> {
+    let content: FileContent;
+    try {
+      content = await readFileContent(uriToPath(row.uri), this.maxConvertBytes, this.index.roots);
+    } catch {
+      return undefined; // as readText
+    }
+    const result = await this.converter!.searchText(row, content);
+    if ('skipped' in result) {
+      this.log.debug(`content index: ${row.uri} skipped: ${result.skipped}`);
+      return undefined;
+    }
+    return { text: result.text, form: result.mimeType, places: result.places };
+  }
+
+  private writeDoc(row: Candidate, text: IndexedText | undefined): void {
     // The row may have changed under us while the file was read: re-read our own state.
     const doc = this.stmts.doc.get(row.uri) as DocState | undefined;
     const hasText = text !== undefined ? 1 : 0;
+    const form = text?.form ?? null;
+    const places = text && text.places.length > 0 ? JSON.stringify(text.places.map((p) => [p.offset, p.unit, p.number])) : null;
     let id: number;
     if (doc) {
       this.stmts.deleteText.run(doc.id);
-      this.stmts.updateDoc.run(row.mtime, row.size, hasText, doc.id);
+      this.stmts.updateDoc.run(row.mtime, row.size, hasText, form, places, doc.id);
       id = doc.id;
     } else {
-      id = Number(this.stmts.insertDoc.run(row.uri, row.mtime, row.size, hasText).lastInsertRowid);
+      id = Number(this.stmts.insertDoc.run(row.uri, row.mtime, row.size, hasText, form, places).lastInsertRowid);
     }
-    if (text !== undefined) this.stmts.insertText.run(id, text);
+    if (text !== undefined) this.stmts.insertText.run(id, text.text);
   }
 
   private removeUri(uri: string): void {
@@ -378,6 +468,13 @@ async function readSmallText(path: string, maxBytes: number, roots: readonly Roo
   } finally {
     await handle.close();
   }
+}
+
+/** What the index keeps of one document: its text, the MIME type of the converted form (null: the file's own text), the places in it. */
+interface IndexedText {
+  text: string;
+  form: string | null;
+  places: Place[];
 }
 
 type Candidate = EntryRow & { docId: number | null; docMtime: number | null; docSize: number | null };

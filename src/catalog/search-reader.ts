@@ -6,6 +6,7 @@ import type { Db } from '../index/db.ts';
 import type { EntryRow } from '../entry.ts';
 import type { KeyRange } from '../query/plan.ts';
 import type { SearchExpression } from './search-query.ts';
+import { placeAt, type Place } from '../content/converters/types.ts';
 
 /** Ranked candidates looked at per search, at most (a scoped search with a very common word may miss the rest). */
 const MAX_CANDIDATES = 20_000;
@@ -21,6 +22,10 @@ export interface SearchHit {
   text: string;
   /** FTS5 snippet around the best match, matches in «», on one line. */
   snippet: string;
+  /** The MIME type of the converted text searched (a format alternative: a PDF's text); absent for a text file's own text. */
+  form?: string;
+  /** The page (PDF) or cell (notebook) the match is in. */
+  place?: { unit: 'page' | 'cell'; number: number };
 }
 
 export interface SearchScope {
@@ -40,6 +45,8 @@ interface Candidate {
   id: number;
   uri: string;
   score: number;
+  form: string | null;
+  places: string | null;
 }
 
 export class SearchReader {
@@ -52,7 +59,7 @@ export class SearchReader {
     this.stmts = {
       entry: db.prepare(`SELECT uri, parent, root, name, ext, kind, size, mtime, mime FROM entries WHERE uri = ?`),
       ranked: db.prepare(
-        `SELECT d.id AS id, d.uri AS uri, f.rank AS score
+        `SELECT d.id AS id, d.uri AS uri, f.rank AS score, d.form AS form, d.places AS places
          FROM (SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ? ORDER BY rank LIMIT ?) f
          JOIN search_docs d ON d.id = f.rowid ORDER BY f.rank`,
       ),
@@ -86,7 +93,7 @@ export class SearchReader {
       const args: (string | number)[] = [expression.match, single.lo, ...(single.hi === null ? [] : [single.hi]), MAX_CANDIDATES];
       all = this.db
         .prepare(
-          `SELECT d.id AS id, d.uri AS uri, bm25(search_fts) AS score FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
+          `SELECT d.id AS id, d.uri AS uri, bm25(search_fts) AS score, d.form AS form, d.places AS places FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid
            WHERE search_fts MATCH ? AND d.uri >= ?${hi} ORDER BY score LIMIT ?`,
         )
         .all(...args) as Candidate[];
@@ -110,7 +117,15 @@ export class SearchReader {
       if (!row || !scope.residual(row)) continue;
       const found = this.stmts.snippet.get(expression.match, c.id) as { snippet: string; body: string } | undefined;
       if (!found) continue;
-      hits.push({ row, score: -c.score, ...locate(found.snippet, found.body) });
+      const { offset, ...at } = locateMatch(found.snippet, found.body);
+      const place = c.places === null ? undefined : placeAt(parsePlaces(c.places), offset);
+      hits.push({
+        row,
+        score: -c.score,
+        ...at,
+        ...(c.form !== null ? { form: c.form } : {}),
+        ...(place ? { place: { unit: place.unit, number: place.number } } : {}),
+      });
     }
     return { hits, truncated: false };
   }
@@ -122,6 +137,12 @@ export class SearchReader {
  * places it; a case-insensitive search for the highlighted word is the fallback.
  */
 export function locate(snippet: string, body: string): { line: number; text: string; snippet: string } {
+  const { offset: _offset, ...at } = locateMatch(snippet, body);
+  return at;
+}
+
+/** locate, with the match's offset in the body (for its page or cell). */
+function locateMatch(snippet: string, body: string): { line: number; text: string; snippet: string; offset: number } {
   const start = snippet.indexOf('\u0001');
   const end = snippet.indexOf('\u0002', start);
   let offset = -1;
@@ -140,8 +161,22 @@ export function locate(snippet: string, body: string): { line: number; text: str
   let text = body.slice(lineStart, lineEnd).trim();
   if (text.length > 240) text = `${text.slice(0, 240)}…`;
   return {
+    offset,
     line,
     text,
     snippet: snippet.replace(/\u0001/g, '«').replace(/\u0002/g, '»').replace(/\s+/g, ' ').trim(),
   };
+}
+
+/** search_docs.places: [[offset, unit, number], ...] as the content index wrote it; malformed entries are dropped. */
+function parsePlaces(json: string): Place[] {
+  try {
+    const raw = JSON.parse(json) as unknown;
+    if (!Array.isArray(raw)) return [];
+    return raw
+      .filter((p): p is [number, 'page' | 'cell', number] => Array.isArray(p) && typeof p[0] === 'number' && (p[1] === 'page' || p[1] === 'cell') && typeof p[2] === 'number')
+      .map(([offset, unit, number]) => ({ offset, unit, number }));
+  } catch {
+    return [];
+  }
 }

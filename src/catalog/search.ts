@@ -1,5 +1,6 @@
-// The `search` tool: full-text search over the text documents (SQLite FTS5,
-// bm25 ranking), one snippet and line number per file.
+// The `search` tool: full-text search over the text documents and the text a
+// read shows of PDFs, .docx and notebooks (SQLite FTS5, bm25 ranking), one
+// snippet and line number per file, and the page or cell when it has them.
 import { z } from 'zod';
 import { planQuery } from '../query/plan.ts';
 import { SEARCH_BUDGET_MS, SEARCH_MAX_FILE_BYTES } from './content-search.ts';
@@ -12,6 +13,10 @@ import { listingName } from '../content/collection.ts';
 
 export const SEARCH_DEFAULT_LIMIT = 20;
 export const SEARCH_MAX_LIMIT = 100;
+/** A search that arrives while the first build runs waits for it, at most this long, when the folder is small enough... */
+export const SEARCH_WAIT_MS = 5000;
+/** ...that is, when it has at most this many documents to index. */
+export const SEARCH_WAIT_MAX_FILES = 1000;
 
 const input = z.strictObject({
   query: z
@@ -34,6 +39,12 @@ const hit = z.object({
   text: z.string().describe('that line, trimmed'),
   snippet: z.string().describe('the best matching passage, matches marked «like this»'),
   score: z.number().describe('bm25 relevance, higher is better'),
+  mimeType: z
+    .string()
+    .optional()
+    .describe('present when the match is in the text form of a document (a PDF\'s text, a notebook\'s Markdown): its type; line counts in that text, as the read tool shows it'),
+  page: z.number().optional().describe('the PDF page of the match (1-based)'),
+  cell: z.number().optional().describe('the notebook cell of the match (1-based, every cell counted)'),
 });
 
 const output = z.object({
@@ -54,7 +65,8 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
   name: 'search',
   title: 'Search file contents',
   description:
-    'Full-text search over the text files of the served folders, best matches first (bm25), with the line number and a snippet of each match. ' +
+    'Full-text search over the text files of the served folders and the text of PDF, .docx and Jupyter notebook files, best matches first (bm25), ' +
+    'with the line number and a snippet of each match, and the page (PDF) or cell (notebook) it is in. ' +
     `Text files up to ${SEARCH_MAX_FILE_BYTES / 1024 / 1024} MiB are indexed. Use find for file names, read to see a file.`,
   input,
   output,
@@ -69,6 +81,10 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
       throw error;
     }
     await ctx.index.ready;
+    // A search right after start on a small folder would otherwise say "No
+    // matches" for words the index is about to have: wait for the first build, bounded.
+    const early = search.progress;
+    if (!early.complete && early.total <= SEARCH_WAIT_MAX_FILES) await search.whenComplete(SEARCH_WAIT_MS);
     const query = scopeQuery({ glob: asList(args.glob), name: asList(args.name), prefix: args.prefix }, ctx.roots);
     const exact = query.namePatterns === undefined && query.uriPatterns === undefined;
     let outcome;
@@ -87,10 +103,16 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
       text: h.text,
       snippet: h.snippet,
       score: Number(h.score.toPrecision(4)),
+      ...(h.form !== undefined ? { mimeType: h.form } : {}),
+      ...(h.place ? { [h.place.unit]: h.place.number } : {}),
     }));
     const indexing = progress.complete ? undefined : { done: progress.done, total: progress.total };
     // One hit per line: the matched line's own control characters are escaped too.
-    const lines = results.map((r) => `${r.path}:${r.line}: ${listingName(r.text)}`);
+    const lines = hits.map((h, i) => {
+      const r = results[i]!;
+      const where = h.place ? ` (${h.place.unit} ${h.place.number})` : '';
+      return `${r.path}:${r.line}${where}: ${listingName(r.text)}`;
+    });
     const summary =
       (indexing ? `Note: the content index is still being built (${indexing.done} of ${indexing.total} files); results are partial.\n` : '') +
       (truncated

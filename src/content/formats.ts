@@ -1,13 +1,15 @@
 import type Database from 'better-sqlite3';
 import { EntryKind, type EntryRow, type IndexChange } from '../entry.ts';
 import type { Logger } from '../log.ts';
-import { CONVERTERS, convertersFor } from './converters/index.ts';
+import { CONVERTERS, convertersByName, convertersFor } from './converters/index.ts';
 import {
   ConversionError,
   ConversionUnavailable,
   DEFAULT_CONVERSION_LIMITS,
   type ConversionLimits,
   type Converter,
+  type ConvertInput,
+  type LocatedText,
 } from './converters/types.ts';
 import { ConversionWorker, defaultWorkerUrl } from './isolate.ts';
 import type { FileContent } from './read.ts';
@@ -114,7 +116,15 @@ export interface FormatsOptions {
    * absent, run on the main thread under a timer.
    */
   worker?: ConversionWorker;
+  /**
+   * Runs the content index's conversions (searchText), apart from the reads'
+   * so that a read never waits behind the background build; `worker` when absent.
+   */
+  backgroundWorker?: ConversionWorker;
 }
+
+/** What searchText makes of a document: its text and places, or why there is none. */
+export type SearchText = (LocatedText & { mimeType: string }) | { skipped: string };
 
 /**
  * Produces a document's format alternatives (SEP-2093) within budgets, through
@@ -128,6 +138,7 @@ export class Formats {
   private readonly converters: readonly Converter[];
   private readonly log: Logger;
   private readonly worker: ConversionWorker | undefined;
+  private readonly backgroundWorker: ConversionWorker | undefined;
   /** Conversions under way, so that concurrent reads of one file convert it once. */
   private readonly running = new Map<string, Promise<Alternative | undefined>>();
 
@@ -137,12 +148,51 @@ export class Formats {
     this.converters = options.converters ?? CONVERTERS;
     this.limits = { ...DEFAULT_CONVERSION_LIMITS, ...options.limits };
     this.worker = options.worker;
+    this.backgroundWorker = options.backgroundWorker ?? options.worker;
   }
 
-  /** Stops the conversion thread, if any. */
+  /** Stops the conversion processes, if any. */
   close(): void {
     this.worker?.close();
+    this.backgroundWorker?.close();
   }
+
+  /** True when a converter with text output takes this document by its name or type (the content index converts it). */
+  hasSearchText(doc: { ext: string; mime: string }): boolean {
+    return textConverters(convertersByName(doc, this.converters)).length > 0;
+  }
+
+  /**
+   * The text the content index keeps of a document: what its first text
+   * converter makes of it (the alternative a read shows), with the places
+   * (pages, cells) in it, within the same budgets as a read. For the
+   * background build: it runs on the background worker, does not touch the
+   * cache (the index keeps the text itself, and a read's first conversion of
+   * a bad file still warns), and never throws.
+   */
+  readonly searchText = async (entry: EntryRow, content: FileContent): Promise<SearchText> => {
+    const converter = textConverters(convertersFor(entry, content.bytes, this.converters))[0];
+    if (!converter) return { skipped: 'no converter takes it' };
+    const limits = this.limits;
+    if (content.bytes.length > limits.inputBytes) {
+      return { skipped: `file is ${content.bytes.length} bytes, over the conversion input limit of ${limits.inputBytes}` };
+    }
+    let output: string | Uint8Array | LocatedText;
+    try {
+      const input = { name: entry.name, bytes: content.bytes, text: content.text, limits };
+      const worker = this.backgroundWorker;
+      output =
+        worker && CONVERTERS.includes(converter)
+          ? await worker.runLocated(converter.id, input)
+          : await runInline(converter, input, converter.convertLocated);
+    } catch (error) {
+      return { skipped: (error as Error)?.message ?? String(error) };
+    }
+    if (output instanceof Uint8Array) return { skipped: 'the converter made bytes, not text' };
+    const located = typeof output === 'string' ? { text: output, places: [] } : output;
+    const { text } = truncateUtf8(located.text, limits.outputBytes);
+    return { text, places: located.places.filter((p) => p.offset < text.length), mimeType: converter.produces };
+  };
 
   /** The alternatives of a document just read, in registry order. */
   readonly convert = async (entry: EntryRow, content: FileContent): Promise<Alternative[]> => {
@@ -253,10 +303,11 @@ export class Formats {
  * A conversion on the main thread, raced against the time budget: past it the
  * converter's signal is aborted and its result, if it ever comes, ignored.
  */
-async function runInline(
+async function runInline<T = string | Uint8Array>(
   converter: Converter,
   input: { name: string; bytes: Buffer; text: string | undefined; limits: ConversionLimits },
-): Promise<string | Uint8Array> {
+  convert: (input: ConvertInput) => Promise<T> = converter.convert as (input: ConvertInput) => Promise<T>,
+): Promise<T> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -266,11 +317,16 @@ async function runInline(
     }, input.limits.timeMs);
   });
   try {
-    return await Promise.race([converter.convert({ ...input, signal: controller.signal }), timeout]);
+    return await Promise.race([convert.call(converter, { ...input, signal: controller.signal }), timeout]);
   } finally {
     clearTimeout(timer);
     controller.abort();
   }
+}
+
+/** Converters whose output is text (what can be searched). */
+function textConverters(converters: Converter[]): Converter[] {
+  return converters.filter((c) => c.produces.startsWith('text/'));
 }
 
 /** The line that ends a truncated alternative. */
@@ -297,16 +353,22 @@ export function truncateUtf8(text: string, limit: number): { text: string; trunc
 export function createConvert(
   index: { db: Db; onChange(listener: (change: IndexChange) => void): () => void },
   log: Logger,
-): { convert: Formats['convert']; close(): Promise<void> } {
+): { convert: Formats['convert']; formats: Formats; close(): Promise<void> } {
   const workerUrl = defaultWorkerUrl();
   const worker = workerUrl ? new ConversionWorker(workerUrl) : undefined;
-  const formats = new Formats({ db: index.db, log, worker });
+  // The content index converts one document at a time, in a process of its own running nicer than the server.
+  const backgroundWorker = workerUrl ? new ConversionWorker(workerUrl, 2, {}, BACKGROUND_NICENESS) : undefined;
+  const formats = new Formats({ db: index.db, log, worker, backgroundWorker });
   const stopListening = index.onChange(formats.onIndexChange);
   return {
     convert: formats.convert,
+    formats,
     async close() {
       stopListening();
-      await worker?.close();
+      formats.close();
     },
   };
 }
+
+/** Niceness of the content index's conversion process. */
+const BACKGROUND_NICENESS = 10;

@@ -1,8 +1,9 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConversionError, ConversionUnavailable, type ConversionLimits } from './converters/types.ts';
-import type { WorkerJob, WorkerReply } from './worker.ts';
+import type { WorkerJob, WorkerOutput, WorkerReply } from './worker.ts';
 
 /**
  * Memory budgets of the conversion process. Its resident set is what counts:
@@ -42,7 +43,7 @@ const STDERR_TAIL = 4096;
 
 interface Pending {
   job: WorkerJob;
-  resolve(output: string | Uint8Array): void;
+  resolve(output: WorkerOutput): void;
   reject(error: Error): void;
 }
 
@@ -78,6 +79,12 @@ export class ConversionWorker {
     private readonly workerUrl: URL,
     private readonly maxQueued = MAX_QUEUED,
     memory: Partial<ChildMemoryLimits> = {},
+    /**
+     * Scheduling niceness of the process (0: as the server). Background work
+     * (the content index) runs nicer, so that on a busy machine the server's
+     * own requests get the CPU first.
+     */
+    private readonly niceness = 0,
   ) {
     this.memory = { ...DEFAULT_CHILD_MEMORY, ...memory };
   }
@@ -88,6 +95,15 @@ export class ConversionWorker {
   }
 
   run(converter: string, input: { name: string; bytes: Uint8Array; text: string | undefined; limits: ConversionLimits }): Promise<string | Uint8Array> {
+    return this.enqueue(converter, input) as Promise<string | Uint8Array>;
+  }
+
+  /** The converter's text with its places when it has them (Converter.convertLocated), else its plain output. */
+  runLocated(converter: string, input: { name: string; bytes: Uint8Array; text: string | undefined; limits: ConversionLimits }): Promise<WorkerOutput> {
+    return this.enqueue(converter, { ...input, located: true });
+  }
+
+  private enqueue(converter: string, input: Omit<WorkerJob, 'id' | 'converter'>): Promise<WorkerOutput> {
     if (this.closed) return Promise.reject(new ConversionUnavailable('server is closing'));
     if (this.queue.length >= this.maxQueued) {
       return Promise.reject(new ConversionUnavailable(`${this.maxQueued} conversions are already waiting`));
@@ -151,6 +167,13 @@ export class ConversionWorker {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'advanced',
     });
+    if (this.niceness !== 0 && child.pid !== undefined) {
+      try {
+        setPriority(child.pid, this.niceness);
+      } catch {
+        // Not permitted here: it runs at the server's priority.
+      }
+    }
     this.stderrTail = '';
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (chunk: string) => {
@@ -204,7 +227,7 @@ export class ConversionWorker {
     this.finish(error);
   }
 
-  private finish(error: Error | undefined, output?: string | Uint8Array): void {
+  private finish(error: Error | undefined, output?: WorkerOutput): void {
     const current = this.current;
     if (!current) return;
     this.current = undefined;

@@ -1,5 +1,5 @@
 import { CONVERTERS } from './converters/index.ts';
-import { ConversionError, type ConversionLimits } from './converters/types.ts';
+import { ConversionError, type ConversionLimits, type LocatedText } from './converters/types.ts';
 
 /**
  * Entry point of the conversion process (see isolate.ts): runs one registered
@@ -15,24 +15,33 @@ export interface WorkerJob {
   bytes: Uint8Array;
   text: string | undefined;
   limits: ConversionLimits;
+  /** Asks for the text with its places (Converter.convertLocated), for the content index. */
+  located?: boolean;
 }
 
+export type WorkerOutput = string | Uint8Array | LocatedText;
+
 export type WorkerReply =
-  | { id: number; ok: true; output: string | Uint8Array }
+  | { id: number; ok: true; output: WorkerOutput }
   | { id: number; ok: false; conversionError: boolean; message: string };
 
 async function runJob(job: WorkerJob): Promise<WorkerReply> {
   try {
     const converter = CONVERTERS.find((c) => c.id === job.converter);
     if (!converter) throw new ConversionError(`no converter ${job.converter}`);
-    const output = await converter.convert({
+    const input = {
       name: job.name,
       bytes: Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength),
       text: job.text,
       // The parent enforces the time budget by killing this process.
       signal: new AbortController().signal,
       limits: job.limits,
-    });
+    };
+    if (job.located && converter.convertLocated) {
+      const { text, places } = await converter.convertLocated(input);
+      return { id: job.id, ok: true, output: { text: withinOutputBudget(text, job.limits.outputBytes) as string, places } };
+    }
+    const output = await converter.convert(input);
     return { id: job.id, ok: true, output: withinOutputBudget(output, job.limits.outputBytes) };
   } catch (error) {
     return {

@@ -10,7 +10,7 @@ export type Db = Database.Database;
  * Bump when the schema or the meaning of a column changes: an index file with
  * another version is rebuilt from the disk, never migrated in place.
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 // Keyset order: `uri` is TEXT with BINARY collation, and canonical URIs are
 // ASCII, so SQLite order == JS string order == byte order. Every ordering in the
@@ -39,7 +39,9 @@ CREATE TABLE search_docs (
   uri   TEXT NOT NULL UNIQUE,
   mtime REAL NOT NULL,           -- entries.mtime when the text was read
   size  INTEGER NOT NULL,        -- entries.size when the text was read
-  text  INTEGER NOT NULL         -- 1: text is in search_fts; 0: not text, nothing indexed
+  text  INTEGER NOT NULL,        -- 1: text is in search_fts; 0: not text, nothing indexed
+  form  TEXT,                    -- MIME type of the converted text indexed (a format alternative); NULL: the file's own text
+  places TEXT                    -- JSON [[offset, "page" | "cell", number], ...] where pages or cells start in that text
 );
 -- prefix = '3': three-letter prefix queries (word*) come from an index, not a scan of the vocabulary.
 CREATE VIRTUAL TABLE search_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2', prefix = '3');

@@ -1,4 +1,4 @@
-import { ConversionError, type ConvertInput, type Converter } from './types.ts';
+import { ConversionError, type ConvertInput, type Converter, type LocatedText, type Place } from './types.ts';
 
 /**
  * Jupyter notebooks (nbformat 4, and the list-of-lines or string `source`
@@ -13,6 +13,9 @@ export const notebookConverter: Converter = {
   async convert(input) {
     return notebookToMarkdown(input);
   },
+  async convertLocated(input) {
+    return notebookToLocatedMarkdown(input);
+  },
 };
 
 interface Cell {
@@ -22,6 +25,11 @@ interface Cell {
 }
 
 export function notebookToMarkdown(input: Pick<ConvertInput, 'text' | 'limits' | 'signal'>): string {
+  return notebookToLocatedMarkdown(input).text;
+}
+
+/** notebookToMarkdown's text, with where each cell starts (cells counted from 1, empty ones too, as the notebook numbers them). */
+export function notebookToLocatedMarkdown(input: Pick<ConvertInput, 'text' | 'limits' | 'signal'>): LocatedText {
   if (input.text === undefined) throw new ConversionError('notebook is not UTF-8 text');
   let notebook: { cells?: unknown; worksheets?: unknown; metadata?: Record<string, unknown> };
   try {
@@ -41,9 +49,12 @@ export function notebookToMarkdown(input: Pick<ConvertInput, 'text' | 'limits' |
   }
   const language = kernelLanguage(notebook.metadata);
   const parts: string[] = [];
-  for (const raw of cells) {
+  const places: Place[] = [];
+  let offset = 0;
+  for (const [index, raw] of cells.entries()) {
     if (input.signal.aborted) throw new ConversionError('aborted');
     const cell = (raw ?? {}) as Cell;
+    const first = parts.length;
     const source = joinText(cell.source ?? (cell as { input?: unknown }).input);
     if (cell.cell_type === 'markdown' || cell.cell_type === 'heading') {
       parts.push(source.trimEnd());
@@ -57,8 +68,15 @@ export function notebookToMarkdown(input: Pick<ConvertInput, 'text' | 'limits' |
     } else {
       parts.push(fence(source, ''));
     }
+    // Empty parts are dropped and the rest joined with a blank line: offsets count what is kept.
+    const kept = parts.splice(first).filter((p) => p !== '');
+    if (kept.length === 0) continue;
+    if (parts.length > 0) offset += 2;
+    places.push({ offset, unit: 'cell', number: index + 1 });
+    offset += kept.join('\n\n').length;
+    parts.push(...kept);
   }
-  return `${parts.filter((p) => p !== '').join('\n\n')}\n`;
+  return { text: `${parts.join('\n\n')}\n`, places };
 }
 
 function kernelLanguage(metadata: Record<string, unknown> | undefined): string {

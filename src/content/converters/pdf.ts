@@ -1,4 +1,4 @@
-import { ConversionError, type ConvertInput, type Converter } from './types.ts';
+import { ConversionError, type ConvertInput, type Converter, type LocatedText, type Place } from './types.ts';
 
 /**
  * PDF text with pdfjs-dist (legacy build, the one that runs on Node), page by
@@ -15,6 +15,7 @@ export const pdfConverter: Converter = {
   },
   produces: 'text/plain',
   convert: pdfToText,
+  convertLocated: pdfToLocatedText,
 };
 
 interface TextItem {
@@ -23,6 +24,11 @@ interface TextItem {
 }
 
 export async function pdfToText(input: ConvertInput): Promise<string> {
+  return (await pdfToLocatedText(input)).text;
+}
+
+/** pdfToText's text, with the offset of each page's `--- page N ---` line (counted as built, not searched for: a page may contain such a line). */
+export async function pdfToLocatedText(input: ConvertInput): Promise<LocatedText> {
   // Loaded on first use: start-up must not pay for pdfjs.
   const pdfjs = await import('pdfjs-dist/legacy/build/pdf.mjs');
   const task = pdfjs.getDocument({
@@ -52,6 +58,8 @@ export async function pdfToText(input: ConvertInput): Promise<string> {
     }
     const pages = Math.min(doc.numPages, input.limits.pdfPages);
     const parts: string[] = [];
+    const places: Place[] = [];
+    let offset = 0;
     let bytes = 0;
     let page = 1;
     for (; page <= pages; page++) {
@@ -66,6 +74,9 @@ export async function pdfToText(input: ConvertInput): Promise<string> {
         if (item.hasEOL) text += '\n';
       }
       const part = `--- page ${page} ---\n${text.trimEnd()}\n`;
+      places.push({ offset, unit: 'page', number: page });
+      // Parts are joined with '\n'.
+      offset += part.length + 1;
       parts.push(part);
       bytes += Buffer.byteLength(part);
       // Past the output budget the rest would be cut anyway: stop reading pages.
@@ -76,7 +87,7 @@ export async function pdfToText(input: ConvertInput): Promise<string> {
     }
     const left = doc.numPages - (page - 1);
     if (left > 0) parts.push(`--- ${left} more page${left === 1 ? '' : 's'} not extracted ---\n`);
-    return parts.join('\n');
+    return { text: parts.join('\n'), places };
   } finally {
     input.signal.removeEventListener('abort', abort);
     await task.destroy().catch(() => {});

@@ -65,6 +65,36 @@ export interface Converter {
   produces: string;
   /** Text (served as `text`) or bytes (served as base64 `blob`). */
   convert(input: ConvertInput): Promise<string | Uint8Array>;
+  /**
+   * The same text as `convert`, with where each page or cell of the document
+   * starts in it: the content index says where a match is. Formats whose
+   * text has no such places leave it out, and `convert` is used.
+   */
+  convertLocated?(input: ConvertInput): Promise<LocatedText>;
+}
+
+/** Where a part of a converted text comes from: a PDF page, a notebook cell (both 1-based). */
+export interface Place {
+  /** Offset in the text (UTF-16 code units) at which the page or cell starts. */
+  offset: number;
+  unit: 'page' | 'cell';
+  number: number;
+}
+
+/** A converted text and the places in it, in offset order. */
+export interface LocatedText {
+  text: string;
+  places: Place[];
+}
+
+/** The place `offset` falls in: the last one starting at or before it. */
+export function placeAt(places: readonly Place[], offset: number): Place | undefined {
+  let found: Place | undefined;
+  for (const place of places) {
+    if (place.offset > offset) break;
+    found = place;
+  }
+  return found;
 }
 
 /** A conversion that cannot produce its alternative: the message goes to the warning. */
