@@ -69,7 +69,7 @@ export async function readOpenedContent(file: OpenedFile, maxBytes: number, exte
   return { bytes, text: decodeText(bytes), mtimeMs: file.mtimeMs };
 }
 
-/** Up to `limit` bytes from the start, reading until the end of the file or the limit. */
+/** Up to `limit` bytes from the start, reading until the end of the file (a short read) or the limit. */
 async function readUpTo(handle: import('node:fs/promises').FileHandle, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
@@ -81,6 +81,8 @@ async function readUpTo(handle: import('node:fs/promises').FileHandle, limit: nu
     if (bytesRead === 0) break;
     chunks.push(buffer.subarray(0, bytesRead));
     total += bytesRead;
+    // A regular file reads short only at its end: no second read to find it.
+    if (bytesRead < want) break;
   }
   return Buffer.concat(chunks, total);
 }

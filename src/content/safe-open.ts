@@ -5,8 +5,8 @@
 // only the last path component, so every byte the server reads from a served
 // folder (resources/read, the read tool, conversions, the content index) comes
 // through openVerified, which checks the open descriptor itself.
-import { constants, readlinkSync, type BigIntStats } from 'node:fs';
-import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
+import { constants, fstatSync, readlinkSync, realpathSync, type BigIntStats } from 'node:fs';
+import { open, stat, type FileHandle } from 'node:fs/promises';
 import { findRoot, type Root } from '../uri.ts';
 import { ContentError } from './content-error.ts';
 
@@ -157,7 +157,10 @@ export async function openVerified(path: string, roots: readonly Root[]): Promis
  */
 export async function verifyDescriptor(handle: FileHandle, path: string, roots: readonly Root[]): Promise<Omit<OpenedFile, 'handle'>> {
   try {
-    const stats = await handle.stat({ bigint: true });
+    // Synchronous, like the /proc readlink below: an fstat of an open descriptor
+    // is answered from memory, and each await would be one more trip through
+    // libuv's pool and the event loop, which under load is what a read waits for.
+    const stats = fstatSync(handle.fd, { bigint: true });
     const opened = factsOf(stats);
     const kernelName = await kernelPathOf(handle);
     const locatedPath = kernelName ?? (await realOrNull(path));
@@ -189,9 +192,10 @@ function refuse(verdict: Verdict): void {
   if (!verdict.ok) throw new ContentError(verdict.reason, verdict.message);
 }
 
+/** realpath(3) itself, synchronously: one system call over cached directory entries, not one lstat per component. */
 async function realOrNull(path: string): Promise<string | null> {
   try {
-    return await realpath(path);
+    return realpathSync.native(path);
   } catch (error) {
     if (isGone(error)) return null;
     throw unreadable(error);
