@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -31,6 +31,32 @@ export function writeTree(root: string, files: Record<string, string | Uint8Arra
     }
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, content);
+  }
+}
+
+/**
+ * A tree of thousands of entries, for the tests that need a scan to take a
+ * while or a page budget to run out: `count` files at `pathOf(0)`,
+ * `pathOf(1)`, ..., folders made as needed, each holding `content`.
+ *
+ * Every file after the first is a hard link to the first: a name costs one
+ * link(2) instead of a new inode, which on ext4 is some twenty times faster
+ * to make and to remove. The scan (readdir + lstat) and the watchers see
+ * ordinary files; tests that are about writes (a burst of new files, a file
+ * written while it is read) write them instead.
+ */
+export function bigTree(root: string, count: number, pathOf: (i: number) => string, content = ''): void {
+  const made = new Set<string>();
+  let first: string | undefined;
+  for (let i = 0; i < count; i++) {
+    const path = join(root, pathOf(i));
+    const dir = dirname(path);
+    if (!made.has(dir)) {
+      mkdirSync(dir, { recursive: true });
+      made.add(dir);
+    }
+    if (first === undefined) writeFileSync((first = path), content);
+    else linkSync(first, path);
   }
 }
 

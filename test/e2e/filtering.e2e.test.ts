@@ -4,12 +4,12 @@
 // and a tiny glob-to-RegExp for the benign patterns the cases use.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_PAGE_SIZE } from '../../src/config.ts';
-import { CLI, connect, ERAS, listAll, notFoundCode, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+import { bigTree, CLI, connect, ERAS, listAll, notFoundCode, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
 
 const INVALID_PARAMS = -32602;
 const FILTER_CHANGED = 'Filter parameters must not change between paginated requests';
@@ -701,11 +701,7 @@ describe('the scan budget', () => {
     dir = tempDir();
     state = tempDir('folder-mcp-state-');
     // 12,000 rows with no match between the needles: more than one page's scan budget.
-    for (let d = 0; d < 24; d++) {
-      const sub = join(dir.path, `d${String(d).padStart(2, '0')}`);
-      mkdirSync(sub);
-      for (let f = 0; f < 500; f++) writeFileSync(join(sub, `hay${f}`), '');
-    }
+    bigTree(dir.path, 24 * 500, (i) => `d${String(Math.floor(i / 500)).padStart(2, '0')}/hay${i % 500}`);
     for (const n of needles) writeFileSync(join(dir.path, n), '');
     R = pathToFileURL(dir.path).href + '/';
     conn = await connect([dir.path, '--db', join(state.path, 'i.db'), '--page-size', '1', '--watcher', 'none']);

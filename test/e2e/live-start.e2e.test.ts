@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { CLI, tempDir, waitFor, writeTree, diskUris } from '../helpers.ts';
+import { bigTree, CLI, tempDir, waitFor, writeTree, diskUris } from '../helpers.ts';
 import { connectWithNotes, listingDiff, listingEqualsDisk, listedUris } from '../live-helpers.ts';
 
 const TIMEOUT = 30_000;
@@ -18,12 +18,8 @@ const INIT = {
 };
 
 /** A tree of `files` small files, 100 per folder. */
-function bigTree(root: string, files: number): void {
-  for (let i = 0; i < files; i++) {
-    const dir = join(root, `d${Math.floor(i / 100)}`);
-    if (i % 100 === 0) mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, `f${i}.txt`), `${i}\n`);
-  }
+function smallFiles(root: string, files: number): void {
+  bigTree(root, files, (i) => `d${Math.floor(i / 100)}/f${i}.txt`, 'a small file\n');
 }
 
 describe('warm start', () => {
@@ -84,7 +80,7 @@ describe('crash safety', () => {
     state = tempDir('folder-mcp-state-');
     // Big enough that a scan outlasts the kill trigger and the progress request many times over
     // (each test checks that rather than assuming it), small enough to write quickly.
-    bigTree(root.path, 10_000);
+    smallFiles(root.path, 10_000);
   });
   after(() => {
     root.cleanup();
@@ -214,7 +210,7 @@ describe('--watcher auto', () => {
     test(`${files} files: runs ${backend}, says why, and sees changes`, async () => {
       const root = tempDir();
       try {
-        bigTree(root.path, files);
+        smallFiles(root.path, files);
         const conn = await connectWithNotes(['--db', ':memory:', root.path]);
         try {
           await waitFor(() => /watcher: \w+ \(auto: \d+ entries [<>]=? 1000\)/.test(conn.stderr()), TIMEOUT, 'the watcher line');
