@@ -292,10 +292,13 @@ export function serveTree<C extends Connected = Connected>(
 export async function waitFor<T>(condition: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    const started = performance.now();
     const value = await condition();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
+    // A costly condition (a whole listing, paged) polled back to back would take the CPU from the
+    // server it waits for: pause at least as long as the check took.
+    await new Promise((r) => setTimeout(r, Math.max(25, performance.now() - started)));
   }
 }
 
