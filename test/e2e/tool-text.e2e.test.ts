@@ -34,7 +34,9 @@ for (const era of ERAS) {
     test('search prints one line per hit, the matched line escaped too', async () => {
       const result = await waitFor(async () => {
         const r = await served.conn.request('tools/call', { name: 'search', arguments: { query: 'needle' } });
-        return (r.structuredContent as { results: unknown[] }).results.length === 3 ? r : null;
+        // All three hits and the index complete: until then the text opens with a "results are partial" note.
+        const { results, indexing } = r.structuredContent as { results: unknown[]; indexing?: unknown };
+        return results.length === 3 && indexing === undefined ? r : null;
       }, 20_000, 'the content index');
       const text = textOf(result!);
       assert.equal(text.split('\n').length, 3, text);
