@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -31,6 +31,32 @@ export function writeTree(root: string, files: Record<string, string | Uint8Arra
     }
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, content);
+  }
+}
+
+/**
+ * A tree of thousands of entries, for the tests that need a scan to take a
+ * while or a page budget to run out: `count` files at `pathOf(0)`,
+ * `pathOf(1)`, ..., folders made as needed, each holding `content`.
+ *
+ * Every file after the first is a hard link to the first: a name costs one
+ * link(2) instead of a new inode, which on ext4 is some twenty times faster
+ * to make and to remove. The scan (readdir + lstat) and the watchers see
+ * ordinary files; tests that are about writes (a burst of new files, a file
+ * written while it is read) write them instead.
+ */
+export function bigTree(root: string, count: number, pathOf: (i: number) => string, content = ''): void {
+  const made = new Set<string>();
+  let first: string | undefined;
+  for (let i = 0; i < count; i++) {
+    const path = join(root, pathOf(i));
+    const dir = dirname(path);
+    if (!made.has(dir)) {
+      mkdirSync(dir, { recursive: true });
+      made.add(dir);
+    }
+    if (first === undefined) writeFileSync((first = path), content);
+    else linkSync(first, path);
   }
 }
 
@@ -160,48 +186,66 @@ export async function connect(
   };
 }
 
-export interface ServedTree {
+/** What a suite's tree holds: path -> content (a path ending in '/' is a folder), or a function that writes it. */
+export type TreeFiles = Record<string, string | Uint8Array> | ((root: string) => void);
+
+/** How `serve` starts a server: `connect`, or a wrapper of it (connectWithNotes). */
+export type Connector<C extends Connected> = (args: string[], options: { era?: Era; env?: Record<string, string> }) => Promise<C>;
+
+export interface ServeOptions<C extends Connected> {
+  era?: Era;
+  env?: Record<string, string>;
+  /** Defaults to `connect`. */
+  connect?: Connector<C>;
+}
+
+export interface TempTree {
   /** The served folder: a fresh temp dir holding the files given. */
   readonly root: string;
   /** A second temp dir for what is not served (the index file). */
   readonly state: string;
   /** The root's collection URI (with its trailing slash). */
   readonly rootUri: string;
-  readonly conn: Connected;
   /** The URI of a path relative to the root, each segment percent-encoded. */
   uriOf(rel: string): string;
+  /**
+   * One more server on this tree, started before the describe's tests (after
+   * the servers asked for earlier) and closed after them, before the dirs go.
+   */
+  serve<C extends Connected = Connected>(args: (dirs: { root: string; state: string }) => string[], options?: ServeOptions<C>): { readonly conn: C };
+}
+
+export interface ServedTree<C extends Connected = Connected> extends TempTree {
+  readonly conn: C;
+}
+
+function need<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error('tempTree: used outside the tests of its describe block');
+  return value;
 }
 
 /**
- * The setup most end-to-end suites share, as hooks of the enclosing
- * `describe`: before its tests, a temp tree written from `files`, a state
- * dir, and the built server on them (`args` says how); after, the client
- * closed and both dirs removed.
+ * The setup the end-to-end suites share, as hooks of the enclosing
+ * `describe`: before its tests, a temp tree written from `files` and a state
+ * dir; after them, every server `serve` started closed, then both dirs
+ * removed. For the suites that start their servers in the tests themselves.
  */
-export function serveTree(
-  files: Record<string, string | Uint8Array>,
-  args: (dirs: { root: string; state: string }) => string[],
-  options: { era?: Era; env?: Record<string, string> } = {},
-): ServedTree {
+export function tempTree(files: TreeFiles): TempTree {
   let root: ReturnType<typeof tempDir> | undefined;
   let state: ReturnType<typeof tempDir> | undefined;
-  let conn: Connected | undefined;
-  const need = <T>(value: T | undefined): T => {
-    if (value === undefined) throw new Error('serveTree: used outside the tests of its describe block');
-    return value;
-  };
-  before(async () => {
+  const servers: Connected[] = [];
+  before(() => {
     root = tempDir();
     state = tempDir('folder-mcp-state-');
-    writeTree(root.path, files);
-    conn = await connect(args({ root: root.path, state: state.path }), options);
+    if (typeof files === 'function') files(root.path);
+    else writeTree(root.path, files);
   });
   after(async () => {
-    await conn?.close();
+    for (const conn of servers.splice(0).reverse()) await conn.close();
     root?.cleanup();
     state?.cleanup();
   });
-  const tree: ServedTree = {
+  const tree: TempTree = {
     get root() {
       return need(root).path;
     },
@@ -211,22 +255,50 @@ export function serveTree(
     get rootUri() {
       return pathToFileURL(need(root).path).href + '/';
     },
-    get conn() {
-      return need(conn);
-    },
     uriOf: (rel) => tree.rootUri + rel.split('/').map(encodeURIComponent).join('/'),
+    serve<C extends Connected = Connected>(args: (dirs: { root: string; state: string }) => string[], options: ServeOptions<C> = {}) {
+      let conn: C | undefined;
+      const { connect: start = connect as unknown as Connector<C>, ...rest } = options;
+      before(async () => {
+        conn = await start(args({ root: tree.root, state: tree.state }), rest);
+        servers.push(conn);
+      });
+      return {
+        get conn() {
+          return need(conn);
+        },
+      };
+    },
   };
   return tree;
+}
+
+/**
+ * The setup most end-to-end suites share: `tempTree(files)` and the built
+ * server on it (`args` says how), started before the describe's tests and
+ * closed after them.
+ */
+export function serveTree<C extends Connected = Connected>(
+  files: TreeFiles,
+  args: (dirs: { root: string; state: string }) => string[],
+  options: ServeOptions<C> = {},
+): ServedTree<C> {
+  const tree = tempTree(files);
+  const server = tree.serve(args, options);
+  return Object.defineProperty(tree, 'conn', { get: () => server.conn, enumerable: true }) as ServedTree<C>;
 }
 
 /** Waits until `condition` returns a truthy value, polling; throws after `timeoutMs`. */
 export async function waitFor<T>(condition: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    const started = performance.now();
     const value = await condition();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
+    // A costly condition (a whole listing, paged) polled back to back would take the CPU from the
+    // server it waits for: pause at least as long as the check took.
+    await new Promise((r) => setTimeout(r, Math.max(25, performance.now() - started)));
   }
 }
 

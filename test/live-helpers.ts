@@ -9,7 +9,7 @@ export interface Notes {
 }
 
 /** Connects and records every list_changed and updated notification (on the modern era, through a listen stream). */
-export async function connectWithNotes(args: string[], options: { era?: Era } = {}): Promise<Connected & { notes: Notes }> {
+export async function connectWithNotes(args: string[], options: { era?: Era; env?: Record<string, string> } = {}): Promise<Connected & { notes: Notes }> {
   const conn = await connect(args, options);
   const notes: Notes = {
     listChanged: 0,

@@ -4,11 +4,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { pathToFileURL } from 'node:url';
+import { before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/client';
-import { CLI, connect, diskUris, eraNeutral, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
-import { connectWithNotes, listedUris } from '../live-helpers.ts';
+import { CLI, connect, diskUris, eraNeutral, serveTree, tempTree, waitFor, type Connected, type LooseResult } from '../helpers.ts';
+import { connectWithNotes, type Notes } from '../live-helpers.ts';
 
 const MODERN_META = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
@@ -17,35 +16,28 @@ const MODERN_META = {
 };
 
 describe('one binary, both eras', () => {
-  let root: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
+  const tree = tempTree({
+    'src/main.ts': 'export const main = 1;\n',
+    'src/util/a.ts': 'export const a = 1;\n',
+    'docs/guide.md': '# Guide\nneedle here\n',
+    'nb/x.ipynb': JSON.stringify({ cells: [{ cell_type: 'markdown', source: ['# Title'] }], metadata: {}, nbformat: 4, nbformat_minor: 5 }),
+  });
+  // One server per era on the same tree, each with its own index.
+  const servers = {
+    legacy: tree.serve(({ root, state }) => [root, '--db', join(state, 'legacy.db'), '--page-size', '2'], { era: 'legacy' }),
+    modern: tree.serve(({ root, state }) => [root, '--db', join(state, 'modern.db'), '--page-size', '2'], { era: 'modern' }),
+  };
   let legacy: Connected;
   let modern: Connected;
   let rootUri: string;
-
-  before(async () => {
-    root = tempDir();
-    state = tempDir('folder-mcp-state-');
-    writeTree(root.path, {
-      'src/main.ts': 'export const main = 1;\n',
-      'src/util/a.ts': 'export const a = 1;\n',
-      'docs/guide.md': '# Guide\nneedle here\n',
-      'nb/x.ipynb': JSON.stringify({ cells: [{ cell_type: 'markdown', source: ['# Title'] }], metadata: {}, nbformat: 4, nbformat_minor: 5 }),
-    });
-    rootUri = pathToFileURL(root.path).href + '/';
-    legacy = await connect([root.path, '--db', join(state.path, 'legacy.db'), '--page-size', '2'], { era: 'legacy' });
-    modern = await connect([root.path, '--db', join(state.path, 'modern.db'), '--page-size', '2'], { era: 'modern' });
-  });
-
-  after(async () => {
-    await legacy?.close();
-    await modern?.close();
-    root?.cleanup();
-    state?.cleanup();
+  before(() => {
+    ({ rootUri } = tree);
+    legacy = servers.legacy.conn;
+    modern = servers.modern.conn;
   });
 
   test('an auto-mode v2 client lands on 2026-07-28 without falling back', async () => {
-    const conn = await connect([root.path, '--db', ':memory:'], { era: 'auto' });
+    const conn = await connect([tree.root, '--db', ':memory:'], { era: 'auto' });
     try {
       assert.equal((conn.client as Client).getProtocolEra(), 'modern');
       const result = await conn.request('resources/list', {});
@@ -91,7 +83,7 @@ describe('one binary, both eras', () => {
       } while (cursor);
       return seen;
     };
-    const expected = diskUris(root.path);
+    const expected = diskUris(tree.root);
     assert.deepEqual(await walk(legacy), expected);
     assert.deepEqual(await walk(modern), expected);
   });
@@ -121,19 +113,7 @@ describe('one binary, both eras', () => {
 });
 
 describe('start-up under a probing client', () => {
-  let root: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
-  before(() => {
-    root = tempDir();
-    state = tempDir('folder-mcp-state-');
-    const files: Record<string, string> = {};
-    for (let d = 0; d < 40; d++) for (let f = 0; f < 500; f++) files[`d${d}/f${f}.txt`] = 'x';
-    writeTree(root.path, files);
-  });
-  after(() => {
-    root.cleanup();
-    state.cleanup();
-  });
+  const tree = tempTree({ 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
 
   /** Spawns the CLI and sends raw lines; resolves answers by id. */
   function raw(args: string[]) {
@@ -159,8 +139,8 @@ describe('start-up under a probing client', () => {
   }
 
   test('a server/discover probe is answered without opening the index', async () => {
-    const db = join(state.path, 'probe.db');
-    const probe = raw([root.path, '--db', db]);
+    const db = join(tree.state, 'probe.db');
+    const probe = raw([tree.root, '--db', db]);
     try {
       probe.send({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: MODERN_META } });
       const answer = await probe.answer(1);
@@ -172,48 +152,28 @@ describe('start-up under a probing client', () => {
       probe.child.kill('SIGKILL');
     }
   });
-
-  test('a process killed mid-scan leaves the --db sound for the next, which serves the whole folder', async () => {
-    const db = join(state.path, 'killed.db');
-    const first = raw([root.path, '--db', db, '--watcher', 'none']);
-    first.send({ jsonrpc: '2.0', id: 1, method: 'resources/list', params: { _meta: MODERN_META } });
-    await waitFor(() => existsSync(db), 10_000, 'the scan to start');
-    assert.doesNotMatch(first.stderr(), /indexed \d+ entries/, 'the scan ended before the kill: the tree is too small');
-    first.child.kill('SIGKILL');
-    writeFileSync(join(root.path, 'after-kill.txt'), 'late');
-    const conn = await connectWithNotes([root.path, '--db', db, '--watcher', 'none'], { era: 'auto' });
-    try {
-      assert.deepEqual(await listedUris(conn), diskUris(root.path));
-      assert.doesNotMatch(conn.stderr(), /in use by another/, 'the dead process\'s lock was taken over: this is the --db file, not memory');
-    } finally {
-      await conn.close();
-    }
-  });
+  // A process killed mid-scan, and the next one on the same --db: test/e2e/live-start.e2e.test.ts (crash safety).
 });
 
 describe('live updates on 2026-07-28 listen streams (--watcher chokidar)', () => {
-  let root: ReturnType<typeof tempDir>;
-  let conn: Connected & { notes: import('../live-helpers.ts').Notes };
-  let rootUri: string;
   const TIMEOUT = 20_000;
+  const tree = serveTree(
+    { 'sub/a.md': 'a\n', 'sub/inner/b.md': 'b\n', 'other/c.md': 'c\n', 'docs/café.md': 'x\n' },
+    ({ root }) => ['--db', ':memory:', '--watcher', 'chokidar', root],
+    { era: 'modern', connect: connectWithNotes },
+  );
+  let conn: Connected & { notes: Notes };
+  let rootUri: string;
 
   before(async () => {
-    root = tempDir();
-    writeTree(root.path, { 'sub/a.md': 'a\n', 'sub/inner/b.md': 'b\n', 'other/c.md': 'c\n', 'docs/café.md': 'x\n' });
-    rootUri = pathToFileURL(root.path).href + '/';
-    conn = await connectWithNotes(['--db', ':memory:', '--watcher', 'chokidar', root.path], { era: 'modern' });
+    ({ conn, rootUri } = tree);
     await conn.request('resources/list', {});
     await waitFor(() => conn.stderr().includes('watcher: chokidar'), TIMEOUT, 'the watcher to start');
   });
 
-  after(async () => {
-    await conn?.close();
-    root?.cleanup();
-  });
-
   test('list_changed reaches a stream that asked for it', async () => {
     conn.notes.reset();
-    writeFileSync(join(root.path, 'new.txt'), 'n');
+    writeFileSync(join(tree.root, 'new.txt'), 'n');
     await waitFor(() => conn.notes.listChanged > 0, TIMEOUT, 'list_changed');
   });
 
@@ -222,17 +182,17 @@ describe('live updates on 2026-07-28 listen streams (--watcher chokidar)', () =>
     await conn.subscribe(`${rootUri}other/c.md`);
     await conn.subscribe(`${rootUri}docs/caf\u00e9.md`); // not percent-encoded
     conn.notes.reset();
-    writeFileSync(join(root.path, 'sub/inner/b.md'), 'b changed\n');
+    writeFileSync(join(tree.root, 'sub/inner/b.md'), 'b changed\n');
     await waitFor(() => conn.notes.updated.some((n) => n.uri === `${rootUri}sub`), TIMEOUT, 'updated for the collection');
     // `title` goes out on the wire on both eras (test/stdio-transport.test.ts); the v2 client drops it from what it hands on.
-    writeFileSync(join(root.path, 'docs/café.md'), 'changed\n');
+    writeFileSync(join(tree.root, 'docs/café.md'), 'changed\n');
     await waitFor(() => conn.notes.updated.some((n) => n.uri === `${rootUri}docs/caf\u00e9.md`), TIMEOUT, 'updated for the other spelling');
 
     // Closing a stream ends what only it asked for.
     await conn.unsubscribe(`${rootUri}sub`);
     conn.notes.reset();
-    writeFileSync(join(root.path, 'sub/a.md'), 'a changed\n');
-    writeFileSync(join(root.path, 'other/c.md'), 'c changed\n');
+    writeFileSync(join(tree.root, 'sub/a.md'), 'a changed\n');
+    writeFileSync(join(tree.root, 'other/c.md'), 'c changed\n');
     await waitFor(() => conn.notes.updated.some((n) => n.uri === `${rootUri}other/c.md`), TIMEOUT, 'updated for the document');
     await new Promise((r) => setTimeout(r, 300));
     assert.deepEqual(conn.notes.updated.filter((n) => n.uri === `${rootUri}sub`), []);

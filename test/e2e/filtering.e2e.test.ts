@@ -4,12 +4,12 @@
 // and a tiny glob-to-RegExp for the benign patterns the cases use.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_PAGE_SIZE } from '../../src/config.ts';
-import { CLI, connect, ERAS, listAll, notFoundCode, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+import { bigTree, CLI, connect, ERAS, listAll, notFoundCode, serveTree, tempDir, tempTree, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
 
 const INVALID_PARAMS = -32602;
 const FILTER_CHANGED = 'Filter parameters must not change between paginated requests';
@@ -153,31 +153,29 @@ async function walk(conn: Connected, params: Record<string, unknown>, pageSize: 
 
 for (const era of ERAS) describe(`filtering over stdio (${era})`, () => {
   const NOT_FOUND = notFoundCode(era);
-  let root: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
-  let R: string; // the root's collection URI
+  const tree = tempTree(generateTree());
+  // One server per page size on the same tree, each with its own index.
+  const served = new Map(
+    [1, 7, DEFAULT_PAGE_SIZE].map((size) => [
+      size,
+      tree.serve(({ root, state }) => {
+        const args = [root, '--db', join(state, `index-${size}.db`), '--watcher', 'none'];
+        if (size !== DEFAULT_PAGE_SIZE) args.push('--page-size', String(size)); // the default is not passed
+        return args;
+      }, { era }),
+    ]),
+  );
   const servers = new Map<number, Connected>(); // page size -> server
+  let R: string; // the root's collection URI
   let full: Item[];
   let conn: Connected; // page size 7
 
   before(async () => {
-    root = tempDir();
-    state = tempDir('folder-mcp-state-');
-    writeTree(root.path, generateTree());
-    R = pathToFileURL(root.path).href + '/';
-    for (const size of [1, 7, DEFAULT_PAGE_SIZE]) {
-      const args = [root.path, '--db', join(state.path, `index-${size}.db`), '--watcher', 'none'];
-      if (size !== DEFAULT_PAGE_SIZE) args.push('--page-size', String(size)); // the default is not passed
-      servers.set(size, await connect(args, { era }));
-    }
+    R = tree.rootUri;
+    for (const [size, server] of served) servers.set(size, server.conn);
     conn = servers.get(7)!;
     const { items } = await listAll(servers.get(DEFAULT_PAGE_SIZE)!, 'resources/list', 'resources');
     full = items.map((r) => ({ uri: r.uri as string, name: r.name as string }));
-  });
-  after(async () => {
-    for (const s of servers.values()) await s.close();
-    root.cleanup();
-    state.cleanup();
   });
 
   test('the unfiltered listing is the whole tree', () => {
@@ -468,7 +466,7 @@ for (const era of ERAS) describe(`filtering over stdio (${era})`, () => {
       { filters: { uri_paths: [R.slice(0, -1)] } },
       { filter: { uriPatterns: [`${R}\\{+path\\}`] } },
       { filter: { uriPatterns: ['**'] } },
-      { filter: { namePatterns: [root.path.split('/').at(-1)!] } },
+      { filter: { namePatterns: [tree.root.split('/').at(-1)!] } },
     ]) {
       assert.deepEqual(await tl(params), [template], JSON.stringify(params));
     }
@@ -569,19 +567,10 @@ describe('capabilities on the wire', () => {
 // ---- tools/list and prompts/list (same model) ------------------------------
 
 for (const era of ERAS) describe(`tools/list and prompts/list filters (${era})`, () => {
-  let dir: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
+  const tree = serveTree({ 'a.txt': 'a\n' }, ({ root, state }) => [root, '--db', join(state, 'i.db'), '--page-size', '1', '--watcher', 'none'], { era });
   let conn: Connected;
-  before(async () => {
-    dir = tempDir();
-    state = tempDir('folder-mcp-state-');
-    writeTree(dir.path, { 'a.txt': 'a\n' });
-    conn = await connect([dir.path, '--db', join(state.path, 'i.db'), '--page-size', '1', '--watcher', 'none'], { era });
-  });
-  after(async () => {
-    await conn.close();
-    dir.cleanup();
-    state.cleanup();
+  before(() => {
+    conn = tree.conn;
   });
 
   for (const [method, key] of [
@@ -692,28 +681,19 @@ describe('pagination under concurrent changes', () => {
 });
 
 describe('the scan budget', () => {
-  let dir: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
+  const needles = ['d00/needle-a', 'd23/needle-c'];
+  const tree = serveTree(
+    (root) => {
+      // 12,000 rows with no match between the needles: more than one page's scan budget.
+      bigTree(root, 24 * 500, (i) => `d${String(Math.floor(i / 500)).padStart(2, '0')}/hay${i % 500}`);
+      for (const n of needles) writeFileSync(join(root, n), '');
+    },
+    ({ root, state }) => [root, '--db', join(state, 'i.db'), '--page-size', '1', '--watcher', 'none'],
+  );
   let conn: Connected;
   let R: string;
-  const needles = ['d00/needle-a', 'd23/needle-c'];
-  before(async () => {
-    dir = tempDir();
-    state = tempDir('folder-mcp-state-');
-    // 12,000 rows with no match between the needles: more than one page's scan budget.
-    for (let d = 0; d < 24; d++) {
-      const sub = join(dir.path, `d${String(d).padStart(2, '0')}`);
-      mkdirSync(sub);
-      for (let f = 0; f < 500; f++) writeFileSync(join(sub, `hay${f}`), '');
-    }
-    for (const n of needles) writeFileSync(join(dir.path, n), '');
-    R = pathToFileURL(dir.path).href + '/';
-    conn = await connect([dir.path, '--db', join(state.path, 'i.db'), '--page-size', '1', '--watcher', 'none']);
-  });
-  after(async () => {
-    await conn.close();
-    dir.cleanup();
-    state.cleanup();
+  before(() => {
+    ({ conn, rootUri: R } = tree);
   });
 
   test('a selective namePattern over a big tree still reaches the end, through short pages', async () => {

@@ -4,33 +4,24 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { CLI, connect, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+import { describe, test } from 'node:test';
+import { CLI, connect, tempTree, waitFor, type Connected, type LooseResult } from '../helpers.ts';
 
 describe('the index file', () => {
-  let root: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
-  before(() => {
-    root = tempDir();
-    state = tempDir('folder-mcp-state-');
-    writeTree(root.path, { 'a.txt': 'alpha\n', 'sub/b.txt': 'beta\n' });
-  });
-  after(() => {
-    root.cleanup();
-    state.cleanup();
-  });
+  // Each test starts the servers it is about.
+  const tree = tempTree({ 'a.txt': 'alpha\n', 'sub/b.txt': 'beta\n' });
 
   test('a --db through a symlinked folder that resolves inside a served folder is refused', () => {
-    symlinkSync(join(root.path, 'sub'), join(state.path, 'innocent'));
-    const result = spawnSync(process.execPath, [CLI, root.path, '--db', join(state.path, 'innocent', 'index.db')], { encoding: 'utf8', input: '' });
+    symlinkSync(join(tree.root, 'sub'), join(tree.state, 'innocent'));
+    const result = spawnSync(process.execPath, [CLI, tree.root, '--db', join(tree.state, 'innocent', 'index.db')], { encoding: 'utf8', input: '' });
     assert.equal(result.status, 2, result.stderr);
     assert.match(result.stderr, /is inside a served folder/);
-    assert.equal(existsSync(join(root.path, 'sub', 'index.db')), false);
+    assert.equal(existsSync(join(tree.root, 'sub', 'index.db')), false);
   });
 
   test('the default index and its folder are readable by the owner only', async () => {
-    const cache = join(state.path, 'cache');
-    const conn = await connect([root.path, '--watcher', 'none'], { env: { XDG_CACHE_HOME: cache } });
+    const cache = join(tree.state, 'cache');
+    const conn = await connect([tree.root, '--watcher', 'none'], { env: { XDG_CACHE_HOME: cache } });
     try {
       await conn.request('resources/list', {});
       const dir = join(cache, 'folder-mcp');
@@ -44,23 +35,23 @@ describe('the index file', () => {
   });
 
   test('two servers on one --db: the second keeps its index in memory, and both follow changes', async () => {
-    const db = join(state.path, 'shared.db');
+    const db = join(tree.state, 'shared.db');
     const search = async (conn: Connected, word: string) =>
       ((await conn.request('tools/call', { name: 'search', arguments: { query: word } })).structuredContent as { results: LooseResult[] }).results.length;
-    const first = await connect([root.path, '--db', db, '--watcher', 'chokidar']);
+    const first = await connect([tree.root, '--db', db, '--watcher', 'chokidar']);
     let second: Connected | undefined;
     try {
       await first.request('resources/list', {});
-      second = await connect([root.path, '--db', db, '--watcher', 'chokidar']);
+      second = await connect([tree.root, '--db', db, '--watcher', 'chokidar']);
       await second.request('resources/list', {});
       await waitFor(() => /in use by another folder-mcp/.test(second!.stderr()), 10_000, 'the second server to say so');
-      writeFileSync(join(root.path, 'new.txt'), 'zebracorn\n');
+      writeFileSync(join(tree.root, 'new.txt'), 'zebracorn\n');
       for (const conn of [first, second]) await waitFor(async () => (await search(conn, 'zebracorn')) === 1, 20_000, 'search to see the new file');
       assert.doesNotMatch(first.stderr() + second.stderr(), /database is locked/);
     } finally {
       await second?.close();
       await first.close();
     }
-    mkdirSync(join(state.path, 'x'), { recursive: true });
+    mkdirSync(join(tree.state, 'x'), { recursive: true });
   });
 });

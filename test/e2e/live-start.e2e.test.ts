@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { CLI, tempDir, waitFor, writeTree, diskUris } from '../helpers.ts';
+import { bigTree, CLI, diskUris, tempDir, tempTree, waitFor, writeTree } from '../helpers.ts';
 import { connectWithNotes, listingDiff, listingEqualsDisk, listedUris } from '../live-helpers.ts';
 
 const TIMEOUT = 30_000;
@@ -18,52 +18,39 @@ const INIT = {
 };
 
 /** A tree of `files` small files, 100 per folder. */
-function bigTree(root: string, files: number): void {
-  for (let i = 0; i < files; i++) {
-    const dir = join(root, `d${Math.floor(i / 100)}`);
-    if (i % 100 === 0) mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, `f${i}.txt`), `${i}\n`);
-  }
+function smallFiles(root: string, files: number): void {
+  bigTree(root, files, (i) => `d${Math.floor(i / 100)}/f${i}.txt`, 'a small file\n');
 }
 
 describe('warm start', () => {
-  let root: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
-  before(() => {
-    root = tempDir();
-    state = tempDir('folder-mcp-state-');
-  });
-  after(() => {
-    root.cleanup();
-    state.cleanup();
-  });
+  const tree = tempTree({});
 
   test('a restart serves the persisted index and reconciles what changed while the server was down', async () => {
-    writeTree(root.path, { 'keep.md': 'keep\n', 'edit.md': 'short\n', 'gone.md': 'bye\n', 'dir/old.ts': 'old\n' });
-    const db = join(state.path, 'index.db');
-    const args = ['--db', db, '--watcher', 'chokidar', root.path];
+    writeTree(tree.root, { 'keep.md': 'keep\n', 'edit.md': 'short\n', 'gone.md': 'bye\n', 'dir/old.ts': 'old\n' });
+    const db = join(tree.state, 'index.db');
+    const args = ['--db', db, '--watcher', 'chokidar', tree.root];
     const first = await connectWithNotes(args);
-    await waitFor(() => listingEqualsDisk(first, () => diskUris(root.path)), TIMEOUT, 'the first index');
+    await waitFor(() => listingEqualsDisk(first, () => diskUris(tree.root)), TIMEOUT, 'the first index');
     await first.close();
     assert.match(first.stderr(), /indexed \d+ entries/);
 
     // While the server is down: add, modify (size and mtime), delete, delete a folder.
-    writeFileSync(join(root.path, 'added.md'), 'new\n');
-    writeFileSync(join(root.path, 'edit.md'), 'a much longer body now\n');
-    rmSync(join(root.path, 'gone.md'));
-    rmSync(join(root.path, 'dir'), { recursive: true });
-    writeTree(root.path, { 'newdir/inner/x.ts': 'x\n' });
+    writeFileSync(join(tree.root, 'added.md'), 'new\n');
+    writeFileSync(join(tree.root, 'edit.md'), 'a much longer body now\n');
+    rmSync(join(tree.root, 'gone.md'));
+    rmSync(join(tree.root, 'dir'), { recursive: true });
+    writeTree(tree.root, { 'newdir/inner/x.ts': 'x\n' });
 
     const second = await connectWithNotes(args);
     try {
       await waitFor(
-        () => listingEqualsDisk(second, () => diskUris(root.path)),
+        () => listingEqualsDisk(second, () => diskUris(tree.root)),
         TIMEOUT,
         'the reconciled index',
       ).catch(async (error) => {
-        throw new Error(`${(error as Error).message}: ${await listingDiff(second, () => diskUris(root.path))}`);
+        throw new Error(`${(error as Error).message}: ${await listingDiff(second, () => diskUris(tree.root))}`);
       });
-      const uri = pathToFileURL(join(root.path, 'edit.md')).href;
+      const uri = pathToFileURL(join(tree.root, 'edit.md')).href;
       const meta = await second.request('resources/metadata', { uri });
       assert.equal((meta.resource as { size: number }).size, 'a much longer body now\n'.length);
       await waitFor(() => second.notes.listChanged > 0, TIMEOUT, 'list_changed after the reconcile');
@@ -77,76 +64,71 @@ describe('warm start', () => {
 });
 
 describe('crash safety', () => {
-  let root: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
-  before(() => {
-    root = tempDir();
-    state = tempDir('folder-mcp-state-');
-    bigTree(root.path, 30_000);
-  });
-  after(() => {
-    root.cleanup();
-    state.cleanup();
-  });
+  // Big enough that a scan outlasts the kill trigger and the progress request many times over
+  // (each test checks that rather than assuming it), small enough to write quickly.
+  const tree = tempTree((root) => smallFiles(root, 10_000));
 
   test('a server killed (SIGKILL) during its first scan starts consistent next time', async () => {
-    const db = join(state.path, 'index.db');
-    const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', 'none', root.path], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const db = join(tree.state, 'index.db');
+    const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', 'none', tree.root], { stdio: ['pipe', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise((resolve) => child.on('exit', resolve));
     child.stdin.write(`${JSON.stringify(INIT)}\n`);
-    // Kill as soon as the scan has written something, long before 30,000 entries are in.
+    // Kill as soon as the scan has written something, long before 10,000 entries are in.
     await waitFor(() => existsSync(`${db}-wal`) || /indexed/.test(stderr), TIMEOUT, 'the scan to start writing');
     child.kill('SIGKILL');
     await exited;
     const killedMidScan = !/indexed \d+ entries/.test(stderr);
+    writeFileSync(join(tree.root, 'after-kill.txt'), 'late\n');
 
-    const conn = await connectWithNotes(['--db', db, '--watcher', 'none', root.path]);
+    const conn = await connectWithNotes(['--db', db, '--watcher', 'none', tree.root]);
     try {
       const uris = await listedUris(conn);
-      assert.deepEqual(uris, diskUris(root.path));
+      assert.deepEqual(uris, diskUris(tree.root));
       assert.ok(killedMidScan, 'the first run finished its scan before the kill: the tree is too small for this test');
-      // The first run never marked its scan complete, so this one scanned cold, from scratch.
-      assert.match(conn.stderr(), /indexed 30301 entries/);
+      // The first run never marked its scan complete, so this one scanned cold, from scratch
+      // (10,000 files, 100 folders, the root and the file written after the kill).
+      assert.match(conn.stderr(), /indexed 10102 entries/);
+      assert.doesNotMatch(conn.stderr(), /in use by another/, "the dead process's lock was taken over: this is the --db file, not memory");
     } finally {
       await conn.close();
     }
   });
 
   test('a server killed (SIGKILL) while applying a burst starts consistent next time', async () => {
-    const db = join(state.path, 'index.db'); // complete now: the previous test's restart finished its scan
-    const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', 'parcel', root.path], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const db = join(tree.state, 'index.db'); // complete now: the previous test's restart finished its scan
+    const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', 'parcel', tree.root], { stdio: ['pipe', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise((resolve) => child.on('exit', resolve));
     child.stdin.write(`${JSON.stringify(INIT)}\n`);
     await waitFor(() => stderr.includes('watcher: parcel'), TIMEOUT, 'the watcher to start');
-    const burst = join(root.path, 'burst');
+    const burst = join(tree.root, 'burst');
     mkdirSync(burst);
     for (let i = 0; i < 3000; i++) {
       writeFileSync(join(burst, `b${i}.txt`), `${i}\n`);
       if (i === 1500) child.kill('SIGKILL'); // while batches of the first half are being written
     }
-    rmSync(join(root.path, 'd0'), { recursive: true }); // and a deletion the dead server never saw
+    rmSync(join(tree.root, 'd0'), { recursive: true }); // and a deletion the dead server never saw
     await exited;
 
-    const conn = await connectWithNotes(['--db', db, '--watcher', 'none', root.path]);
+    const conn = await connectWithNotes(['--db', db, '--watcher', 'none', tree.root]);
     try {
       await waitFor(() => conn.stderr().includes('index checked against the disk'), TIMEOUT, 'the start-up diff');
       assert.doesNotMatch(conn.stderr(), /indexed \d+ entries/, 'the index should have been warm');
-      assert.deepEqual(await listedUris(conn), diskUris(root.path));
+      assert.deepEqual(await listedUris(conn), diskUris(tree.root));
     } finally {
       await conn.close();
     }
   });
 
   test('a request with a progress token hears how the cold scan goes', async () => {
-    const db = join(state.path, 'progress.db');
-    const conn = await connectWithNotes(['--db', db, '--watcher', 'none', root.path]);
+    const db = join(tree.state, 'progress.db');
+    const conn = await connectWithNotes(['--db', db, '--watcher', 'none', tree.root]);
     try {
       const progress: number[] = [];
-      // initialize was answered at once, long before 30,000 entries are indexed (checked, not assumed).
+      // initialize was answered at once, long before 10,000 entries are indexed (checked, not assumed).
       const scanDoneBeforeRequest = /indexed \d+ entries/.test(conn.stderr());
       const result = await conn.request('resources/list', {}, { onprogress: (p) => progress.push(p.progress), timeout: TIMEOUT });
       assert.ok(Array.isArray((result as { resources?: unknown }).resources));
@@ -160,23 +142,13 @@ describe('crash safety', () => {
 });
 
 describe('shutdown', () => {
-  let root: ReturnType<typeof tempDir>;
-  let state: ReturnType<typeof tempDir>;
-  before(() => {
-    root = tempDir();
-    state = tempDir('folder-mcp-state-');
-    writeTree(root.path, { 'a.md': 'a\n', 'b/c.md': 'c\n' });
-  });
-  after(() => {
-    root.cleanup();
-    state.cleanup();
-  });
+  const tree = tempTree({ 'a.md': 'a\n', 'b/c.md': 'c\n' });
 
   for (const how of ['stdin closes', 'SIGTERM'] as const) {
     for (const backend of ['chokidar', 'parcel', 'poll'] as const) {
       test(`${how} (--watcher ${backend}): exits 0, stdout is JSON-RPC only, the database closes cleanly`, async () => {
-        const db = join(state.path, `${backend}-${how.replace(' ', '-')}.db`);
-        const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', backend, root.path], {
+        const db = join(tree.state, `${backend}-${how.replace(' ', '-')}.db`);
+        const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', backend, tree.root], {
           stdio: ['pipe', 'pipe', 'pipe'],
         });
         let stdout = '';
@@ -187,7 +159,7 @@ describe('shutdown', () => {
         child.stdin.write(`${JSON.stringify(INIT)}\n`);
         await waitFor(() => stderr.includes(`watcher: ${backend}`), TIMEOUT, 'the watcher to start');
         // A change in flight while shutting down must not write after the close.
-        writeFileSync(join(root.path, `late-${backend}.md`), 'late\n');
+        writeFileSync(join(tree.root, `late-${backend}.md`), 'late\n');
         if (how === 'SIGTERM') child.kill('SIGTERM');
         else child.stdin.end();
         const code = await waitFor(() => exited.then((c) => ({ c })), TIMEOUT, 'the server to exit');
@@ -209,7 +181,7 @@ describe('--watcher auto', () => {
     test(`${files} files: runs ${backend}, says why, and sees changes`, async () => {
       const root = tempDir();
       try {
-        bigTree(root.path, files);
+        smallFiles(root.path, files);
         const conn = await connectWithNotes(['--db', ':memory:', root.path]);
         try {
           await waitFor(() => /watcher: \w+ \(auto: \d+ entries [<>]=? 1000\)/.test(conn.stderr()), TIMEOUT, 'the watcher line');

@@ -5,9 +5,8 @@
 import assert from 'node:assert/strict';
 import { closeSync, ftruncateSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { pathToFileURL } from 'node:url';
-import { rejectsWith, tempDir, waitFor, writeTree, type Connected, diskUris } from '../helpers.ts';
+import { before, describe, test } from 'node:test';
+import { diskUris, rejectsWith, serveTree, tempDir, waitFor, writeTree, type Connected } from '../helpers.ts';
 import { connectWithNotes, listingDiff, listingEqualsDisk, type Notes } from '../live-helpers.ts';
 
 // LIVE_BACKENDS=parcel,poll narrows the loop while working on one backend.
@@ -33,12 +32,13 @@ function skipFor(extra: () => string[]) {
 
 for (const backend of BACKENDS) {
   describe(`live updates (--watcher ${backend})`, () => {
-    let root: ReturnType<typeof tempDir>;
+    // Poll every 200 ms, not the default 2 s: the suite tests what polling sees, not how long it waits.
+    const poll = backend === 'poll' ? ['--poll-interval', '200'] : [];
+    const tree = serveTree(TREE, ({ root }) => ['--db', ':memory:', '--watcher', backend, ...poll, root], { connect: connectWithNotes });
     let conn: Connected & { notes: Notes };
-    let rootUri: string;
     const ignoredDirs: string[] = [];
-    const uriOf = (rel: string) => rootUri + rel.split('/').map(encodeURIComponent).join('/');
-    const disk = () => diskUris(root.path, skipFor(() => ignoredDirs));
+    const { uriOf } = tree;
+    const disk = () => diskUris(tree.root, skipFor(() => ignoredDirs));
     const settles = async (what: string) => {
       try {
         await waitFor(() => listingEqualsDisk(conn, disk), TIMEOUT, what);
@@ -56,20 +56,10 @@ for (const backend of BACKENDS) {
     };
 
     before(async () => {
-      root = tempDir();
-      writeTree(root.path, TREE);
-      rootUri = pathToFileURL(root.path).href + '/';
-      // Poll every 200 ms, not the default 2 s: the suite tests what polling sees, not how long it waits.
-      const poll = backend === 'poll' ? ['--poll-interval', '200'] : [];
-      conn = await connectWithNotes(['--db', ':memory:', '--watcher', backend, ...poll, root.path]);
+      ({ conn } = tree);
       await settles('the first scan');
       // The watcher runs once the start-up line says so; changes before it are caught by the start-up diff anyway.
       await waitFor(() => conn.stderr().includes(`watcher: ${backend}`), TIMEOUT, 'the watcher to start');
-    });
-
-    after(async () => {
-      await conn?.close();
-      root?.cleanup();
     });
 
     test('says on stderr which backend runs and why', () => {
@@ -78,55 +68,55 @@ for (const backend of BACKENDS) {
 
     test('a new file appears, a change is seen, a deleted file vanishes', async () => {
       conn.notes.reset();
-      writeFileSync(join(root.path, 'src/new.ts'), 'export const n = 1;\n');
+      writeFileSync(join(tree.root, 'src/new.ts'), 'export const n = 1;\n');
       await waitFor(() => metadata('src/new.ts'), TIMEOUT, 'the new file');
       await settles('after adding a file');
       await waitFor(() => conn.notes.listChanged > 0, TIMEOUT, 'list_changed');
       // Editor backup and swap names are files like any other: the scan serves them, so must the watcher.
-      writeFileSync(join(root.path, 'src/new.ts~'), 'backup\n');
-      writeFileSync(join(root.path, 'src/.new.ts.swp'), 'swap\n');
+      writeFileSync(join(tree.root, 'src/new.ts~'), 'backup\n');
+      writeFileSync(join(tree.root, 'src/.new.ts.swp'), 'swap\n');
       await waitFor(() => metadata('src/.new.ts.swp'), TIMEOUT, 'the swap file');
       await waitFor(() => metadata('src/new.ts~'), TIMEOUT, 'the backup file');
-      rmSync(join(root.path, 'src/new.ts~'));
-      rmSync(join(root.path, 'src/.new.ts.swp'));
+      rmSync(join(tree.root, 'src/new.ts~'));
+      rmSync(join(tree.root, 'src/.new.ts.swp'));
 
-      writeFileSync(join(root.path, 'src/new.ts'), 'export const n = 1234567890;\n');
+      writeFileSync(join(tree.root, 'src/new.ts'), 'export const n = 1234567890;\n');
       await waitFor(async () => (await metadata('src/new.ts'))?.size === 29, TIMEOUT, 'the new size');
 
-      rmSync(join(root.path, 'src/new.ts'));
+      rmSync(join(tree.root, 'src/new.ts'));
       await waitFor(async () => (await metadata('src/new.ts')) === null, TIMEOUT, 'the file to vanish');
       await rejectsWith(conn.request('resources/read', { uri: uriOf('src/new.ts') }), -32002);
       await settles('after deleting a file');
     });
 
     test('a renamed file moves', async () => {
-      writeFileSync(join(root.path, 'docs/old-name.md'), '# old\n');
+      writeFileSync(join(tree.root, 'docs/old-name.md'), '# old\n');
       await waitFor(() => metadata('docs/old-name.md'), TIMEOUT, 'the file before the rename');
-      renameSync(join(root.path, 'docs/old-name.md'), join(root.path, 'docs/new name.md'));
+      renameSync(join(tree.root, 'docs/old-name.md'), join(tree.root, 'docs/new name.md'));
       await waitFor(() => metadata('docs/new name.md'), TIMEOUT, 'the renamed file');
       await settles('after renaming a file');
       assert.equal(await metadata('docs/old-name.md'), null);
     });
 
     test('a directory: created with files, renamed, deleted', async () => {
-      writeTree(root.path, { 'pkg/a.ts': 'a\n', 'pkg/deep/b.ts': 'b\n', 'pkg/deep/er/c.md': 'c\n' });
+      writeTree(tree.root, { 'pkg/a.ts': 'a\n', 'pkg/deep/b.ts': 'b\n', 'pkg/deep/er/c.md': 'c\n' });
       await settles('after creating a directory tree');
-      renameSync(join(root.path, 'pkg'), join(root.path, 'pkg2'));
+      renameSync(join(tree.root, 'pkg'), join(tree.root, 'pkg2'));
       await settles('after renaming the directory');
       assert.equal(await metadata('pkg/deep/b.ts'), null);
       assert.equal((await metadata('pkg2/deep/er/c.md'))?.title, 'pkg2/deep/er/c.md');
-      rmSync(join(root.path, 'pkg2'), { recursive: true });
+      rmSync(join(tree.root, 'pkg2'), { recursive: true });
       await settles('after deleting the directory');
       assert.equal(await metadata('pkg2/'), null);
     });
 
     test('directories created nested in one go (mkdir -p) are watched: later changes inside them are seen', async () => {
-      for (let i = 0; i < 10; i++) writeTree(root.path, { [`nest${i}/a/b/c/first.md`]: 'first\n' });
+      for (let i = 0; i < 10; i++) writeTree(tree.root, { [`nest${i}/a/b/c/first.md`]: 'first\n' });
       await settles('after creating nested directories');
-      for (let i = 0; i < 10; i++) writeFileSync(join(root.path, `nest${i}/a/b/c/later.md`), 'later\n');
-      for (let i = 0; i < 10; i++) writeFileSync(join(root.path, `nest${i}/a/b/later.md`), 'later\n');
+      for (let i = 0; i < 10; i++) writeFileSync(join(tree.root, `nest${i}/a/b/c/later.md`), 'later\n');
+      for (let i = 0; i < 10; i++) writeFileSync(join(tree.root, `nest${i}/a/b/later.md`), 'later\n');
       await settles('after writing into the nested directories');
-      for (let i = 0; i < 10; i++) rmSync(join(root.path, `nest${i}`), { recursive: true });
+      for (let i = 0; i < 10; i++) rmSync(join(tree.root, `nest${i}`), { recursive: true });
       await settles('after removing them');
     });
 
@@ -134,7 +124,7 @@ for (const backend of BACKENDS) {
       const outside = tempDir();
       try {
         writeTree(outside.path, { 'm/x.ts': 'x\n', 'm/y/z.md': 'z\n' });
-        renameSync(join(outside.path, 'm'), join(root.path, 'moved'));
+        renameSync(join(outside.path, 'm'), join(tree.root, 'moved'));
         await settles('after moving a directory in');
         assert.ok(await metadata('moved/y/z.md'));
       } finally {
@@ -143,8 +133,8 @@ for (const backend of BACKENDS) {
     });
 
     test('an atomic save (write a temp file, rename it over) updates the document', async () => {
-      const target = join(root.path, 'src/main.ts');
-      const temp = join(root.path, 'src/.main.ts.tmp-123');
+      const target = join(tree.root, 'src/main.ts');
+      const temp = join(tree.root, 'src/.main.ts.tmp-123');
       writeFileSync(temp, 'export const main = "saved atomically";\n');
       renameSync(temp, target);
       await waitFor(async () => (await metadata('src/main.ts'))?.size === 40, TIMEOUT, 'the saved size');
@@ -154,36 +144,36 @@ for (const backend of BACKENDS) {
     });
 
     test('a .gitignore edit removes what it now ignores and brings back what it no longer does', async () => {
-      writeTree(root.path, { 'gen/out1.js': '1\n', 'gen/sub/out2.js': '2\n' });
+      writeTree(tree.root, { 'gen/out1.js': '1\n', 'gen/sub/out2.js': '2\n' });
       await waitFor(() => metadata('gen/sub/out2.js'), TIMEOUT, 'gen/ before ignoring it');
       conn.notes.reset();
-      writeFileSync(join(root.path, '.gitignore'), 'ignored/\n*.log\ngen/\n');
+      writeFileSync(join(tree.root, '.gitignore'), 'ignored/\n*.log\ngen/\n');
       ignoredDirs.push('gen');
       await settles('after ignoring gen/');
       assert.equal(await metadata('gen/out1.js'), null);
       await waitFor(() => conn.notes.listChanged > 0, TIMEOUT, 'list_changed after the ignore');
 
       // While ignored, changes under gen/ are not served.
-      writeFileSync(join(root.path, 'gen/out3.js'), '3\n');
-      writeFileSync(join(root.path, '.gitignore'), 'ignored/\n*.log\n');
+      writeFileSync(join(tree.root, 'gen/out3.js'), '3\n');
+      writeFileSync(join(tree.root, '.gitignore'), 'ignored/\n*.log\n');
       ignoredDirs.length = 0;
       await settles('after un-ignoring gen/');
       assert.ok(await metadata('gen/out3.js'));
 
       // And once un-ignored, gen/ is watched again.
-      writeFileSync(join(root.path, 'gen/sub/out4.js'), '4\n');
+      writeFileSync(join(tree.root, 'gen/sub/out4.js'), '4\n');
       await waitFor(() => metadata('gen/sub/out4.js'), TIMEOUT, 'a new file in the un-ignored gen/');
       // A nested .gitignore counts too.
-      writeFileSync(join(root.path, 'gen/.gitignore'), 'sub/\n');
+      writeFileSync(join(tree.root, 'gen/.gitignore'), 'sub/\n');
       await waitFor(async () => (await metadata('gen/sub/out4.js')) === null, TIMEOUT, 'gen/sub/ ignored by gen/.gitignore');
-      rmSync(join(root.path, 'gen'), { recursive: true });
+      rmSync(join(tree.root, 'gen'), { recursive: true });
       await settles('after removing gen/');
     });
 
     test('a burst of 5,000 files ends with the index equal to the disk and few list_changed', async () => {
       conn.notes.reset();
       for (let d = 0; d < 50; d++) {
-        const dir = join(root.path, 'burst', `d${d}`);
+        const dir = join(tree.root, 'burst', `d${d}`);
         mkdirSync(dir, { recursive: true });
         for (let f = 0; f < 100; f++) writeFileSync(join(dir, `f${f}.txt`), `file ${d}/${f}\n`);
       }
@@ -191,12 +181,12 @@ for (const backend of BACKENDS) {
       // Let the trailing list_changed of the burst arrive before counting.
       await waitFor(() => conn.notes.listChanged > 0, TIMEOUT, 'list_changed after the burst');
       assert.ok(conn.notes.listChanged < 50, `list_changed sent ${conn.notes.listChanged} times`);
-      rmSync(join(root.path, 'burst'), { recursive: true });
+      rmSync(join(tree.root, 'burst'), { recursive: true });
       await settles('after deleting the burst');
     });
 
     test('a write seen half done (truncated, then written 30 ms later) ends with the index equal to the disk', async () => {
-      const path = join(root.path, 'docs/halfway.md');
+      const path = join(tree.root, 'docs/halfway.md');
       writeFileSync(path, 'first version\n');
       await waitFor(() => metadata('docs/halfway.md').then((m) => m?.size === 14), TIMEOUT, 'the first version indexed');
       await new Promise((r) => setTimeout(r, 400)); // a quiet spell: the next change is applied at once
@@ -211,7 +201,7 @@ for (const backend of BACKENDS) {
     });
 
     test('subscriptions: a document and a collection get updated; an unsubscribed one does not', async () => {
-      writeTree(root.path, { 'sub/a.md': 'a\n', 'sub/inner/b.md': 'b\n', 'other/c.md': 'c\n' });
+      writeTree(tree.root, { 'sub/a.md': 'a\n', 'sub/inner/b.md': 'b\n', 'other/c.md': 'c\n' });
       await waitFor(() => metadata('other/c.md'), TIMEOUT, 'the files to subscribe to');
       await waitFor(() => metadata('sub/inner/b.md'), TIMEOUT, 'the files to subscribe to');
       // Spelled without the trailing slash: resolved like read, stored canonically.
@@ -220,10 +210,10 @@ for (const backend of BACKENDS) {
       await conn.request('resources/subscribe', { uri: uriOf('other/c.md') });
       conn.notes.reset();
 
-      writeFileSync(join(root.path, 'sub/inner/b.md'), 'b changed\n');
+      writeFileSync(join(tree.root, 'sub/inner/b.md'), 'b changed\n');
       await waitFor(() => conn.notes.updated.some((n) => n.uri === uriOf('sub/')), TIMEOUT, 'updated for the collection');
       assert.equal(conn.notes.updated.find((n) => n.uri === uriOf('sub/'))!.title, 'sub');
-      writeFileSync(join(root.path, 'other/c.md'), 'c changed\n');
+      writeFileSync(join(tree.root, 'other/c.md'), 'c changed\n');
       await waitFor(() => conn.notes.updated.some((n) => n.uri === uriOf('other/c.md')), TIMEOUT, 'updated for the document');
       assert.equal(conn.notes.updated.find((n) => n.uri === uriOf('other/c.md'))!.title, 'other/c.md');
 
@@ -231,19 +221,19 @@ for (const backend of BACKENDS) {
       await conn.request('resources/unsubscribe', { uri: uriOf('sub/') });
       await conn.request('resources/unsubscribe', { uri: uriOf('docs/guide.md') }); // never subscribed: harmless
       conn.notes.reset();
-      writeFileSync(join(root.path, 'sub/a.md'), 'a changed\n');
+      writeFileSync(join(tree.root, 'sub/a.md'), 'a changed\n');
       await waitFor(() => metadata('sub/a.md').then((m) => m?.size === 10), TIMEOUT, 'the change under sub/ indexed');
-      writeFileSync(join(root.path, 'other/c.md'), 'c changed again\n');
+      writeFileSync(join(tree.root, 'other/c.md'), 'c changed again\n');
       await waitFor(() => conn.notes.updated.some((n) => n.uri === uriOf('other/c.md')), TIMEOUT, 'updated for the document');
       assert.deepEqual(conn.notes.updated.filter((n) => n.uri === uriOf('sub/')), []);
 
       // A subscribed document that vanishes is told too.
       conn.notes.reset();
-      rmSync(join(root.path, 'other/c.md'));
+      rmSync(join(tree.root, 'other/c.md'));
       await waitFor(() => conn.notes.updated.some((n) => n.uri === uriOf('other/c.md')), TIMEOUT, 'updated for the deleted document');
       await conn.request('resources/unsubscribe', { uri: uriOf('other/c.md') }); // gone now: still harmless
-      rmSync(join(root.path, 'sub'), { recursive: true });
-      rmSync(join(root.path, 'other'), { recursive: true });
+      rmSync(join(tree.root, 'sub'), { recursive: true });
+      rmSync(join(tree.root, 'other'), { recursive: true });
       await settles('after the subscription test');
     });
 
