@@ -272,6 +272,8 @@ export function childCommand(
 /** Why the conversion process died, in words for the warning. */
 export function exitMessage(code: number | null, signal: NodeJS.Signals | null, stderr: string): string {
   if (/out of memory|allocation failed|bad_alloc/i.test(stderr)) return 'converter ran out of memory';
+  // Under the address-space limit an allocation can fail where V8 has no words left to say so: it aborts.
+  if (signal === 'SIGABRT') return 'converter aborted (SIGABRT), most likely out of memory';
   return `converter process exited (${signal ?? `code ${code}`})`;
 }
 

@@ -6,8 +6,12 @@ import { Reconciler } from './reconcile.ts';
 import type { TreeSnapshots } from './snapshot.ts';
 import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatcherBackend, type WatchSink } from './watcher.ts';
 
-/** How long after a new directory's first walk it is walked once more. */
-const RECHECK_DELAY_MS = 1000;
+/**
+ * How long after a new directory's first walk it is walked again: soon, and
+ * once more later, for a watcher slow to watch it on a loaded machine
+ * (measured: chokidar missed files written into a new directory of a burst).
+ */
+const RECHECK_DELAYS_MS = [1000, 5000];
 /**
  * Safety net: with a watcher running, the whole tree is diffed again every
  * so often, at least this long apart and at most 1% of the time (a pause of
@@ -185,7 +189,7 @@ export class LiveSync {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.flushTimer);
-    clearTimeout(this.recheckTimer);
+    for (const timer of this.recheckTimers) clearTimeout(timer);
     clearTimeout(this.safetyTimer);
     const watcher = this.watcher;
     this.watcher = undefined;
@@ -196,21 +200,24 @@ export class LiveSync {
     if (this.options.index.isReady) await this.queue;
   }
 
-  /** New directories to diff once more after RECHECK_DELAY_MS (see Reconciler's recheckLater). */
-  private recheck = new Set<string>();
-  private recheckTimer: NodeJS.Timeout | undefined;
+  /** New directories to diff again, per pass of RECHECK_DELAYS_MS (see Reconciler's recheckLater). */
+  private recheck = RECHECK_DELAYS_MS.map(() => new Set<string>());
+  private recheckTimers: (NodeJS.Timeout | undefined)[] = RECHECK_DELAYS_MS.map(() => undefined);
 
-  private recheckLater(dir: string): void {
-    this.recheck.add(dir);
-    if (this.recheckTimer !== undefined || this.closed) return;
-    this.recheckTimer = setTimeout(() => {
-      this.recheckTimer = undefined;
-      const dirs = outermostDirs(this.recheck);
-      this.recheck = new Set();
+  private recheckLater(dir: string, pass = 0): void {
+    if (this.closed || pass >= RECHECK_DELAYS_MS.length) return;
+    this.recheck[pass]!.add(dir);
+    if (this.recheckTimers[pass] !== undefined) return;
+    const delay = RECHECK_DELAYS_MS[pass]! - (RECHECK_DELAYS_MS[pass - 1] ?? 0);
+    this.recheckTimers[pass] = setTimeout(() => {
+      this.recheckTimers[pass] = undefined;
+      const dirs = outermostDirs(this.recheck[pass]!);
+      this.recheck[pass] = new Set();
       void this.enqueue(async () => {
         for (const dir of dirs) await this.reconciler.tree(dir);
       });
-    }, RECHECK_DELAY_MS);
+      for (const dir of dirs) this.recheckLater(dir, pass + 1);
+    }, delay);
   }
 
   private readonly sink: WatchSink = {

@@ -533,6 +533,7 @@ describe('conversion process: memory bounds', () => {
       '# Fatal process out of memory: Zone',
     ];
     for (const stderr of oom) assert.equal(exitMessage(null, 'SIGABRT', stderr), 'converter ran out of memory');
+    assert.equal(exitMessage(null, 'SIGABRT', ''), 'converter aborted (SIGABRT), most likely out of memory');
     assert.equal(exitMessage(null, 'SIGSEGV', ''), 'converter process exited (SIGSEGV)');
     assert.equal(exitMessage(3, null, 'some warning'), 'converter process exited (code 3)');
   });
