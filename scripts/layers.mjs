@@ -4,6 +4,9 @@
 // floors below are the intended order, lowest first; an import from a room
 // to a room on a higher floor is "up". docs/design.md draws this output.
 //   node scripts/layers.mjs          rooms, edges with counts, upward imports
+//   node scripts/layers.mjs --markdown   the floors and the room-to-room table of docs/design.md
+//   node scripts/layers.mjs --check      one line, plus any import that points up (npm test runs this)
+// Exits 1 when an import points up.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -20,7 +23,10 @@ const FLOORS = [
   ['cli'],
 ];
 
-const SRC = resolve(process.argv[2] ?? 'src');
+const args = process.argv.slice(2);
+const markdown = args.includes('--markdown');
+const check = args.includes('--check');
+const SRC = resolve(args.find((a) => !a.startsWith('--')) ?? 'src');
 const floorOf = new Map(FLOORS.flatMap((rooms, i) => rooms.map((r) => [r, i])));
 const files = [];
 (function walk(dir) {
@@ -59,9 +65,35 @@ for (const file of files) {
   }
 }
 
-console.log('floors, lowest first:');
-FLOORS.forEach((rooms, i) => console.log(`  ${i}: ${rooms.join(', ')}`));
-console.log('\nimports between rooms (import statements):');
-for (const [key, n] of [...edges].sort()) console.log(`  ${key}  ${n}`);
-console.log(`\nimports that point up: ${up.length}`);
-for (const u of up) console.log(`  ${u}`);
+if (markdown) {
+  printMarkdown();
+} else if (check) {
+  console.log(`layers: ${files.length} modules in ${FLOORS.flat().length} rooms on ${FLOORS.length} floors, ${up.length} import(s) pointing up`);
+  for (const u of up) console.log(`  ${u}`);
+} else {
+  console.log('floors, lowest first:');
+  FLOORS.forEach((rooms, i) => console.log(`  ${i}: ${rooms.join(', ')}`));
+  console.log('\nimports between rooms (import statements):');
+  for (const [key, n] of [...edges].sort()) console.log(`  ${key}  ${n}`);
+  console.log(`\nimports that point up: ${up.length}`);
+  for (const u of up) console.log(`  ${u}`);
+}
+process.exitCode = up.length > 0 ? 1 : 0;
+
+/** The floors, highest first, and one row per importing room (highest floor first), one column per room imported. */
+function printMarkdown() {
+  const label = (room) => (room.endsWith('/') ? room : `${room}.ts`);
+  console.log('```');
+  for (let i = FLOORS.length - 1; i >= 0; i--) console.log(`${String(i).padStart(2)}  ${FLOORS[i].map(label).map((r) => r.padEnd(14)).join('  ').trimEnd()}`);
+  console.log('```\n');
+  const rooms = FLOORS.slice().reverse().flat();
+  const targets = rooms.filter((to) => [...edges.keys()].some((key) => key.endsWith(` -> ${to}`)));
+  console.log(`| from → to | ${targets.map((t) => `\`${t}\``).join(' | ')} |`);
+  console.log(`|---|${targets.map(() => '---').join('|')}|`);
+  for (const from of rooms) {
+    const cells = targets.map((to) => String(edges.get(`${from} -> ${to}`) ?? ''));
+    if (cells.every((c) => c === '')) continue;
+    console.log(`| \`${from}\` | ${cells.join(' | ')} |`);
+  }
+  console.log(`\nImports that point up: ${up.length}`);
+}
