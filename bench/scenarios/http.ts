@@ -158,7 +158,7 @@ async function serveHttp(ctx: SizeContext): Promise<Served> {
   const deadline = performance.now() + 60_000 + ctx.tree.size * 0.5;
   for (;;) {
     const url = /http:\/\/127\.0\.0\.1:\d+\/mcp/.exec(stderr)?.[0];
-    if (url && /index checked against the disk/.test(stderr) && /content index: \d+ text documents/.test(stderr)) {
+    if (url && /index checked against the disk/.test(stderr) && /content index: \d+ (text )?documents/.test(stderr)) {
       return { child, url, stderr: () => stderr, stop: () => (child.kill('SIGTERM'), exited) };
     }
     if (child.exitCode !== null || performance.now() > deadline) throw new Error(`http server did not settle:\n${stderr.slice(-2000)}`);
@@ -200,7 +200,7 @@ async function stdioLoad(ctx: SizeContext, total: number): Promise<LoadRun> {
     const ask = asker(client);
     await ask('resources/list', {});
     const deadline = performance.now() + 60_000 + ctx.tree.size * 0.5;
-    while (!(/index checked against the disk/.test(stderr) && /content index: \d+ text documents/.test(stderr)) && performance.now() < deadline) {
+    while (!(/index checked against the disk/.test(stderr) && /content index: \d+ (text )?documents/.test(stderr)) && performance.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
     }
     const w = await workload(ctx, ask);
