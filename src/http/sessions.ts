@@ -8,11 +8,13 @@ import { toLegacyResponse } from './legacy.ts';
 export interface SessionLimits {
   /** Sessions at once; a new one past this evicts the longest-idle session, or is refused (503) when none is idle. */
   maxSessions: number;
-  /** A session with no request in flight and no open stream for this long is closed (clients rarely send DELETE). */
+  /** A session with no request in flight and no open stream for this long is closed (clients rarely send DELETE)... */
   idleMs: number;
+  /** ...or for this long once its GET stream has ended (its client most likely went; a live one reconnects sooner). */
+  goneMs: number;
 }
 
-export const DEFAULT_SESSION_LIMITS: SessionLimits = { maxSessions: 1_000, idleMs: 10 * 60_000 };
+export const DEFAULT_SESSION_LIMITS: SessionLimits = { maxSessions: 1_000, idleMs: 10 * 60_000, goneMs: 60_000 };
 
 interface Entry {
   readonly transport: WebStandardStreamableHTTPServerTransport;
@@ -20,6 +22,8 @@ interface Entry {
   /** Requests being answered and streams open (the GET notification stream, SSE answers). */
   active: number;
   lastSeen: number;
+  /** Its GET stream ended and no other has opened since. */
+  streamEnded: boolean;
   closed: boolean;
 }
 
@@ -43,7 +47,7 @@ export class LegacySessions {
     private readonly limits: SessionLimits,
     private readonly report: (error: Error) => void,
   ) {
-    this.sweeper = setInterval(() => this.sweep(), Math.min(limits.idleMs, 30_000)).unref();
+    this.sweeper = setInterval(() => this.sweep(), Math.min(limits.idleMs, limits.goneMs, 30_000)).unref();
   }
 
   get size(): number {
@@ -77,6 +81,7 @@ export class LegacySessions {
       }),
       active: 0,
       lastSeen: Date.now(),
+      streamEnded: false,
       closed: false,
     };
     // A DELETE from the client, our close(), or the transport failing: the session's state goes with it.
@@ -95,12 +100,15 @@ export class LegacySessions {
     }
     entry.active++;
     entry.lastSeen = Date.now();
+    const notificationStream = request.method === 'GET';
+    if (notificationStream) entry.streamEnded = false;
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
       entry.active--;
       entry.lastSeen = Date.now();
+      if (notificationStream) entry.streamEnded = true;
     };
     let response: Response;
     try {
@@ -129,8 +137,11 @@ export class LegacySessions {
   }
 
   private sweep(): void {
-    const before = Date.now() - this.limits.idleMs;
-    for (const entry of this.sessions.values()) if (entry.active === 0 && entry.lastSeen < before) void this.close(entry);
+    const now = Date.now();
+    for (const entry of this.sessions.values()) {
+      const limit = entry.streamEnded ? this.limits.goneMs : this.limits.idleMs;
+      if (entry.active === 0 && entry.lastSeen < now - limit) void this.close(entry);
+    }
   }
 
   private drop(entry: Entry): void {

@@ -44,7 +44,7 @@ function serveInProcess(limits: Partial<HttpServeLimits> = {}) {
 }
 
 describe('listen streams and sessions over HTTP, in process', () => {
-  const served = serveInProcess({ idleMs: 300 });
+  const served = serveInProcess({ idleMs: 300, goneMs: 300 });
   let endpoint: HttpEndpoint;
   let rootUri: string;
   before(() => ({ endpoint, rootUri } = served));
@@ -91,6 +91,24 @@ describe('listen streams and sessions over HTTP, in process', () => {
     await waitFor(() => endpoint.listeners.size.streams === 0, 5_000, 'every stream released');
     assert.deepEqual(endpoint.listeners.size, { streams: 0, uris: 0 });
     await waitFor(() => endpoint.sessions.size === 0, 5_000, 'every session closed (ended, or idle once its client went)');
+  });
+});
+
+describe('2025-era sessions whose client went away', () => {
+  const served = serveInProcess({ idleMs: 600_000, goneMs: 300 });
+
+  test('a session whose GET stream ended closes soon; one that never had a stream waits out the idle time', async () => {
+    const init = await rawPost(served.endpoint.url, {});
+    const quiet = String(init.headers['mcp-session-id']);
+    const conn = await connectHttp(served.endpoint.url, 'legacy');
+    await conn.request('resources/subscribe', { uri: `${served.rootUri}a.txt` });
+    assert.equal(served.endpoint.sessions.size, 2);
+    // The client goes without DELETE, as most do: its GET stream ends with it.
+    await conn.close();
+    await waitFor(() => served.endpoint.sessions.size === 1, 5_000, 'the gone client\'s session closed');
+    const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'resources/list', params: {} });
+    const still = await rawPost(served.endpoint.url, { 'mcp-session-id': quiet, 'mcp-protocol-version': '2025-11-25' }, list);
+    assert.equal(still.status, 200, 'the session without a stream is still there (10 min idle)');
   });
 });
 
