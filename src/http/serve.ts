@@ -12,7 +12,7 @@ import { checkRequest, type GuardPolicy } from './guard.ts';
 import { toLegacyResponse } from './legacy.ts';
 import { HttpListeners } from './listeners.ts';
 import { DEFAULT_SESSION_LIMITS, LegacySessions, type SessionLimits } from './sessions.ts';
-import { onEnd } from './streams.ts';
+import { whenAnswered } from './streams.ts';
 
 export const MCP_PATH = '/mcp';
 
@@ -107,12 +107,11 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
       throw error;
     }
     // Refused (a bad filter, the subscription cap): a JSON answer, no stream.
-    if (response.body === null || !(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
       release();
       return response;
     }
-    request.signal.addEventListener('abort', release, { once: true });
-    return new Response(onEnd(response.body, release), { status: response.status, statusText: response.statusText, headers: response.headers });
+    return whenAnswered(request, response, release);
   }
 
   const nodeHandler = toNodeHandler(endpoint, { onerror: report });

@@ -1,7 +1,7 @@
 import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import { randomUUID } from 'node:crypto';
 import type { App, ClientSession } from '../app.ts';
-import { onEnd } from './streams.ts';
+import { whenAnswered } from './streams.ts';
 import { toLegacyResponse } from './legacy.ts';
 
 /** What the 2025-era sessions may hold of the process. */
@@ -117,12 +117,7 @@ export class LegacySessions {
       release();
       throw error;
     }
-    if (response.body === null) {
-      release();
-      return response;
-    }
-    request.signal.addEventListener('abort', release, { once: true });
-    return new Response(onEnd(response.body, release), { status: response.status, statusText: response.statusText, headers: response.headers });
+    return whenAnswered(request, response, release);
   }
 
   /** Closes the session idle longest; false when every session is busy. */

@@ -1,5 +1,5 @@
 /** The same bytes, and `done` once when the stream ends, fails or is cancelled by its reader. */
-export function onEnd(body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> {
+function onEnd(body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -21,4 +21,18 @@ export function onEnd(body: ReadableStream<Uint8Array>, done: () => void): Reada
       return reader.cancel(reason);
     },
   });
+}
+
+/**
+ * `response`, with `done` called once its body ends, fails or is cancelled,
+ * or the request is aborted; at once when it has no body. `done` must be
+ * harmless twice (an abort and the end of the body can both come).
+ */
+export function whenAnswered(request: Request, response: Response, done: () => void): Response {
+  if (response.body === null) {
+    done();
+    return response;
+  }
+  request.signal.addEventListener('abort', done, { once: true });
+  return new Response(onEnd(response.body, done), { status: response.status, statusText: response.statusText, headers: response.headers });
 }
