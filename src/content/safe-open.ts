@@ -131,13 +131,13 @@ export async function openVerified(path: string, roots: readonly Root[]): Promis
   // Checked before opening as well, so a folder that is a symlink for good
   // never has anything outside opened (opening a FIFO or a device has effects
   // of its own). Racy alone; the check after opening is what holds.
-  refuse(judgePath(path, await realOrNull(path), roots));
+  refuse(judgePath(path, realOrNull(path), roots));
   let handle: FileHandle;
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     const code = errnoCode(error);
-    const locatedPath = code !== undefined && GONE_CODES.has(code) ? null : await realOrNull(path);
+    const locatedPath = code !== undefined && GONE_CODES.has(code) ? null : realOrNull(path);
     const located = locatedPath === null ? null : await statOrNull(locatedPath);
     refuse(judgeOpen({ path, opened: null, openError: code ?? (error as Error).message, locatedPath, located }, roots));
     throw unreadable(error); // not reached: a failed open never judges ok
@@ -163,7 +163,7 @@ export async function verifyDescriptor(handle: FileHandle, path: string, roots: 
     const stats = fstatSync(handle.fd, { bigint: true });
     const opened = factsOf(stats);
     const kernelName = await kernelPathOf(handle);
-    const locatedPath = kernelName ?? (await realOrNull(path));
+    const locatedPath = kernelName ?? realOrNull(path);
     const located = kernelName !== null ? opened : locatedPath === null ? null : await statOrNull(locatedPath);
     refuse(judgeOpen({ path, opened, locatedPath, located }, roots));
     const mtimeMs = Number(stats.mtimeNs / 1_000_000n) + Number(stats.mtimeNs % 1_000_000n) / 1e6;
@@ -193,7 +193,7 @@ function refuse(verdict: Verdict): void {
 }
 
 /** realpath(3) itself, synchronously: one system call over cached directory entries, not one lstat per component. */
-async function realOrNull(path: string): Promise<string | null> {
+function realOrNull(path: string): string | null {
   try {
     return realpathSync.native(path);
   } catch (error) {

@@ -139,9 +139,7 @@ export class LiveSync {
     if (!taken || this.closed) return;
     await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_SETTLE_MS).unref());
     await this.enqueue(async () => {
-      const paths = this.dirty;
-      this.dirty = new Set();
-      await this.reconciler.paths(paths);
+      await this.applyDirty();
       if (!this.closed) taken.keep();
     });
   }
@@ -246,9 +244,7 @@ export class LiveSync {
       this.flushQueued = true;
       void this.enqueue(async () => {
         this.flushQueued = false;
-        const paths = this.dirty;
-        this.dirty = new Set();
-        await this.reconciler.paths(paths);
+        const paths = await this.applyDirty();
         // A leading flush may have looked mid-write (a file truncated, not yet
         // written), and a backend may not report the rest of that write
         // (chokidar dropped it when the write came 10-30 ms after the
@@ -266,6 +262,14 @@ export class LiveSync {
         }
       });
     }, delay);
+  }
+
+  /** Looks at every path gathered so far (on the queue, from a task); returns them. */
+  private async applyDirty(): Promise<Set<string>> {
+    const paths = this.dirty;
+    this.dirty = new Set();
+    await this.reconciler.paths(paths);
+    return paths;
   }
 
   /** Runs `task` after every task before it; a failure is logged, never thrown at the caller. */

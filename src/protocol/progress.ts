@@ -14,10 +14,8 @@ export interface WaitExtra {
  * `notifications/progress` (progress = entries indexed so far; the total is
  * unknown until the walk ends) now and then until the scan is done.
  */
-export async function waitForIndex(index: FolderIndex, extra: WaitExtra | undefined): Promise<void> {
-  // A warm or finished index answers at once, with no progress at all.
-  if (index.isReady) return index.ready;
-  await whileScanning(index, extra, () => index.ready);
+export function waitForIndex(index: FolderIndex, extra: WaitExtra | undefined): Promise<void> {
+  return whileScanning(index, extra, () => index.ready);
 }
 
 /**
@@ -27,6 +25,7 @@ export async function waitForIndex(index: FolderIndex, extra: WaitExtra | undefi
  */
 export async function whileScanning<T>(index: FolderIndex, extra: WaitExtra | undefined, work: () => Promise<T>): Promise<T> {
   const token = extra?._meta?.progressToken;
+  // A warm or finished index answers at once, with no progress at all.
   if (token === undefined || !extra || index.isReady) return work();
   let done = false;
   let last = -1;
