@@ -161,7 +161,11 @@ async function serveHttp(ctx: SizeContext): Promise<Served> {
     if (url && /index checked against the disk/.test(stderr) && /content index: \d+ (text )?documents/.test(stderr)) {
       return { child, url, stderr: () => stderr, stop: () => (child.kill('SIGTERM'), exited) };
     }
-    if (child.exitCode !== null || performance.now() > deadline) throw new Error(`http server did not settle:\n${stderr.slice(-2000)}`);
+    if (child.exitCode !== null || performance.now() > deadline) {
+      // Not left behind: a live child keeps the bench process from exiting.
+      child.kill('SIGKILL');
+      throw new Error(`http server did not settle:\n${stderr.slice(-2000)}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -178,11 +182,16 @@ function asker(client: Client): Ask {
 
 async function httpLoad(ctx: SizeContext, total: number): Promise<{ run: LoadRun; served: Served }> {
   const served = await serveHttp(ctx);
-  const clients = await Promise.all(Array.from({ length: CLIENTS }, () => modernHttpClient(served.url)));
-  const w = await workload(ctx, asker(clients[0]!));
-  const run = await drive(`HTTP (${CLIENTS} clients, 1 process)`, clients.map(asker), total, w, served.child.pid!);
-  await Promise.all(clients.map((c) => c.close()));
-  return { run, served };
+  try {
+    const clients = await Promise.all(Array.from({ length: CLIENTS }, () => modernHttpClient(served.url)));
+    const w = await workload(ctx, asker(clients[0]!));
+    const run = await drive(`HTTP (${CLIENTS} clients, 1 process)`, clients.map(asker), total, w, served.child.pid!);
+    await Promise.all(clients.map((c) => c.close()));
+    return { run, served };
+  } catch (error) {
+    await served.stop();
+    throw error;
+  }
 }
 
 /** The same requests over stdio: one process, one client, 50 requests in flight. */
