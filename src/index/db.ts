@@ -80,6 +80,29 @@ export function createSecondaryIndexes(db: Db): void {
   for (const [name, on] of Object.entries(SECONDARY_INDEXES)) db.exec(`CREATE INDEX IF NOT EXISTS ${name} ON ${on}`);
 }
 
+/**
+ * Builds the secondary indexes on a connection of its own (the cold scan's
+ * worker thread, once every batch is committed: see scan-thread.ts), then
+ * checkpoints the WAL. The main thread meanwhile answers pages from the
+ * primary key (WAL readers never wait for a writer); it writes nothing
+ * until the scan is over.
+ */
+export function buildSecondaryIndexes(file: string): void {
+  const db = new Database(file);
+  try {
+    db.pragma('busy_timeout = 5000');
+    db.pragma('synchronous = OFF');
+    db.pragma('temp_store = MEMORY');
+    db.pragma('cache_size = -65536');
+    createSecondaryIndexes(db);
+    // Under synchronous=NORMAL a checkpoint fsyncs: what the scan wrote is durable before 'scan_completed' is.
+    db.pragma('synchronous = NORMAL');
+    db.pragma('wal_checkpoint(TRUNCATE)');
+  } finally {
+    db.close();
+  }
+}
+
 export function dropSecondaryIndexes(db: Db): void {
   for (const name of Object.keys(SECONDARY_INDEXES)) db.exec(`DROP INDEX IF EXISTS ${name}`);
 }

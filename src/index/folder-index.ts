@@ -2,7 +2,8 @@ import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
 import { createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta, type Db } from './db.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
-import { ScanFrontier, scanRoots } from './scan.ts';
+import { ScanFrontier } from './scan.ts';
+import { scanInThread } from './scan-thread.ts';
 import { SkipReport, SkipWarnings } from './servable.ts';
 import type { EntryRow, IndexChange } from '../entry.ts';
 import { Store } from './store.ts';
@@ -112,13 +113,21 @@ export class FolderIndex {
     this.db.pragma('synchronous = OFF');
     let lastLog = started;
     const skips = new SkipReport();
-    for await (const batch of scanRoots({ roots: this.roots, rules: this.rules, log, skips, frontier: this.frontier })) {
+    const { gitignore, exclude } = this.options;
+    for (const root of this.roots) this.frontier.add(root.uri);
+    const dbFile = this.options.dbFile === ':memory:' ? null : this.options.dbFile;
+    for await (const batch of scanInThread({ roots: this.roots, ignore: { gitignore, exclude }, log, skips, dbFile })) {
       if (this.closed) throw new Error('index closed during the scan');
-      this.store.upsertMany(batch);
-      this.scanned += batch.length;
-      // Waiting pages look again once the walk has closed the subtrees this batch
-      // completed, which it does when it resumes, before its next I/O wait.
-      setImmediate(() => this.wakeWaiters());
+      // Directories found by this batch hold entries still to come; those
+      // read by it are complete once the batch is committed.
+      for (const uri of batch.opened) this.frontier.add(uri);
+      this.store.insertScanned(batch.rows);
+      for (const dir of batch.read) {
+        this.rules.setDirRules(dir.path, dir.gitignore);
+        this.frontier.close(dir.uri);
+      }
+      this.scanned += batch.rows.uri.length;
+      this.wakeWaiters();
       if (performance.now() - lastLog >= SCAN_PROGRESS_LOG_MS) {
         lastLog = performance.now();
         const seconds = (lastLog - started) / 1000;
@@ -126,6 +135,7 @@ export class FolderIndex {
       }
     }
     this.skipWarnings.report(skips, 'scan');
+    // Built by the scan's worker thread already when it walked (then a no-op).
     createSecondaryIndexes(this.db);
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('wal_checkpoint(TRUNCATE)');

@@ -1,4 +1,4 @@
-import { lstat, readdir, type Dirent, type Stats } from 'node:fs';
+import { lstat, lstatSync, readdir, readdirSync, type Dirent, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log.ts';
 
@@ -155,22 +155,33 @@ export function readServableDir(dir: string): Promise<DirListing> {
       if (!entries.some((e) => e.name.includes('\uFFFD'))) return resolve({ entries, invalidNames: [] });
       readdir(dir, { withFileTypes: true, encoding: 'buffer' }, (rawError, raw) => {
         if (rawError) return reject(rawError);
-        const kept: Dirent[] = [];
-        const invalidNames: Buffer[] = [];
-        for (const dirent of raw) {
-          const name = dirent.name as unknown as Buffer;
-          if (!isValidUtf8(name)) {
-            invalidNames.push(name);
-            continue;
-          }
-          // A Dirent's name is a plain field: keep the object (and its type), give it the string name.
-          (dirent as unknown as { name: string }).name = name.toString('utf8');
-          kept.push(dirent as unknown as Dirent);
-        }
-        resolve({ entries: kept, invalidNames });
+        resolve(splitInvalidNames(raw));
       });
     });
   });
+}
+
+/** readServableDir, synchronous (for the scan's worker thread). Throws readdir's error. */
+export function readServableDirSync(dir: string): DirListing {
+  const entries = readdirSync(dir, { withFileTypes: true });
+  if (!entries.some((e) => e.name.includes('\uFFFD'))) return { entries, invalidNames: [] };
+  return splitInvalidNames(readdirSync(dir, { withFileTypes: true, encoding: 'buffer' }));
+}
+
+function splitInvalidNames(raw: Dirent<Buffer>[] | Dirent[]): DirListing {
+  const kept: Dirent[] = [];
+  const invalidNames: Buffer[] = [];
+  for (const dirent of raw) {
+    const name = dirent.name as unknown as Buffer;
+    if (!isValidUtf8(name)) {
+      invalidNames.push(name);
+      continue;
+    }
+    // A Dirent's name is a plain field: keep the object (and its type), give it the string name.
+    (dirent as unknown as { name: string }).name = name.toString('utf8');
+    kept.push(dirent as unknown as Dirent);
+  }
+  return { entries: kept, invalidNames };
 }
 
 /** The escaped full path of a bad name in `dir`, for a warning. */
@@ -188,4 +199,13 @@ export function lstatEntry(path: string): Promise<Stats | null | 'deep'> {
   return new Promise((resolve) =>
     lstat(path, (error, stats) => resolve(error ? (error.code === 'ENAMETOOLONG' ? 'deep' : null) : stats)),
   );
+}
+
+/** lstatEntry, synchronous (for the scan's worker thread). */
+export function lstatEntrySync(path: string): Stats | null | 'deep' {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) ?? null;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENAMETOOLONG' ? 'deep' : null;
+  }
 }

@@ -1,6 +1,6 @@
 import { succ } from '../keys.ts';
 import { ENTRY_COLUMNS, type Db } from './db.ts';
-import { EntryKind, type EntryRow } from '../entry.ts';
+import { EntryKind, type EntryColumns, type EntryRow } from '../entry.ts';
 
 const COLUMNS = ENTRY_COLUMNS;
 const DOCUMENT = EntryKind.document;
@@ -23,6 +23,8 @@ export class Store {
   private readonly countSubfoldersStmt;
   private readonly recentStmt;
   readonly upsertMany: (rows: readonly EntryRow[]) => void;
+  /** The cold scan's insert, from columns (see EntryColumns); positional binding costs a quarter less than named. */
+  readonly insertScanned: (rows: EntryColumns) => void;
   readonly deleteMany: (uris: readonly string[]) => void;
 
   constructor(readonly db: Db) {
@@ -47,6 +49,12 @@ export class Store {
     this.recentStmt = db.prepare(`SELECT ${COLUMNS} FROM entries WHERE mtime >= ? AND kind = ${DOCUMENT} ORDER BY mtime DESC LIMIT ?`);
     this.upsertMany = db.transaction((rows: readonly EntryRow[]) => {
       for (const row of rows) this.upsertStmt.run(row);
+    });
+    const insertStmt = db.prepare(`INSERT OR REPLACE INTO entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.insertScanned = db.transaction((c: EntryColumns) => {
+      for (let i = 0; i < c.uri.length; i++) {
+        insertStmt.run(c.uri[i], c.parent[i], c.root[i], c.name[i], c.ext[i], c.kind[i], c.size[i], c.mtime[i], c.mime[i]);
+      }
     });
     this.deleteMany = db.transaction((uris: readonly string[]) => {
       for (const uri of uris) this.deleteStmt.run(uri);

@@ -88,8 +88,11 @@ describe('crash safety', () => {
       assert.deepEqual(uris, diskUris(tree.root));
       assert.ok(killedMidScan, 'the first run finished its scan before the kill: the tree is too small for this test');
       // The first run never marked its scan complete, so this one scanned cold, from scratch
-      // (10,000 files, 100 folders, the root and the file written after the kill).
-      assert.match(conn.stderr(), /indexed 10102 entries/);
+      // (10,000 files, 100 folders, the root and the file written after the kill). Pages come
+      // during the scan, so the listing may be whole before the scan's last word is logged.
+      await waitFor(() => /indexed 10102 entries/.test(conn.stderr()), TIMEOUT, 'the cold scan to end').catch(() => {
+        assert.match(conn.stderr(), /indexed 10102 entries/);
+      });
       assert.doesNotMatch(conn.stderr(), /in use by another/, "the dead process's lock was taken over: this is the --db file, not memory");
     } finally {
       await conn.close();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { IgnoreRules } from '../../src/index/ignore.ts';
-import { scanRoots } from '../../src/index/scan.ts';
+import { Walk } from '../../src/index/scan.ts';
 import { SkipReport, SkipWarnings, escapeName, isValidUtf8, readServableDir } from '../../src/index/servable.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
@@ -85,8 +85,9 @@ async function scanUris(root: string, skips = new SkipReport()): Promise<string[
   const roots = [makeRoot(root)];
   const rules = new IgnoreRules(roots, { gitignore: true, exclude: [] });
   const uris: string[] = [];
-  for await (const batch of scanRoots({ roots, rules, log: silentLogger, skips, batchSize: 3 })) {
-    for (const row of batch) uris.push(row.uri);
+  const walk = new Walk({ roots, rules, log: silentLogger, skips });
+  for (let batch = walk.next(3); batch !== null; batch = walk.next(3)) {
+    for (const row of batch.rows) uris.push(row.uri);
   }
   return uris.sort();
 }

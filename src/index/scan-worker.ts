@@ -1,0 +1,52 @@
+// The cold scan's worker thread (see scan-thread.ts): says it is up, is
+// handed the walk where the main thread left it, and goes on with it with
+// synchronous calls, posting each batch (rows as columns), at most
+// BATCHES_AHEAD ahead of the batches taken; then builds the secondary
+// indexes of the index file.
+import { parentPort } from 'node:worker_threads';
+import { toColumns } from '../entry.ts';
+import type { Logger } from '../log.ts';
+import { IgnoreRules } from './ignore.ts';
+import { Walk } from './scan.ts';
+import { BATCHES_AHEAD, type ScanHandover, type ScanMessage } from './scan-thread.ts';
+import { SkipReport } from './servable.ts';
+
+const port = parentPort!;
+const post = (message: ScanMessage) => port.postMessage(message);
+const log: Logger = {
+  error: (message) => post({ type: 'log', level: 'error', message }),
+  warn: (message) => post({ type: 'log', level: 'warn', message }),
+  info: (message) => post({ type: 'log', level: 'info', message }),
+  debug: (message) => post({ type: 'log', level: 'debug', message }),
+};
+
+port.once('message', async (handover: ScanHandover) => {
+  const taken = new Int32Array(handover.taken);
+  const skips = new SkipReport();
+  try {
+    // The main thread recorded the .gitignore files read so far; these rules read them again as needed.
+    const rules = new IgnoreRules(handover.roots, handover.ignore);
+    const walk = new Walk({ roots: handover.roots, rules, log, skips }, handover.state);
+    let { batchRows } = handover;
+    let sent = 0;
+    for (let batch = walk.next(batchRows); batch !== null; batch = walk.next(batchRows)) {
+      post({ type: 'batch', batch: { ...batch, rows: toColumns(batch.rows) } });
+      batchRows = Math.min(batchRows * 2, handover.batchSize);
+      sent++;
+      for (let seen = Atomics.load(taken, 0); sent - seen > BATCHES_AHEAD; seen = Atomics.load(taken, 0)) {
+        Atomics.wait(taken, 0, seen, 1000);
+      }
+    }
+    if (handover.dbFile !== null) {
+      // Once the last batch is committed (taken), the indexes are built from here, off the main thread.
+      for (let seen = Atomics.load(taken, 0); seen < sent; seen = Atomics.load(taken, 0)) Atomics.wait(taken, 0, seen, 1000);
+      const { buildSecondaryIndexes } = await import('./db.ts');
+      buildSecondaryIndexes(handover.dbFile);
+    }
+    post({ type: 'done', skips: { counts: skips.counts, examples: skips.examples } });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    post({ type: 'error', message: (error as Error).message, ...(code === undefined ? {} : { code }) });
+  }
+});
+post({ type: 'ready' });

@@ -1,0 +1,131 @@
+// The cold scan's walk moving between threads: a Walk resumed from another
+// Walk's state, and scanInThread handing a real walk of a real tree to its
+// worker thread (the built dist/index/scan-worker.js: npm test builds first),
+// which must give what a walk on this thread gives, and leave the index whole.
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { EntryColumns } from '../../src/entry.ts';
+import { SECONDARY_INDEXES, getMeta } from '../../src/index/db.ts';
+import { FolderIndex } from '../../src/index/folder-index.ts';
+import { IgnoreRules } from '../../src/index/ignore.ts';
+import { Walk, type ScanBatch } from '../../src/index/scan.ts';
+import { defaultScanWorkerUrl, scanInThread, type ColumnBatch } from '../../src/index/scan-thread.ts';
+import { SkipReport } from '../../src/index/servable.ts';
+import { createLogger, silentLogger } from '../../src/log.ts';
+import { makeRoot } from '../../src/uri.ts';
+import { writeRawName } from '../disk-helpers.ts';
+import { bigTree, tempDir, writeTree } from '../helpers.ts';
+
+const IGNORE = { gitignore: true, exclude: [] };
+
+/** What a walk hands over, batch boundaries aside: rows and directories read, in order. */
+function flatten(batches: ScanBatch[]): { uris: string[]; read: string[]; gitignores: string[] } {
+  return {
+    uris: batches.flatMap((b) => b.rows.map((r) => r.uri)),
+    read: batches.flatMap((b) => b.read.map((d) => d.uri)),
+    gitignores: batches.flatMap((b) => b.read.filter((d) => d.gitignore !== null).map((d) => `${d.uri}:${d.gitignore}`)),
+  };
+}
+
+describe('Walk', () => {
+  test('resumed from its state by a new Walk (fresh rules), it ends as one walk would', () => {
+    const dir = tempDir();
+    try {
+      writeTree(dir.path, {
+        'a/.gitignore': 'skip-*\n',
+        'a/b/keep.txt': 'k',
+        'a/b/skip-me.txt': 's',
+        'a/b/c/skip-too.txt': 's',
+        'a/b/c/deep.txt': 'd',
+        'd/one.txt': '1',
+        'd/e/two.txt': '2',
+        'z.txt': 'z',
+      });
+      const root = makeRoot(dir.path);
+      const options = () => ({ roots: [root], rules: new IgnoreRules([root], IGNORE), log: silentLogger, skips: new SkipReport() });
+      const whole: ScanBatch[] = [];
+      const one = new Walk(options());
+      for (let b = one.next(2); b !== null; b = one.next(2)) whole.push(b);
+
+      const parts: ScanBatch[] = [];
+      const first = new Walk(options());
+      for (let i = 0; i < 3; i++) parts.push(first.next(2)!);
+      // Through a structured clone, as the state reaches the worker.
+      const rest = new Walk(options(), structuredClone(first.state));
+      for (let b = rest.next(2); b !== null; b = rest.next(2)) parts.push(b);
+
+      assert.deepEqual(flatten(parts), flatten(whole));
+      const uris = flatten(whole).uris;
+      assert.ok(uris.some((u) => u.endsWith('/a/b/c/deep.txt')), 'the walk went on beneath the handover');
+      assert.ok(!uris.some((u) => u.includes('skip-')), 'the .gitignore above the handover still applies after it');
+      assert.deepEqual([...uris].sort(), uris.slice().sort(), 'rows in key order within the walk order');
+    } finally {
+      dir.cleanup();
+    }
+  });
+});
+
+describe('scanInThread', () => {
+  // Big enough that the walk outlasts its first slice and the worker's start-up.
+  const FILES = 20_000;
+  let dir: { path: string; cleanup: () => void };
+  before(() => {
+    dir = tempDir();
+    bigTree(dir.path, FILES, (i) => `d${String(i % 200).padStart(3, '0')}/f${i}.txt`, 'x');
+    mkdirSync(join(dir.path, 'd150', 'sub'));
+    writeFileSync(join(dir.path, 'd150', '.gitignore'), 'hidden.txt\n');
+    writeFileSync(join(dir.path, 'd150', 'sub', 'hidden.txt'), 'h');
+    writeFileSync(join(dir.path, 'd150', 'sub', 'shown.txt'), 's');
+    writeRawName(join(dir.path, 'd199'), Buffer.from([0x62, 0x61, 0x64, 0xff]));
+  });
+  after(() => dir.cleanup());
+
+  async function collect(workerUrl: URL | null): Promise<{ uris: string[]; read: string[]; skips: SkipReport; debug: string[] }> {
+    const root = makeRoot(dir.path);
+    const debug: string[] = [];
+    const log = createLogger('debug', (line) => debug.push(line));
+    const skips = new SkipReport();
+    const batches: ColumnBatch[] = [];
+    for await (const batch of scanInThread({ roots: [root], ignore: IGNORE, log, skips, workerUrl, dbFile: null })) batches.push(batch);
+    const uris = batches.flatMap((b: ScanBatch<EntryColumns>) => b.rows.uri);
+    return { uris, read: batches.flatMap((b) => b.read.map((d) => d.uri)), skips, debug };
+  }
+
+  test('the worker takes the walk over and hands over what a walk on this thread does', async () => {
+    const url = defaultScanWorkerUrl();
+    assert.ok(url, 'dist/index/scan-worker.js is built (npm test builds first)');
+    const there = await collect(url);
+    assert.ok(
+      there.debug.some((line) => line.includes('the walk moves to its worker thread')),
+      `the walk was handed over (else this test shows nothing): ${there.debug.join('')}`,
+    );
+    const here = await collect(null);
+    assert.equal(there.uris.length, FILES + 200 + 1 + 3, 'files, their folders, the root, and d150/: .gitignore, sub/, sub/shown.txt');
+    assert.deepEqual(there.uris, here.uris);
+    assert.deepEqual(there.read, here.read);
+    assert.ok(!there.uris.some((u) => u.endsWith('/hidden.txt')), 'the .gitignore read in the worker applied there');
+    assert.deepEqual(there.skips.counts, { name: 1, deep: 0 }, "the worker's skips reach the caller");
+    assert.deepEqual(there.skips.counts, here.skips.counts);
+  });
+
+  test('a cold FolderIndex walked by the worker ends complete, its secondary indexes built', async () => {
+    const dbDir = tempDir();
+    const db = join(dbDir.path, 'index.db');
+    const debug: string[] = [];
+    const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: db, log: createLogger('debug', (l) => debug.push(l)), ...IGNORE });
+    try {
+      await index.ready;
+      assert.ok(debug.some((line) => line.includes('the walk moves to its worker thread')), 'the walk was handed over');
+      assert.equal(index.store.count(), FILES + 200 + 1 + 3);
+      const indexes = index.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entries' AND sql IS NOT NULL`).all() as { name: string }[];
+      assert.deepEqual(indexes.map((i) => i.name).sort(), Object.keys(SECONDARY_INDEXES).sort());
+      assert.ok(getMeta(index.db, 'scan_completed'), 'the scan is marked complete');
+      assert.equal(index.store.countChildren(`${makeRoot(dir.path).uri}d150/`), 100 + 2, 'children of a folder (100 files, .gitignore, sub/) from entries_by_parent');
+    } finally {
+      index.close();
+      dbDir.cleanup();
+    }
+  });
+});
