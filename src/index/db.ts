@@ -92,8 +92,11 @@ export function buildSecondaryIndexes(file: string): void {
   try {
     db.pragma('busy_timeout = 5000');
     db.pragma('synchronous = OFF');
-    db.pragma('temp_store = MEMORY');
-    db.pragma('cache_size = -65536');
+    // The sorts spill to temporary files past a small cache, not to memory: the
+    // main connection already caches the table, and at 100k entries this kept
+    // the server's peak RSS at 195 MiB instead of 284 (the build took as long).
+    db.pragma('temp_store = FILE');
+    db.pragma('cache_size = -2048');
     createSecondaryIndexes(db);
     // Under synchronous=NORMAL a checkpoint fsyncs: what the scan wrote is durable before 'scan_completed' is.
     db.pragma('synchronous = NORMAL');
