@@ -24,6 +24,8 @@ export interface FolderIndexOptions extends IgnoreOptions {
   roots: readonly Root[];
   dbFile: string;
   log: Logger;
+  /** See ScanThreadOptions.slicesHere (tests). */
+  scanSlicesHere?: number;
 }
 
 /**
@@ -116,7 +118,8 @@ export class FolderIndex {
     const { gitignore, exclude } = this.options;
     for (const root of this.roots) this.frontier.add(root.uri);
     const dbFile = this.options.dbFile === ':memory:' ? null : this.options.dbFile;
-    for await (const batch of scanInThread({ roots: this.roots, ignore: { gitignore, exclude }, log, skips, dbFile })) {
+    const slicesHere = this.options.scanSlicesHere;
+    for await (const batch of scanInThread({ roots: this.roots, ignore: { gitignore, exclude }, log, skips, dbFile, ...(slicesHere ? { slicesHere } : {}) })) {
       if (this.closed) throw new Error('index closed during the scan');
       // Directories found by this batch hold entries still to come; those
       // read by it are complete once the batch is committed.

@@ -17,6 +17,8 @@ export interface ScanThreadOptions {
   batchSize?: number;
   /** The worker script; null walks on this thread only (see defaultScanWorkerUrl). */
   workerUrl?: URL | null;
+  /** Slices walked here at most before waiting for the worker (default: no limit; a test sets 1 to be sure the worker walks). */
+  slicesHere?: number;
   /**
    * The index file, where the worker builds the secondary indexes once every
    * batch is committed; null (an index in memory): the caller builds them.
@@ -79,9 +81,14 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
   let slices = 0;
   try {
     let here = 0;
+    const slicesHere = options.slicesHere ?? Infinity;
     while (!walk.done && !worker?.ready) {
       // A tree walked within the first slice never needs the worker.
       if (slices++ === 1 && url !== null) worker = new ScanWorker(url, log);
+      if (slices > slicesHere && worker !== null) {
+        await worker.started();
+        if (worker.ready) break;
+      }
       const batch = walk.next(batchRows, performance.now() + SLICE_MS);
       if (batch !== null) {
         here += batch.rows.length;
@@ -141,6 +148,11 @@ class ScanWorker {
       this.failure ??= new Error(`the scan's worker thread exited (code ${code}) before the walk ended`);
       this.arrived();
     });
+  }
+
+  /** Resolves once the worker is up, or has failed. */
+  async started(): Promise<void> {
+    while (!this.ready && !this.failure) await new Promise<void>((resolve) => (this.wake = resolve));
   }
 
   post(handover: ScanHandover): void {

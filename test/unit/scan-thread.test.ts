@@ -88,7 +88,8 @@ describe('scanInThread', () => {
     const log = createLogger('debug', (line) => debug.push(line));
     const skips = new SkipReport();
     const batches: ColumnBatch[] = [];
-    for await (const batch of scanInThread({ roots: [root], ignore: IGNORE, log, skips, workerUrl, dbFile: null })) batches.push(batch);
+    // One slice here, then the worker walks (on a loaded machine it may take longer to start than the walk).
+    for await (const batch of scanInThread({ roots: [root], ignore: IGNORE, log, skips, workerUrl, dbFile: null, slicesHere: 1 })) batches.push(batch);
     const uris = batches.flatMap((b: ScanBatch<EntryColumns>) => b.rows.uri);
     return { uris, read: batches.flatMap((b) => b.read.map((d) => d.uri)), skips, debug };
   }
@@ -114,7 +115,7 @@ describe('scanInThread', () => {
     const dbDir = tempDir();
     const db = join(dbDir.path, 'index.db');
     const debug: string[] = [];
-    const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: db, log: createLogger('debug', (l) => debug.push(l)), ...IGNORE });
+    const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: db, log: createLogger('debug', (l) => debug.push(l)), ...IGNORE, scanSlicesHere: 1 });
     try {
       await index.ready;
       assert.ok(debug.some((line) => line.includes('the walk moves to its worker thread')), 'the walk was handed over');
