@@ -15,6 +15,8 @@ export interface ScanThreadOptions {
   skips: SkipReport;
   /** Largest batch, in rows (default 2,000). */
   batchSize?: number;
+  /** Walk only this root (see ScanOptions.onlyRoot). */
+  onlyRoot?: number;
   /** The worker script; null walks on this thread only (see defaultScanWorkerUrl). */
   workerUrl?: URL | null;
   /** Slices walked here at most before waiting for the worker (default: no limit; a test sets 1 to be sure the worker walks). */
@@ -49,6 +51,7 @@ export interface ScanHandover {
   roots: Root[];
   ignore: IgnoreOptions;
   state: WalkState;
+  onlyRoot: number | undefined;
   batchRows: number;
   batchSize: number;
   dbFile: string | null;
@@ -74,7 +77,8 @@ export interface ScanHandover {
 export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<ColumnBatch> {
   const { roots, ignore, log, skips } = options;
   const batchSize = options.batchSize ?? 2000;
-  const walk = new Walk({ roots, rules: new IgnoreRules(roots, ignore), log, skips });
+  const { onlyRoot } = options;
+  const walk = new Walk({ roots, rules: new IgnoreRules(roots, ignore), log, skips, ...(onlyRoot === undefined ? {} : { onlyRoot }) });
   let batchRows = Math.min(FIRST_BATCH, batchSize);
   const url = options.workerUrl === undefined ? defaultScanWorkerUrl() : options.workerUrl;
   let worker: ScanWorker | null = null;
@@ -101,7 +105,7 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
     if (walk.done || worker === null) return;
     log.debug(`scan: the walk moves to its worker thread after ${here} entries`);
     const taken = new Int32Array(new SharedArrayBuffer(4));
-    worker.post({ roots: [...roots], ignore, state: walk.state, batchRows, batchSize, dbFile: options.dbFile, taken: taken.buffer as SharedArrayBuffer });
+    worker.post({ roots: [...roots], ignore, state: walk.state, onlyRoot, batchRows, batchSize, dbFile: options.dbFile, taken: taken.buffer as SharedArrayBuffer });
     for (;;) {
       const message = await worker.next();
       if (message.type === 'batch') {

@@ -26,7 +26,8 @@ port.once('message', async (handover: ScanHandover) => {
   try {
     // The main thread recorded the .gitignore files read so far; these rules read them again as needed.
     const rules = new IgnoreRules(handover.roots, handover.ignore);
-    const walk = new Walk({ roots: handover.roots, rules, log, skips }, handover.state);
+    const { onlyRoot } = handover;
+    const walk = new Walk({ roots: handover.roots, rules, log, skips, ...(onlyRoot === undefined ? {} : { onlyRoot }) }, handover.state);
     let { batchRows } = handover;
     let sent = 0;
     for (let batch = walk.next(batchRows); batch !== null; batch = walk.next(batchRows)) {

@@ -25,6 +25,17 @@ export interface ScanOptions {
   log: Logger;
   /** Where entries that exist but cannot be served are counted (the caller warns once). */
   skips: SkipReport;
+  /** Walk only this root (its position in `roots`, which rows record); default: every root. */
+  onlyRoot?: number;
+}
+
+/** A directory the walk has read: its `.gitignore` text (null: none), or why it could not be read. */
+export interface DirectoryRead {
+  path: string;
+  uri: string;
+  gitignore: string | null;
+  /** `gone`: vanished since its parent was read; `unreadable`: there but not listable (its entries are unknown, not none). */
+  failed?: 'gone' | 'unreadable';
 }
 
 /** Where a walk stands: enough to go on with it on another thread (see scan-thread.ts). */
@@ -43,7 +54,7 @@ export interface ScanBatch<Rows = EntryRow[]> {
   /** URIs of the directories found by this batch (listed in `rows`; their own entries come later). */
   opened: string[];
   /** The directories whose entries are all in `rows`, with their `.gitignore` text (null: none). */
-  read: { path: string; uri: string; gitignore: string | null }[];
+  read: DirectoryRead[];
 }
 
 /**
@@ -114,6 +125,7 @@ export class ScanFrontier {
  */
 export class Walk {
   private rootIndex: number;
+  private readonly endIndex: number;
   private pending: { path: string; uri: string }[] | null;
   /**
    * Directories with a .gitignore of their own or above them (within the
@@ -129,13 +141,14 @@ export class Walk {
     private readonly options: ScanOptions,
     state: WalkState = { rootIndex: 0, pending: null, ruled: [] },
   ) {
-    this.rootIndex = state.rootIndex;
+    this.rootIndex = Math.max(state.rootIndex, options.onlyRoot ?? 0);
+    this.endIndex = options.onlyRoot === undefined ? options.roots.length : options.onlyRoot + 1;
     this.pending = state.pending;
     this.ruled = new Set(state.ruled);
   }
 
   get done(): boolean {
-    return this.rootIndex >= this.options.roots.length;
+    return this.rootIndex >= this.endIndex;
   }
 
   get state(): WalkState {
@@ -150,7 +163,7 @@ export class Walk {
   next(rows: number, until = Infinity): ScanBatch | null {
     const batch: ScanBatch = { rows: [], opened: [], read: [] };
     const { roots } = this.options;
-    while (this.rootIndex < roots.length && batch.rows.length < rows) {
+    while (this.rootIndex < this.endIndex && batch.rows.length < rows) {
       const root = roots[this.rootIndex]!;
       if (this.pending === null) {
         const rootEntry = rootRow(root, this.rootIndex, statSync(root.path));
@@ -163,8 +176,7 @@ export class Walk {
         this.pending = null;
         continue;
       }
-      const gitignore = this.readDirectory(root, dir, batch);
-      batch.read.push({ ...dir, gitignore });
+      batch.read.push(this.readDirectory(root, dir, batch));
       if (performance.now() >= until) break;
     }
     return batch.rows.length === 0 && batch.read.length === 0 ? null : batch;
@@ -173,10 +185,9 @@ export class Walk {
   /**
    * Reads one directory into `batch`: its entries that no rule ignores and
    * whose names are valid UTF-8, each lstat'ed, files of unknown type
-   * sniffed; its subdirectories join the pending ones. Returns its
-   * `.gitignore` text (null: none).
+   * sniffed; its subdirectories join the pending ones.
    */
-  private readDirectory(root: Root, dir: { path: string; uri: string }, batch: ScanBatch): string | null {
+  private readDirectory(root: Root, dir: { path: string; uri: string }, batch: ScanBatch): DirectoryRead {
     const { rules, log, skips } = this.options;
     let listing: DirListing;
     try {
@@ -184,9 +195,10 @@ export class Walk {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (dir.path === root.path) throw error;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return { ...dir, gitignore: null, failed: 'gone' };
       if (code === 'ENAMETOOLONG') skips.add('deep', escapeName(dir.path));
       else log.warn(`skipping unreadable directory ${escapeName(dir.path)}: ${code ?? (error as Error).message}`);
-      return null;
+      return { ...dir, gitignore: null, failed: 'unreadable' };
     }
     for (const name of listing.invalidNames) skips.add('name', invalidPathText(dir.path, name));
     const { entries } = listing;
@@ -225,7 +237,7 @@ export class Walk {
         insertByUriDescending(this.pending!, { path, uri: row.uri });
       }
     }
-    return gitignore;
+    return { ...dir, gitignore };
   }
 }
 

@@ -2,7 +2,8 @@ import type { Stats } from 'node:fs';
 import { lstat as lstatCallback } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { EntryRow } from '../entry.ts';
+import type { EntryColumns, EntryRow } from '../entry.ts';
+import { scanInThread } from '../index/scan-thread.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
 import { entryRow, rootRow, sniffMime } from '../index/scan.ts';
@@ -138,6 +139,7 @@ export class Reconciler {
     const st = await lstatOrNull(dir);
     if (dir === root.path) {
       if (!st?.isDirectory()) return this.log.warn(`served folder ${root.path} is gone or not a folder`);
+      if (newDirsAre === undefined) return this.walkedRoot(root, rootIndex);
       this.consider(rootRow(root, rootIndex, st), dir);
     } else {
       const parentUri = pathToUri(dirname(dir), true);
@@ -162,6 +164,73 @@ export class Reconciler {
     this.reportSkips();
   }
 
+  /**
+   * Diffs a whole root against the index, from the cold scan's walk (on its
+   * worker thread once one is up: half the CPU of the async walk, and off
+   * the main thread, which only compares each directory's entries with the
+   * index's children of it and writes the difference). The post-scan check,
+   * the periodic safety check and every poll diff a whole root.
+   */
+  private async walkedRoot(root: Root, rootIndex: number): Promise<void> {
+    const { rules, options } = this.index;
+    const walk = scanInThread({
+      roots: this.roots,
+      onlyRoot: rootIndex,
+      ignore: { gitignore: options.gitignore, exclude: options.exclude },
+      log: this.log,
+      skips: this.skips,
+      dbFile: null,
+      ...(options.scanSlicesHere ? { slicesHere: options.scanSlicesHere } : {}),
+    });
+    try {
+      for await (const { rows, read } of walk) {
+        if (this.isClosed()) return;
+        let next = 0;
+        // The root's own row leads the first batch; every directory's rows precede its entry in `read`.
+        if (rows.parent[0] === null) this.consider(rowAt(rows, next++), root.path);
+        for (const dir of read) {
+          const first = next;
+          while (next < rows.uri.length && rows.parent[next] === dir.uri) next++;
+          rules.setDirRules(dir.path, dir.gitignore);
+          if (dir.failed === 'gone') this.removeIfIndexed(dir.uri);
+          // Unreadable: keep what the index knows rather than pretend it is empty.
+          else if (dir.failed === undefined) this.diffListed(dir.uri, rows, first, next);
+        }
+        if (this.pendingCount() >= BATCH) await this.flush();
+      }
+    } catch (error) {
+      // The root went away mid-walk (the walk's only fatal error): the next check sees it.
+      this.log.warn(`cannot walk ${escapeName(root.path)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+    await this.flush();
+    this.reportSkips();
+  }
+
+  /** One directory as walked (rows[first..end) of a batch) against its children in the index. */
+  private diffListed(dirUri: string, rows: EntryColumns, first: number, end: number): void {
+    const indexed = this.indexedChildren(dirUri);
+    for (let i = first; i < end; i++) {
+      const row = rowAt(rows, i);
+      const known = indexed.get(row.uri);
+      indexed.delete(row.uri);
+      // The walk has sniffed what needed it: no path is needed here.
+      this.consider(row, '', known ?? null);
+    }
+    // In the index, not on disk (or ignored now): a collection takes its subtree with it.
+    for (const uri of indexed.keys()) this.removed.push(uri);
+  }
+
+  private indexedChildren(dirUri: string): Map<string, EntryRow> {
+    const indexed = new Map<string, EntryRow>();
+    for (let after = ''; ; ) {
+      const page = this.index.store.children(dirUri, after, CHILD_PAGE);
+      for (const row of page) indexed.set(row.uri, row);
+      if (page.length < CHILD_PAGE) break;
+      after = page.at(-1)!.uri;
+    }
+    return indexed;
+  }
+
   /** One warning per walk at most (and none for skips already reported): see SkipWarnings. */
   private reportSkips(): void {
     if (this.skips.total === 0) return;
@@ -176,7 +245,7 @@ export class Reconciler {
     pending: string[],
     newDirsAre: RewatchReason | undefined,
   ): Promise<void> {
-    const { store, rules } = this.index;
+    const { rules } = this.index;
     const dirUri = pathToUri(dir, true);
     let listing: DirListing;
     try {
@@ -205,13 +274,7 @@ export class Reconciler {
         !rules.isIgnored(join(dir, d.name), d.isDirectory()),
     );
     const stats = await mapLimited(kept, (d) => lstatEntry(join(dir, d.name)));
-    const indexed = new Map<string, EntryRow>();
-    for (let after = ''; ; ) {
-      const page = store.children(dirUri, after, CHILD_PAGE);
-      for (const row of page) indexed.set(row.uri, row);
-      if (page.length < CHILD_PAGE) break;
-      after = page.at(-1)!.uri;
-    }
+    const indexed = this.indexedChildren(dirUri);
     for (let i = 0; i < kept.length; i++) {
       const st = stats[i];
       const path = join(dir, kept[i]!.name);
@@ -305,4 +368,19 @@ async function mapLimited<T, R>(items: readonly T[], fn: (item: T) => Promise<R>
     for (let i = 0; i < results.length; i++) out[start + i] = results[i]!;
   }
   return out;
+}
+
+/** Row `i` of a batch's columns, as a row. */
+function rowAt(c: EntryColumns, i: number): EntryRow {
+  return {
+    uri: c.uri[i]!,
+    parent: c.parent[i] ?? null,
+    root: c.root[i]!,
+    name: c.name[i]!,
+    ext: c.ext[i]!,
+    kind: c.kind[i] as EntryRow['kind'],
+    size: c.size[i]!,
+    mtime: c.mtime[i]!,
+    mime: c.mime[i]!,
+  };
 }

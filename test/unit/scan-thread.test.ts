@@ -3,7 +3,7 @@
 // worker thread (the built dist/index/scan-worker.js: npm test builds first),
 // which must give what a walk on this thread gives, and leave the index whole.
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { EntryColumns } from '../../src/entry.ts';
@@ -16,7 +16,8 @@ import { SkipReport } from '../../src/index/servable.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { writeRawName } from '../disk-helpers.ts';
-import { bigTree, tempDir, writeTree } from '../helpers.ts';
+import { bigTree, diskUris, tempDir, writeTree } from '../helpers.ts';
+import { Reconciler } from '../../src/live/reconcile.ts';
 
 const IGNORE = { gitignore: true, exclude: [] };
 
@@ -126,6 +127,43 @@ describe('scanInThread', () => {
       assert.equal(index.store.countChildren(`${makeRoot(dir.path).uri}d150/`), 100 + 2, 'children of a folder (100 files, .gitignore, sub/) from entries_by_parent');
     } finally {
       index.close();
+      dbDir.cleanup();
+    }
+  });
+});
+
+describe('a whole-root check from the walk (Reconciler.tree of a root)', () => {
+  test('walked by the worker, it brings the index back to the disk: added, removed, changed, ignored, gone folders', async () => {
+    const dir = tempDir();
+    const dbDir = tempDir();
+    const debug: string[] = [];
+    const log = createLogger('debug', (line) => debug.push(line));
+    const root = makeRoot(dir.path);
+    bigTree(dir.path, 20_000, (i) => `d${String(i % 200).padStart(3, '0')}/f${i}.txt`, 'x');
+    const index = new FolderIndex({ roots: [root], dbFile: join(dbDir.path, 'index.db'), log, ...IGNORE, scanSlicesHere: 1 });
+    try {
+      await index.ready;
+      writeFileSync(join(dir.path, 'd010', 'new.txt'), 'new');
+      rmSync(join(dir.path, 'd020', 'f20.txt'));
+      // A new inode (the tree's files are hard links of one): another size.
+      rmSync(join(dir.path, 'd030', 'f30.txt'));
+      writeFileSync(join(dir.path, 'd030', 'f30.txt'), 'longer now');
+      rmSync(join(dir.path, 'd040'), { recursive: true });
+      writeTree(dir.path, { 'dnew/sub/x.txt': 'x', 'd050/.gitignore': 'f50.txt\n' });
+      debug.length = 0;
+      const reconciler = new Reconciler(index, log, () => false);
+      await reconciler.tree(root.path);
+      assert.ok(debug.some((line) => line.includes('the walk moves to its worker thread')), 'the check was walked by the worker');
+      const indexed = (index.db.prepare('SELECT uri FROM entries ORDER BY uri').all() as { uri: string }[]).map((r) => r.uri);
+      const expected = diskUris(dir.path).filter((u) => !u.endsWith('/d050/f50.txt'));
+      assert.deepEqual(indexed, expected);
+      assert.equal(index.store.get(`${root.uri}d030/f30.txt`)?.size, 'longer now'.length);
+      // new.txt, f30, d050/.gitignore, dnew/, dnew/sub/, x.txt upserted (and d050/ and d010/ whose
+      // mtimes changed); f20, d040/ (with its subtree) and f50 removed.
+      assert.ok(reconciler.written >= 9, `written: ${reconciler.written}`);
+    } finally {
+      index.close();
+      dir.cleanup();
       dbDir.cleanup();
     }
   });
