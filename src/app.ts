@@ -180,7 +180,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
  * it would otherwise spend waiting. A failed load fails each catalog request
  * with its error (the module loader keeps it), not the server.
  */
-function lazyCatalog(load: () => Promise<Catalog>): Catalog {
+export function lazyCatalog(load: () => Promise<Catalog>): Catalog {
   let loading: Promise<Catalog> | undefined;
   const catalog = () => (loading ??= load());
   return {
