@@ -98,7 +98,9 @@ export class ContentSearch {
   private readonly maxConvertBytes: number;
   /** Set while applyPending runs, so that a conversion inside it does not start it again. */
   private applying = false;
-  private readonly completeWaiters = new Set<() => void>();
+  /** True once progress.total is the count of this build (on a warm start, a few moments after start()). */
+  private counted = false;
+  private readonly completeWaiters = new Set<{ maxDocs: number; done: () => void }>();
 
   constructor(
     private readonly index: FolderIndex,
@@ -175,24 +177,31 @@ export class ContentSearch {
     }
   }
 
-  /** Resolves true once the first build is complete, or false after `timeoutMs` (or on close). */
-  whenComplete(timeoutMs: number): Promise<boolean> {
+  /**
+   * Resolves true once the first build is complete, or false after
+   * `timeoutMs` (or on close), or as soon as the build has counted more than
+   * `maxDocs` documents to check: not worth the wait.
+   */
+  whenComplete(timeoutMs: number, maxDocs = Infinity): Promise<boolean> {
     if (this.progressState.complete) return Promise.resolve(true);
-    if (this.closed) return Promise.resolve(false);
+    if (this.closed || (this.counted && this.progressState.total > maxDocs)) return Promise.resolve(false);
     return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.completeWaiters.delete(done);
-        resolve(this.progressState.complete);
+      const waiter = {
+        maxDocs,
+        done: () => {
+          clearTimeout(timer);
+          this.completeWaiters.delete(waiter);
+          resolve(this.progressState.complete);
+        },
       };
-      const timer = setTimeout(done, timeoutMs);
-      this.completeWaiters.add(done);
+      const timer = setTimeout(waiter.done, timeoutMs);
+      this.completeWaiters.add(waiter);
     });
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const resolve of [...this.completeWaiters]) resolve();
+    for (const waiter of [...this.completeWaiters]) waiter.done();
     this.thread?.close();
     this.markClosed();
     this.unsubscribe?.();
@@ -247,6 +256,8 @@ export class ContentSearch {
     const total = await this.countCandidates();
     if (total === null) return;
     this.progressState.total = total;
+    this.counted = true;
+    for (const waiter of [...this.completeWaiters]) if (total > waiter.maxDocs) waiter.done();
     let after = '';
     for (;;) {
       if (this.closed) return;
@@ -256,8 +267,7 @@ export class ContentSearch {
         const rows = this.stmts.nextCandidates.all(after, BATCH_FILES * 4) as Candidate[];
         if (rows.length === 0) {
           this.progressState.complete = true;
-          for (const resolve of this.completeWaiters) resolve();
-          this.completeWaiters.clear();
+          for (const waiter of [...this.completeWaiters]) waiter.done();
           const size = this.indexBytes();
           this.log.info(
             `content index: ${this.progressState.done} documents checked in ${Math.round(performance.now() - started)} ms` +

@@ -218,6 +218,9 @@ test('a warm restart checks the content index a slice at a time: every document 
     const again = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
     const search2 = new ContentSearch(again, silentLogger);
     search2.start();
+    // The search tool's wait: a build counted past its bound is not waited for; one within it is, to the end.
+    assert.equal(await search2.whenComplete(60_000, 1000), false, 'counted 10,700 > 1,000: no wait');
+    assert.equal(await search2.whenComplete(60_000, 20_000), true, 'within the bound: waits for the build');
     await search2.idle();
     assert.deepEqual(search2.progress, { done: 10_700, total: 10_700, complete: true });
     const docs = again.db.prepare(`SELECT count(*) AS n FROM search_docs`).get() as { n: number };
