@@ -7,9 +7,10 @@
  * platform and architecture it was built on, with a Node.js of the same ABI:
  * build on each platform you ship (docs/install.md).
  *
- * Steps: compile src/ into a clean staging folder (no stale files, no source
- * maps), install the locked production dependencies there, trim what is never
- * loaded, check that the server starts from the staging folder alone, pack.
+ * Steps: build src/ into a clean staging folder (scripts/build.mjs; no stale
+ * files, no source maps), install the locked production dependencies there,
+ * trim what is never loaded, check that the server starts from the staging
+ * folder alone, pack.
  *
  * Options:
  *   --out DIR       where the bundle (and its staging folder) go; default build/
@@ -21,7 +22,6 @@
 import { packExtension } from '@anthropic-ai/mcpb';
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -109,10 +109,10 @@ function stageBundle(pkg: PackageJson, staging: string, cleanNative: boolean): v
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
 
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  run(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', join(staging, 'dist'), '--sourceMap', 'false'], ROOT);
+  // The same bundles as `npm run build` (scripts/build.mjs), without source maps.
+  run(process.execPath, [join(ROOT, 'scripts', 'build.mjs'), '--outdir', join(staging, 'dist'), '--no-sourcemap'], ROOT);
 
-  // The lockfile pins the tree; scripts are dropped so that npm does not run `prepare` (a tsc build) here.
+  // The lockfile pins the tree; scripts are dropped so that npm does not run `prepare` (a build) here.
   const { scripts: _scripts, ...withoutScripts } = pkg;
   writeFileSync(join(staging, 'package.json'), `${JSON.stringify(withoutScripts, null, 2)}\n`);
   copyFileSync(join(ROOT, 'package-lock.json'), join(staging, 'package-lock.json'));

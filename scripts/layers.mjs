@@ -43,13 +43,14 @@ function roomOf(path) {
   return slash < 0 ? rel.replace(/\.ts$/, '') : `${rel.slice(0, slash)}/`;
 }
 
-const IMPORT = /^(?:import|export)\s+(type\s+)?[^;]*?\sfrom\s+'(\.{1,2}\/[^']+)'/gms;
+// Static imports and re-exports, and dynamic `import('./...')` (a lazy load is an import all the same).
+const IMPORT = /^(?:import|export)\s+(type\s+)?[^;]*?\sfrom\s+'(\.{1,2}\/[^']+)'|\bimport\('(\.{1,2}\/[^']+)'\)/gms;
 const edges = new Map();
 const up = [];
 for (const file of files) {
   const text = readFileSync(file, 'utf8');
   for (const m of text.matchAll(IMPORT)) {
-    const target = resolve(dirname(file), m[2]);
+    const target = resolve(dirname(file), m[2] ?? m[3]);
     const from = roomOf(file);
     const to = roomOf(target);
     if (from === to) continue;

@@ -1,6 +1,6 @@
 import type { Server } from '@modelcontextprotocol/server';
 import { randomBytes } from 'node:crypto';
-import { createCatalog, type Catalog } from './catalog/catalog.ts';
+import type { Catalog } from './catalog/catalog.ts';
 import { ContentSearch } from './catalog/content-search.ts';
 import type { Config } from './config.ts';
 import { createConvert } from './content/formats.ts';
@@ -150,7 +150,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
         maxConvertBytes: config.maxReadBytes,
       })
     : null;
-  const catalog = createCatalog(ctx, search);
+  const catalog = lazyCatalog(async () => (await import('./catalog/catalog.ts')).createCatalog(ctx, search));
   const live = createLive({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
   // In the background: requests wait on index.ready themselves.
   void live.start();
@@ -169,5 +169,27 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
       index.close();
       if (lock?.acquired) lock.release();
     },
+  };
+}
+
+/**
+ * The catalog (tools, prompts, completions, the mcp://groups resources),
+ * loaded on its first request. Lazy because start-up does not need it: its
+ * modules (the tools' zod schemas, find, tree, read, prompts) and the JSON
+ * Schemas tools/list sends cost a client's first resources/list page time
+ * it would otherwise spend waiting. A failed load fails each catalog request
+ * with its error (the module loader keeps it), not the server.
+ */
+export function lazyCatalog(load: () => Promise<Catalog>): Catalog {
+  let loading: Promise<Catalog> | undefined;
+  const catalog = () => (loading ??= load());
+  return {
+    listTools: async (params) => (await catalog()).listTools(params),
+    callTool: async (params) => (await catalog()).callTool(params),
+    listPrompts: async (params) => (await catalog()).listPrompts(params),
+    getPrompt: async (params) => (await catalog()).getPrompt(params),
+    complete: async (params) => (await catalog()).complete(params),
+    readReserved: async (uri) => (await catalog()).readReserved(uri),
+    reservedMetadata: async (uri) => (await catalog()).reservedMetadata(uri),
   };
 }

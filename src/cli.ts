@@ -7,7 +7,7 @@ import { createApp, type App } from './app.ts';
 import { USAGE, UsageError, parseCliArgs, type HttpListen } from './config.ts';
 import { allowedHostsFor, isLoopbackHost } from './http/guard.ts';
 import { loadSecrets, TOKEN_ENV, type Secrets } from './http/secrets.ts';
-import { serveHttp } from './http/serve.ts';
+import type { HttpEndpoint } from './http/serve.ts';
 import { createLogger, type Logger } from './log.ts';
 import { StdioTransport } from './protocol/stdio-transport.ts';
 import { defaultDbPath, isInsideRoots } from './index/location.ts';
@@ -83,7 +83,9 @@ async function main(): Promise<void> {
 async function serveOverHttp(app: App, listen: HttpListen, allowedHosts: string[], token: string | undefined, log: Logger): Promise<void> {
   const info = { name: 'folder-mcp', version: VERSION };
   const policy = { allowedHosts: allowedHostsFor(listen.host, allowedHosts), token };
-  let endpoint;
+  // Lazy: the HTTP stack (node:http, @modelcontextprotocol/node, hono) loads only with --http; stdio starts without it.
+  const { serveHttp } = await import('./http/serve.ts');
+  let endpoint: HttpEndpoint;
   try {
     endpoint = await serveHttp({ app, info, listen, policy, log });
   } catch (error) {

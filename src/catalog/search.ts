@@ -83,8 +83,7 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     await ctx.index.ready;
     // A search right after start on a small folder would otherwise say "No
     // matches" for words the index is about to have: wait for the first build, bounded.
-    const early = search.progress;
-    if (!early.complete && early.total <= SEARCH_WAIT_MAX_FILES) await search.whenComplete(SEARCH_WAIT_MS);
+    if (!search.progress.complete) await search.whenComplete(SEARCH_WAIT_MS, SEARCH_WAIT_MAX_FILES);
     const query = scopeQuery({ glob: asList(args.glob), name: asList(args.name), prefix: args.prefix }, ctx.roots);
     const exact = query.namePatterns === undefined && query.uriPatterns === undefined;
     let outcome;

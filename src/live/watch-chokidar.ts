@@ -1,4 +1,3 @@
-import { watch } from 'chokidar';
 import type { Stats } from 'node:fs';
 import { isResourceExhausted, type StartWatcher } from './watcher.ts';
 
@@ -8,8 +7,10 @@ import { isResourceExhausted, type StartWatcher } from './watcher.ts';
  * pruned through the same IgnoreRules as the scan, so `build/` or
  * `node_modules/` never cost a watch.
  */
-export const startChokidarWatcher: StartWatcher = ({ roots, rules, sink, log }) =>
-  new Promise((resolve, reject) => {
+export const startChokidarWatcher: StartWatcher = async ({ roots, rules, sink, log }) => {
+  // Loaded here, not at import: start-up does not wait for a backend that may not be chosen (auto runs parcel above 1,000 entries).
+  const { watch } = await import('chokidar');
+  return new Promise((resolve, reject) => {
     let ready = false;
     let closed = false;
     const watcher = watch(
@@ -58,3 +59,4 @@ export const startChokidarWatcher: StartWatcher = ({ roots, rules, sink, log }) 
       });
     });
   });
+};

@@ -6,6 +6,8 @@ import { rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { lazyCatalog } from '../../src/app.ts';
+import type { Catalog } from '../../src/catalog/catalog.ts';
 import { ContentSearch, isTextMime, locate } from '../../src/catalog/content-search.ts';
 import { encodeRelative, escapeGlob, prefixUris } from '../../src/catalog/paths.ts';
 import { scopeQuery } from '../../src/catalog/scope.ts';
@@ -19,7 +21,7 @@ import { FolderIndex } from '../../src/index/folder-index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { matchesQuery, planQuery } from '../../src/query/plan.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
-import { tempDir, writeTree } from '../helpers.ts';
+import { bigTree, tempDir, writeTree } from '../helpers.ts';
 
 describe('parseSearchQuery', () => {
   const cases: [string, string, string[]][] = [
@@ -192,6 +194,62 @@ describe('ContentSearch on a real index', () => {
       state.cleanup();
     }
   });
+});
+
+test('a warm restart checks the content index a slice at a time: every document counted, those gone meanwhile dropped', async () => {
+  const dir = tempDir();
+  const state = tempDir('folder-mcp-state-');
+  try {
+    // Past two slices (CHECK_SLICE_ROWS = 5,000) of entries and of document ids.
+    bigTree(dir.path, 11_000, (i) => `d${String(Math.floor(i / 100)).padStart(3, '0')}/f${i}.txt`, 'alpha\n');
+    const root = makeRoot(dir.path);
+    const dbFile = join(state.path, 'i.db');
+    const index = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
+    const search = new ContentSearch(index, silentLogger);
+    search.start();
+    await search.idle();
+    assert.deepEqual(search.progress, { done: 11_000, total: 11_000, complete: true });
+    await search.close();
+    // Folders that go while no content index listens (first, middle and last slice of ids): their documents are orphans.
+    const gone = ['d000', 'd060', 'd109'];
+    index.apply({ upserted: [], removed: gone.map((d) => pathToFileURL(join(dir.path, d)).href + '/') });
+    index.close();
+
+    const again = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
+    const search2 = new ContentSearch(again, silentLogger);
+    search2.start();
+    // The search tool's wait: a build counted past its bound is not waited for; one within it is, to the end.
+    assert.equal(await search2.whenComplete(60_000, 1000), false, 'counted 10,700 > 1,000: no wait');
+    assert.equal(await search2.whenComplete(60_000, 20_000), true, 'within the bound: waits for the build');
+    await search2.idle();
+    assert.deepEqual(search2.progress, { done: 10_700, total: 10_700, complete: true });
+    const docs = again.db.prepare(`SELECT count(*) AS n FROM search_docs`).get() as { n: number };
+    assert.equal(docs.n, 10_700, 'the orphans of all three slices are dropped');
+    await search2.close();
+    again.close();
+  } finally {
+    dir.cleanup();
+    state.cleanup();
+  }
+});
+
+test('the lazily loaded catalog loads once, and a failed load fails each catalog request with its error', async () => {
+  let loads = 0;
+  const listed = { tools: [] };
+  const catalog = lazyCatalog(async () => {
+    loads++;
+    return { listTools: async () => listed } as unknown as Catalog;
+  });
+  assert.equal(loads, 0, 'nothing loads before the first request');
+  const [a, b] = await Promise.all([catalog.listTools({}), catalog.listTools({})]);
+  assert.equal(a, listed);
+  assert.equal(b, listed);
+  assert.equal(loads, 1);
+
+  const broken = lazyCatalog(() => Promise.reject(new Error('Cannot find module catalog.js')));
+  await assert.rejects(broken.listTools({}), /Cannot find module catalog\.js/);
+  await assert.rejects(broken.callTool({ name: 'find' }), /Cannot find module catalog\.js/);
+  await assert.rejects(broken.readReserved('mcp://groups/tools'), /Cannot find module catalog\.js/);
 });
 
 test('search says so while the content index is still being built', async () => {

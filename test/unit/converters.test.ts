@@ -30,7 +30,7 @@ import {
 import { withinOutputBudget } from '../../src/content/worker.ts';
 
 /** The built worker script: the conversion process does not load the .ts sources (npm test builds first). */
-const WORKER = new URL('../../dist/content/worker.js', import.meta.url);
+const WORKER = new URL('../../dist/worker.js', import.meta.url);
 import { decodeText } from '../../src/content/read.ts';
 import { openDb } from '../../src/index/db.ts';
 import { EntryKind, type EntryRow } from '../../src/entry.ts';

@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+// `npm run build`: dist/ as bundled ES modules, one per entry point, plus the bin.
+//   dist/cli.js            the package's bin: turns on Node's compile cache, then loads the server
+//   dist/folder-mcp.js     the server (src/cli.ts and everything it loads)
+//   dist/worker.js         the conversion process (src/content/isolate.ts starts it)
+//   dist/search-worker.js  the search thread (src/catalog/search-thread.ts starts it)
+// Why bundle: Node loads an ES module graph file by file, and the server's
+// start-up graph was ~200 files (its own ~80, zod's ~100, the MCP SDK's); as
+// one file it loads in about half the time (docs/design.md#start-up). The bundles
+// sit side by side at the top of dist/ because the bundled code finds the two
+// workers beside itself (`new URL('./worker.js', import.meta.url)`).
+// Kept out of the bundles, and loaded from node_modules as before: the native
+// modules (better-sqlite3, @parcel/watcher), and the converters' libraries
+// (pdfjs-dist, mammoth), which load only when a document is converted.
+// Type checking is tsc's job (npm run build runs it first); esbuild only strips types.
+//   node scripts/build.mjs [--outdir DIR] [--no-sourcemap]
+import { build } from 'esbuild';
+import { chmodSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+export const ENTRY_POINTS = {
+  'folder-mcp': 'src/cli.ts',
+  worker: 'src/content/worker.ts',
+  'search-worker': 'src/catalog/search-worker.ts',
+};
+
+export const EXTERNAL = ['better-sqlite3', '@parcel/watcher', 'pdfjs-dist', 'mammoth'];
+
+/** Writes a clean `outdir` (no stale files from an older layout). */
+export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = true } = {}) {
+  rmSync(outdir, { recursive: true, force: true });
+  await build({
+    absWorkingDir: ROOT,
+    entryPoints: ENTRY_POINTS,
+    outdir,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20.19',
+    external: EXTERNAL,
+    // Bundled CommonJS packages (mime-types, ignore, ...) call require(); an ES module has none of its own.
+    banner: { js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);" },
+    // As tsc's maps did: file names and positions, not the sources (src/ is not in the package).
+    sourcemap: sourcemap ? 'linked' : false,
+    sourcesContent: false,
+    logLevel: 'warning',
+  });
+  writeFileSync(join(outdir, 'cli.js'), BIN);
+  chmodSync(join(outdir, 'cli.js'), 0o755);
+}
+
+/**
+ * The bin, a module of its own because the compile cache applies to what is
+ * compiled after it is turned on: from Node 22.1, V8's compiled code of the
+ * 2 MB server bundle is kept on disk (os.tmpdir()/node-compile-cache, or
+ * NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns it off) and the next
+ * start skips most of its compilation (docs/design.md#start-up). Node 20 has
+ * no compile cache: the call is skipped.
+ */
+const BIN = `#!/usr/bin/env node
+// Written by scripts/build.mjs: the server is folder-mcp.js; this turns on Node's compile cache (Node >= 22.1) first.
+import module from 'node:module';
+module.enableCompileCache?.();
+await import('./folder-mcp.js');
+`;
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
+  const { values } = parseArgs({ options: { outdir: { type: 'string' }, 'no-sourcemap': { type: 'boolean' } } });
+  await buildDist({ ...(values.outdir ? { outdir: resolve(values.outdir) } : {}), sourcemap: !values['no-sourcemap'] });
+}
