@@ -195,13 +195,14 @@ function addSkips(into: SkipReport, from: Pick<SkipReport, 'counts' | 'examples'
 }
 
 /**
- * The worker script: scan-worker.js beside this module in dist/. Running
+ * The worker script: dist/scan-worker.js, beside the bundle this code runs
+ * in (scripts/build.mjs writes every entry point at the top of dist/). Running
  * the TypeScript sources (unit tests, benchmarks under tsx), the built one
  * when there is one (`npm test` and `npm run bench` build first); null
  * otherwise, and the walk stays on this thread.
  */
 export function defaultScanWorkerUrl(): URL | null {
   if (!import.meta.url.endsWith('.ts')) return new URL('./scan-worker.js', import.meta.url);
-  const built = new URL('../../dist/index/scan-worker.js', import.meta.url);
+  const built = new URL('../../dist/scan-worker.js', import.meta.url);
   return existsSync(built) ? built : null;
 }

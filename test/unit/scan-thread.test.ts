@@ -1,6 +1,6 @@
 // The cold scan's walk moving between threads: a Walk resumed from another
 // Walk's state, and scanInThread handing a real walk of a real tree to its
-// worker thread (the built dist/index/scan-worker.js: npm test builds first),
+// worker thread (the built dist/scan-worker.js: npm test builds first),
 // which must give what a walk on this thread gives, and leave the index whole.
 import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -97,7 +97,7 @@ describe('scanInThread', () => {
 
   test('the worker takes the walk over and hands over what a walk on this thread does', async () => {
     const url = defaultScanWorkerUrl();
-    assert.ok(url, 'dist/index/scan-worker.js is built (npm test builds first)');
+    assert.ok(url, 'dist/scan-worker.js is built (npm test builds first)');
     const there = await collect(url);
     assert.ok(
       there.debug.some((line) => line.includes('the walk moves to its worker thread')),
