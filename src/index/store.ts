@@ -17,6 +17,7 @@ export class Store {
   private readonly deleteStmt;
   private readonly deleteRangeStmt;
   private readonly countStmt;
+  private readonly countUpToStmt;
   private readonly childrenStmt;
   private readonly countChildrenStmt;
   private readonly subfoldersStmt;
@@ -38,6 +39,7 @@ export class Store {
     // Keyset range, never LIKE: a collection and everything under it share its URI as a prefix.
     this.deleteRangeStmt = db.prepare(`DELETE FROM entries WHERE uri >= ? AND uri < ?`);
     this.countStmt = db.prepare(`SELECT count(*) AS n FROM entries`);
+    this.countUpToStmt = db.prepare(`SELECT count(*) AS n FROM (SELECT 1 FROM entries LIMIT ?)`);
     this.childrenStmt = db.prepare(
       `SELECT ${COLUMNS} FROM entries WHERE parent = ? AND uri > ? ORDER BY uri LIMIT ?`,
     );
@@ -74,6 +76,11 @@ export class Store {
 
   count(): number {
     return (this.countStmt.get() as { n: number }).n;
+  }
+
+  /** count(), but it stops at `limit`: the cost is at most `limit` rows, not the whole index. */
+  countUpTo(limit: number): number {
+    return (this.countUpToStmt.get(limit) as { n: number }).n;
   }
 
   countChildren(parentUri: string): number {

@@ -43,7 +43,8 @@ export interface WatcherPlan {
 
 /**
  * Which backend to run for `--watcher kind` on an index of `entries`
- * entries. Every plan ends in `poll`, which needs no OS watch and always
+ * entries (counted up to one past the chokidar limit at most: past it the
+ * exact number does not matter). Every plan ends in `poll`, which needs no OS watch and always
  * starts, so the server degrades instead of falling over.
  */
 export function planWatchers(kind: WatcherKind, entries: number, maxUserWatches = readMaxUserWatches()): WatcherPlan {
@@ -62,7 +63,7 @@ export function planWatchers(kind: WatcherKind, entries: number, maxUserWatches 
       if (entries <= limit) {
         return { candidates: ['chokidar', 'parcel', 'poll'], reason: `auto: ${entries} entries <= ${limit}` };
       }
-      return { candidates: ['parcel', 'poll'], reason: `auto: ${entries} entries > ${limit}` };
+      return { candidates: ['parcel', 'poll'], reason: `auto: more than ${limit} entries` };
     }
   }
 }

@@ -1,7 +1,7 @@
 import type { WatcherKind } from '../config.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
-import { BACKEND_STARTERS, planWatchers, type WatcherPlan } from './choose.ts';
+import { AUTO_CHOKIDAR_MAX_ENTRIES, BACKEND_STARTERS, planWatchers, type WatcherPlan } from './choose.ts';
 import { Reconciler } from './reconcile.ts';
 import type { TreeSnapshots } from './snapshot.ts';
 import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatcherBackend, type WatchSink } from './watcher.ts';
@@ -106,7 +106,8 @@ export class LiveSync {
       return; // the scan failed (or the index closed): requests report it
     }
     if (this.closed) return;
-    this.plan = planWatchers(this.options.watcher, index.store.count());
+    // `auto` only asks whether the index holds more than AUTO_CHOKIDAR_MAX_ENTRIES: no need to count 1M rows.
+    this.plan = planWatchers(this.options.watcher, index.store.countUpTo(AUTO_CHOKIDAR_MAX_ENTRIES + 1));
     const watching = (await this.startWatcher(this.plan.candidates, this.plan.reason)) && this.watcher?.backend !== 'none';
     // Only with a watcher running: it sees what changes while the new snapshot is taken.
     const snapshots = watching ? (this.options.snapshots ?? null) : null;
