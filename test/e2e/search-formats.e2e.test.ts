@@ -139,7 +139,9 @@ describe('a hostile or oversize document is skipped; the others are searched', (
     assert.deepEqual(hitsOf(result).map((h) => h.path).sort(), ['e-fine.pdf', 'f-fine.txt']);
     assert.deepEqual(hitsOf(await searchComplete(tree.conn, 'oversizeword')), []);
     const stderr = tree.conn.stderr();
-    assert.match(stderr, /debug: content index: .*a-bomb\.pdf.* skipped: converter (used more than \d+ MiB of memory|ran out of memory)/);
+    // Killed at its memory budget (converters.test.ts tests that kill); on a loaded machine the
+    // content index's conversion process, which runs at a lower priority, may reach its time budget first.
+    assert.match(stderr, /debug: content index: .*a-bomb\.pdf.* skipped: (converter (used more than \d+ MiB of memory|ran out of memory)|conversion took longer than \d+ ms)/);
     assert.match(stderr, /debug: content index: .*b-bomb\.docx.* skipped: zip entr.* (uncompress|zip bomb)/);
     assert.match(stderr, /debug: content index: .*d-broken\.ipynb.* skipped: notebook is not valid JSON/);
     assert.doesNotMatch(stderr, /warn: .*(a-bomb|b-bomb|d-broken)/, 'skipping is not worth a warning: nobody asked to read them');
