@@ -76,15 +76,19 @@ export function relativeTitle(uri: string, root: Root): string {
 const DAY_MS = 86_400_000;
 /** 10000-01-01T00:00:00Z: from there on toISOString writes a six-digit year. */
 const YEAR_10000_MS = 253_402_300_800_000;
-const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
-const THREE_DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+const ZERO = 0x30;
+const [DASH, COLON, DOT, T, Z] = [0x2d, 0x3a, 0x2e, 0x54, 0x5a];
+/** The tens and units digits of 0..99, as char codes. */
+const hi = (n: number) => ZERO + Math.floor(n / 10);
+const lo = (n: number) => ZERO + (n % 10);
 
 /**
  * `new Date(ms).toISOString()`, a few times faster (a Date per item was the
  * largest single cost of building a list page): the civil date from the day
- * number (H. Hinnant's days_from_civil inverse), then the time of day. Times
- * before 1970 or after 9999 go to Date itself, which also keeps its
- * RangeError for an invalid time.
+ * number (H. Hinnant's civil_from_days), then the time of day, written as one
+ * flat string (a template literal of the parts leaves a dozen intermediate
+ * strings per item for the collector). Times before 1970 or after 9999 go to
+ * Date itself, which also keeps its RangeError for an invalid time.
  */
 export function isoTime(ms: number): string {
   const t = Math.trunc(ms); // as Date does with a fraction (TimeClip)
@@ -105,6 +109,11 @@ export function isoTime(ms: number): string {
   const minutes = Math.floor(rest / 60_000);
   rest -= minutes * 60_000;
   const seconds = Math.floor(rest / 1000);
-  const d2 = TWO_DIGITS;
-  return `${d2[Math.floor(year / 100)]}${d2[year % 100]}-${d2[month]}-${d2[day]}T${d2[hours]}:${d2[minutes]}:${d2[seconds]}.${THREE_DIGITS[rest - seconds * 1000]}Z`;
+  const millis = rest - seconds * 1000;
+  const century = Math.floor(year / 100);
+  return String.fromCharCode(
+    hi(century), lo(century), hi(year % 100), lo(year % 100), DASH, hi(month), lo(month), DASH, hi(day), lo(day),
+    T, hi(hours), lo(hours), COLON, hi(minutes), lo(minutes), COLON, hi(seconds), lo(seconds),
+    DOT, ZERO + Math.floor(millis / 100), hi(millis % 100), lo(millis), Z,
+  );
 }
