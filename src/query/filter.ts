@@ -3,7 +3,7 @@
 // turns FilterError into JSON-RPC -32602 with the message as it is.
 import { createHash } from 'node:crypto';
 import { canonicalUriText, parseFileUri, pathToUri } from '../uri.ts';
-import { compileGlob, GlobSyntaxError, mapGlobLiterals } from './glob.ts';
+import { compileGlob, GlobSyntaxError, mapGlobLiterals, MAX_PATTERN_LENGTH } from './glob.ts';
 import { Lru } from './lru.ts';
 
 export type ListMethod = 'resources/list' | 'resources/templates/list' | 'tools/list' | 'prompts/list';
@@ -113,8 +113,9 @@ type PatternField = 'namePatterns' | 'uriPatterns';
  * The verdict on each pattern seen lately: a client pages with the same
  * filter, and checking a URI glob (compiling it, then respelling its
  * literals) costs tens of microseconds. A string is the pattern as the
- * query keeps it; an error is the syntax error's detail. Patterns are at
- * most 256 characters, so the memo holds a few hundred KB at most.
+ * query keeps it; an error is the syntax error's detail. Only patterns of
+ * at most 256 characters are kept (their canonical spelling at most six
+ * times that: é is %C3%A9), so the memo holds under a megabyte.
  */
 const patternVerdicts = new Lru<string, { pattern: string } | { detail: string }>(256);
 
@@ -123,8 +124,10 @@ const patternVerdicts = new Lru<string, { pattern: string } | { detail: string }
  * spell a URI literal `café` or `caf%c3%a9`; the index holds `caf%C3%A9`.
  */
 function checkPattern(field: PatternField, pattern: string): string {
-  const key = `${field}\u0000${pattern}`;
-  let verdict = patternVerdicts.get(key);
+  // Security: only patterns within the limit are kept; a longer one fails at once, and a
+  // megabyte of it must not stay in memory as a key.
+  const key = pattern.length <= MAX_PATTERN_LENGTH ? `${field}\u0000${pattern}` : undefined;
+  let verdict = key === undefined ? undefined : patternVerdicts.get(key);
   if (verdict === undefined) {
     try {
       compileGlob(pattern);
@@ -133,7 +136,7 @@ function checkPattern(field: PatternField, pattern: string): string {
       if (!(error instanceof GlobSyntaxError)) throw error;
       verdict = { detail: error.detail };
     }
-    patternVerdicts.set(key, verdict);
+    if (key !== undefined) patternVerdicts.set(key, verdict);
   }
   if ('detail' in verdict) throw new FilterError(`Invalid pattern in ${field}: '${pattern}' — ${verdict.detail}`);
   return verdict.pattern;

@@ -121,18 +121,19 @@ const MAX_KEPT_GLOBS = 8;
 function compiled(query: ListQuery): Compiled {
   let c = compiledByQuery.get(query);
   if (c) return c;
-  if (!query.namePatterns && !query.uriPatterns) c = NO_GLOBS;
+  const count = (query.namePatterns?.length ?? 0) + (query.uriPatterns?.length ?? 0);
+  if (count === 0) c = NO_GLOBS;
   else {
-    const key = JSON.stringify([query.namePatterns ?? null, query.uriPatterns ?? null]);
-    c = compiledByPatterns.get(key);
+    const key = count <= MAX_KEPT_GLOBS ? JSON.stringify([query.namePatterns ?? null, query.uriPatterns ?? null]) : undefined;
+    c = key === undefined ? undefined : compiledByPatterns.get(key);
     if (!c) {
       // Normalised uriPatterns may outgrow the wire limit (é -> %C3%A9); they were checked before.
       // One cache room for all the query's globs bounds their memory together.
       const cache = new MatchCache();
       const compile = (ps: string[] | undefined) => ps?.map((p) => compileGlob(p, { maxLength: Infinity, cache })) ?? null;
       c = { name: compile(query.namePatterns), uri: compile(query.uriPatterns) };
-      const globs = [...(c.name ?? []), ...(c.uri ?? [])];
-      if (globs.length <= MAX_KEPT_GLOBS && !globs.some((g) => g.automaton)) compiledByPatterns.set(key, c);
+      const automaton = [...(c.name ?? []), ...(c.uri ?? [])].some((g) => g.automaton);
+      if (key !== undefined && !automaton) compiledByPatterns.set(key, c);
     }
   }
   compiledByQuery.set(query, c);
