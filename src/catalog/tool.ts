@@ -3,9 +3,8 @@
 // run function. A ToolFailure is the tool's own error: it becomes a result with
 // `isError: true` that the model can read and act on, not a protocol error.
 import { z } from 'zod';
-import type { EntryRow } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
-import { toResource } from '../resource.ts';
+import { toResource, type ResourceRow } from '../resource.ts';
 import type { ContentSearch } from './content-search.ts';
 
 /** SEP-1292 namespace of everything this server offers as tools and prompts. */
@@ -46,7 +45,7 @@ export function failure(message: string): ToolResult {
 }
 
 /** A `resource_link` content block carrying the full resource object (SEP-2093 fields included). */
-export function resourceLink(row: EntryRow, ctx: ServerContext): ContentBlock {
+export function resourceLink(row: ResourceRow, ctx: ServerContext): ContentBlock {
   return { type: 'resource_link', ...toResource(row, ctx.roots) };
 }
 

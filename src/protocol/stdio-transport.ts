@@ -2,7 +2,7 @@ import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import type { Readable, Writable } from 'node:stream';
 import { ErrorCode } from './errors.ts';
 import { toLegacyError } from './sdk.ts';
-import { errorResponse, leadingRequestId, lifecycleStep, malformedReply, type Era, type ErrorResponse } from './wire.ts';
+import { errorResponse, leadingRequestId, lifecycleStep, readLine, type Era, type ErrorResponse } from './wire.ts';
 
 /**
  * The longest request line read, in bytes. MCP requests are small (a list
@@ -113,12 +113,13 @@ export class StdioTransport implements Transport {
     const line = Buffer.concat(this.pending, this.pendingBytes).toString('utf8').trim();
     this.pending = [];
     this.pendingBytes = 0;
-    const malformed = malformedReply(line);
-    if (malformed !== undefined) {
-      if (malformed !== null) this.reply(malformed);
+    const read = readLine(line);
+    if (read === undefined) return;
+    if (!('message' in read)) {
+      if (read.reply !== null) this.reply(read.reply);
       return;
     }
-    const message = JSON.parse(line) as Record<string, unknown>;
+    const message = read.message;
     const step = lifecycleStep(this.era, message);
     this.era = step.era;
     if (step.refuse) return this.reply(step.refuse);

@@ -26,30 +26,43 @@ export function isJsonRpcMessage(message: unknown): message is Record<string, un
   return ('result' in message && isObject(message.result)) || ('error' in message && isObject(message.error));
 }
 
+/** What a line read off the wire is: a message to pass on, or the answer to send instead (null: none). */
+export type LineRead = { message: Record<string, unknown> } | { reply: ErrorResponse | null };
+
 /**
- * The SDK drops a line it cannot parse as a JSON-RPC message and only reports
- * it locally, so the client would wait forever. undefined: the line is fine
- * (or blank); null: malformed but not a request, nothing to answer; else the
- * answer JSON-RPC 2.0 asks for (-32700 bad JSON, -32602 params not an
- * object, -32600 otherwise; id null when the request's own cannot be read).
+ * Parses one line, once. The SDK drops a line it cannot parse as a JSON-RPC
+ * message and only reports it locally, so the client would wait forever:
+ * such a line gets the answer JSON-RPC 2.0 asks for instead (-32700 bad
+ * JSON, -32602 params not an object, -32600 otherwise; id null when the
+ * request's own cannot be read), or none for a malformed notification or
+ * response. undefined: a blank line.
  */
-export function malformedReply(line: string): ErrorResponse | null | undefined {
+export function readLine(line: string): LineRead | undefined {
   if (line === '') return undefined;
   let message: unknown;
   try {
     message = JSON.parse(line);
   } catch {
-    return errorResponse(null, ErrorCode.ParseError, 'Parse error');
+    return { reply: errorResponse(null, ErrorCode.ParseError, 'Parse error') };
   }
-  if (isJsonRpcMessage(message)) return undefined;
+  if (isJsonRpcMessage(message)) return { message };
   const object = isObject(message) ? message : {};
   const id = isId(object.id) ? object.id : null;
   // Malformed notifications and responses get no answer: there is no request to answer.
-  if ('result' in object || 'error' in object || ('method' in object && !('id' in object))) return null;
+  if ('result' in object || 'error' in object || ('method' in object && !('id' in object))) return { reply: null };
   if (typeof object.method === 'string' && 'params' in object && !isObject(object.params)) {
-    return errorResponse(id, ErrorCode.InvalidParams, 'Invalid params: params must be an object');
+    return { reply: errorResponse(id, ErrorCode.InvalidParams, 'Invalid params: params must be an object') };
   }
-  return errorResponse(id, ErrorCode.InvalidRequest, 'Invalid Request');
+  return { reply: errorResponse(id, ErrorCode.InvalidRequest, 'Invalid Request') };
+}
+
+/**
+ * What to answer for a line (see readLine). undefined: the line is fine (or
+ * blank); null: malformed but not a request, nothing to answer.
+ */
+export function malformedReply(line: string): ErrorResponse | null | undefined {
+  const read = readLine(line);
+  return read === undefined || 'message' in read ? undefined : read.reply;
 }
 
 /**

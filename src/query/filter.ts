@@ -3,7 +3,8 @@
 // turns FilterError into JSON-RPC -32602 with the message as it is.
 import { createHash } from 'node:crypto';
 import { canonicalUriText, parseFileUri, pathToUri } from '../uri.ts';
-import { compileGlob, GlobSyntaxError, mapGlobLiterals } from './glob.ts';
+import { compileGlob, GlobSyntaxError, mapGlobLiterals, MAX_PATTERN_LENGTH } from './glob.ts';
+import { Lru } from './lru.ts';
 
 export type ListMethod = 'resources/list' | 'resources/templates/list' | 'tools/list' | 'prompts/list';
 
@@ -57,8 +58,9 @@ export function parseListParams(params: unknown, method: ListMethod): ListQuery 
   const uriPatterns = optionalStrings(filter?.uriPatterns, 'filter.uriPatterns');
 
   // SEP-2564 order: syntax, then counts (cursor/filter consistency is the cursor's step).
-  for (const pattern of namePatterns ?? []) checkSyntax('namePatterns', pattern);
-  for (const pattern of uriPatterns ?? []) checkSyntax('uriPatterns', pattern);
+  const canonicalUriPatterns = [];
+  for (const pattern of namePatterns ?? []) checkPattern('namePatterns', pattern);
+  for (const pattern of uriPatterns ?? []) canonicalUriPatterns.push(checkPattern('uriPatterns', pattern));
   for (const list of [namePatterns, uriPatterns]) {
     if (list && list.length > MAX_PATTERNS) {
       throw new FilterError(`Too many patterns: ${list.length} exceeds maximum of ${MAX_PATTERNS}`);
@@ -74,8 +76,7 @@ export function parseListParams(params: unknown, method: ListMethod): ListQuery 
   if (prefix) query.prefix = canonicalUriText(prefix);
   if (uriPaths) query.uriPaths = sortedSet(uriPaths.map(canonicalUriText));
   if (namePatterns) query.namePatterns = sortedSet(namePatterns);
-  // Clients may spell a URI literal `café` or `caf%c3%a9`; the index holds `caf%C3%A9`.
-  if (uriPatterns) query.uriPatterns = sortedSet(uriPatterns.map((g) => mapGlobLiterals(g, canonicalUriText)));
+  if (uriPatterns) query.uriPatterns = sortedSet(canonicalUriPatterns);
   if (uri !== undefined) query.uri = uri;
   return query;
 }
@@ -106,13 +107,39 @@ function collectionKey(uri: string): string {
   return parsed ? pathToUri(parsed.path, true) : uri;
 }
 
-function checkSyntax(field: 'namePatterns' | 'uriPatterns', pattern: string): void {
-  try {
-    compileGlob(pattern);
-  } catch (error) {
-    if (!(error instanceof GlobSyntaxError)) throw error;
-    throw new FilterError(`Invalid pattern in ${field}: '${pattern}' — ${error.detail}`);
+type PatternField = 'namePatterns' | 'uriPatterns';
+
+/**
+ * The verdict on each pattern seen lately: a client pages with the same
+ * filter, and checking a URI glob (compiling it, then respelling its
+ * literals) costs tens of microseconds. A string is the pattern as the
+ * query keeps it; an error is the syntax error's detail. Only patterns of
+ * at most 256 characters are kept (their canonical spelling at most six
+ * times that: é is %C3%A9), so the memo holds under a megabyte.
+ */
+const patternVerdicts = new Lru<string, { pattern: string } | { detail: string }>(256);
+
+/**
+ * Checks a pattern's syntax; returns it as the query keeps it. Clients may
+ * spell a URI literal `café` or `caf%c3%a9`; the index holds `caf%C3%A9`.
+ */
+function checkPattern(field: PatternField, pattern: string): string {
+  // Security: only patterns within the limit are kept; a longer one fails at once, and a
+  // megabyte of it must not stay in memory as a key.
+  const key = pattern.length <= MAX_PATTERN_LENGTH ? `${field}\u0000${pattern}` : undefined;
+  let verdict = key === undefined ? undefined : patternVerdicts.get(key);
+  if (verdict === undefined) {
+    try {
+      compileGlob(pattern);
+      verdict = { pattern: field === 'uriPatterns' ? mapGlobLiterals(pattern, canonicalUriText) : pattern };
+    } catch (error) {
+      if (!(error instanceof GlobSyntaxError)) throw error;
+      verdict = { detail: error.detail };
+    }
+    if (key !== undefined) patternVerdicts.set(key, verdict);
   }
+  if ('detail' in verdict) throw new FilterError(`Invalid pattern in ${field}: '${pattern}' — ${verdict.detail}`);
+  return verdict.pattern;
 }
 
 // null is read as absent: some clients serialise unset optionals as null.

@@ -40,6 +40,8 @@ export interface CompiledGlob {
    * pages, not a stalled server.
    */
   readonly work: number;
+  /** True when match() runs the automaton, whose cache of state sets takes room in the MatchCache. */
+  readonly automaton: boolean;
   match(text: string): boolean;
 }
 
@@ -92,6 +94,7 @@ export function compileGlob(pattern: string, options: GlobOptions = {}): Compile
     get work() {
       return meter.steps;
     },
+    automaton: fast === null,
     match: fast
       ? (text) => {
           meter.steps += 1 + (text.length >> 4); // a string method walks the text once, far faster than a step

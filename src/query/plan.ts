@@ -8,6 +8,7 @@
 import { succ } from '../keys.ts';
 import { compileGlob, MatchCache, type CompiledGlob } from './glob.ts';
 import type { ListQuery } from './filter.ts';
+import { Lru } from './lru.ts';
 
 /** `uri >= lo AND (hi IS NULL OR uri < hi)`. */
 export interface KeyRange {
@@ -99,19 +100,43 @@ interface Compiled {
   uri: CompiledGlob[] | null;
 }
 
+const NO_GLOBS: Compiled = { name: null, uri: null };
+
 // Queries are immutable once parsed; compile their globs once, not per row.
-const compiledCache = new WeakMap<ListQuery, Compiled>();
+const compiledByQuery = new WeakMap<ListQuery, Compiled>();
+
+/**
+ * And by the patterns they come from: every page of a walk parses its params
+ * into a new query with the same patterns. Kept only for a few globs each
+ * answered by string methods (a compiled glob holds its parsed atoms, a few
+ * KB at 256 characters, so 32 entries hold 2 MB at most): an automaton's
+ * cache of state sets grows with use (a full MatchCache room holds a few
+ * MB), so those are compiled per request, and each request's cache dies
+ * with it. A kept matcher's work meter only counts up (the pager charges
+ * differences), so pages can share it.
+ */
+const compiledByPatterns = new Lru<string, Compiled>(32);
+const MAX_KEPT_GLOBS = 8;
 
 function compiled(query: ListQuery): Compiled {
-  let c = compiledCache.get(query);
-  if (!c) {
-    // Normalised uriPatterns may outgrow the wire limit (é -> %C3%A9); they were checked before.
-    // One cache room for all the query's globs bounds their memory together.
-    const cache = new MatchCache();
-    const compile = (ps: string[] | undefined) => ps?.map((p) => compileGlob(p, { maxLength: Infinity, cache })) ?? null;
-    c = { name: compile(query.namePatterns), uri: compile(query.uriPatterns) };
-    compiledCache.set(query, c);
+  let c = compiledByQuery.get(query);
+  if (c) return c;
+  const count = (query.namePatterns?.length ?? 0) + (query.uriPatterns?.length ?? 0);
+  if (count === 0) c = NO_GLOBS;
+  else {
+    const key = count <= MAX_KEPT_GLOBS ? JSON.stringify([query.namePatterns ?? null, query.uriPatterns ?? null]) : undefined;
+    c = key === undefined ? undefined : compiledByPatterns.get(key);
+    if (!c) {
+      // Normalised uriPatterns may outgrow the wire limit (é -> %C3%A9); they were checked before.
+      // One cache room for all the query's globs bounds their memory together.
+      const cache = new MatchCache();
+      const compile = (ps: string[] | undefined) => ps?.map((p) => compileGlob(p, { maxLength: Infinity, cache })) ?? null;
+      c = { name: compile(query.namePatterns), uri: compile(query.uriPatterns) };
+      const automaton = [...(c.name ?? []), ...(c.uri ?? [])].some((g) => g.automaton);
+      if (key !== undefined && !automaton) compiledByPatterns.set(key, c);
+    }
   }
+  compiledByQuery.set(query, c);
   return c;
 }
 

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { leadingRequestId, lifecycleStep, malformedReply, type Era } from '../../src/protocol/wire.ts';
+import { leadingRequestId, lifecycleStep, malformedReply, readLine, type Era } from '../../src/protocol/wire.ts';
 import { MAX_REQUEST_LINE_BYTES } from '../../src/protocol/stdio-transport.ts';
 import { CLI, tempDir, waitFor, writeTree } from '../helpers.ts';
 
@@ -41,6 +41,14 @@ describe('malformedReply', () => {
   for (const { line, expected } of rows) {
     test(line || '(blank)', () => assert.deepEqual(malformedReply(line), expected));
   }
+  test('readLine hands a well-formed line on parsed (the transport parses each line once)', () => {
+    for (const { line, expected } of rows) {
+      const read = readLine(line);
+      if (line === '') assert.equal(read, undefined);
+      else if (expected === undefined) assert.deepEqual(read, { message: JSON.parse(line) });
+      else assert.deepEqual(read, { reply: expected });
+    }
+  });
 });
 
 describe('leadingRequestId', () => {

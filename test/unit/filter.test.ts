@@ -93,6 +93,25 @@ describe('parseListParams normalisation', () => {
     const q = parseListParams({ filter: { namePatterns: ['é*', 'b*', 'a*', 'b*'] } }, 'prompts/list');
     assert.deepEqual(q.namePatterns, ['a*', 'b*', 'é*']);
   });
+  it('asked again, the same params give the same query and the same errors (patterns are memoised)', () => {
+    for (let round = 0; round < 3; round++) {
+      assert.deepEqual(parseListParams({ filter: { uriPatterns: ['file:///r/café/*.md'], namePatterns: ['*.md'] } }, 'resources/list'), {
+        method: 'resources/list',
+        namePatterns: ['*.md'],
+        uriPatterns: ['file:///r/caf%C3%A9/*.md'],
+      });
+      // The same text in the other field is judged and kept by that field's rules.
+      assert.deepEqual(parseListParams({ filter: { namePatterns: ['file:///r/café/*.md'] } }, 'resources/list').namePatterns, ['file:///r/café/*.md']);
+      assert.throws(
+        () => parseListParams({ filter: { uriPatterns: ['file:///{a'] } }, 'resources/list'),
+        (e: unknown) => e instanceof FilterError && e.message === "Invalid pattern in uriPatterns: 'file:///{a' — unclosed '{'",
+      );
+      assert.throws(
+        () => parseListParams({ filter: { namePatterns: ['file:///{a'] } }, 'resources/list'),
+        (e: unknown) => e instanceof FilterError && e.message === "Invalid pattern in namePatterns: 'file:///{a' — unclosed '{'",
+      );
+    }
+  });
   it('a pattern at the limit may grow past it when canonicalised', () => {
     const q = parseListParams({ filter: { uriPatterns: ['é'.repeat(256)] } }, 'resources/list');
     assert.equal(q.uriPatterns?.[0], '%C3%A9'.repeat(256));

@@ -159,6 +159,22 @@ describe('literals (for the name index)', () => {
   }
 });
 
+describe('automaton (what a compiled glob may hold in its MatchCache room)', () => {
+  const TABLE: [string, boolean][] = [
+    ['Makefile', false],
+    ['*.md', false],
+    ['src/*', false],
+    ['file:///r/src/**', false],
+    ['file:///r/src/**/*.md', true],
+    ['*a*b', true],
+    ['{a,b}.md', true],
+    ['[ab]', true],
+  ];
+  for (const [pattern, automaton] of TABLE) {
+    it(pattern, () => assert.equal(compileGlob(pattern).automaton, automaton));
+  }
+});
+
 describe('mapGlobLiterals', () => {
   const upper = (s: string) => s.toUpperCase();
   it('maps literal runs only, keeping metachars and classes', () => {

@@ -157,6 +157,27 @@ describe('planQuery exts', () => {
   });
 });
 
+describe('compiled globs across queries', () => {
+  const rows = [`${R}a.md`, `${R}b.ts`, `${R}x/README`, `${R}x/y.md`].map((uri) => ({ uri, name: uri.slice(uri.lastIndexOf('/', uri.length - 2) + 1) }));
+  for (const [name, params] of [
+    ['string-method globs (kept between queries)', { filter: { namePatterns: ['*.md', 'README'], uriPatterns: [`${R}x/*`] } }],
+    ['automaton globs (compiled per query)', { filter: { namePatterns: ['{a,y}.md'], uriPatterns: [`${R}**/*.md`] } }],
+  ] as const) {
+    it(`${name}: every parse of the same params plans and matches alike, and work only counts up`, () => {
+      const first = planQuery(q(params));
+      const expected = rows.map((r) => first.residual(r));
+      for (let i = 0; i < 3; i++) {
+        const plan = planQuery(q(params));
+        assert.deepEqual(plan.exts, first.exts);
+        assert.deepEqual(plan.ranges, first.ranges);
+        const before = plan.residualWork!();
+        assert.deepEqual(rows.map((r) => plan.residual(r)), expected);
+        assert.ok(plan.residualWork!() > before, 'matching is charged');
+      }
+    });
+  }
+});
+
 describe('matchesTemplate', () => {
   const t = { uriTemplate: `${R}{+path}`, name: 'r' };
   const tq = (params: unknown) => parseListParams(params, 'resources/templates/list');
