@@ -63,16 +63,18 @@ export interface ScanHandover {
  * The cold scan's walk (Walk), handed over to a worker thread. Starting a
  * worker takes tens of milliseconds (more on a loaded machine), so the walk
  * starts here at once, in slices of at most SLICE_MS; the worker is started
- * after the first slice and takes the walk over as soon as it is up: a small
- * tree is walked before that, a large one is
- * walked beside the commits of its batches and the requests served meanwhile
- * instead of between them. Rows come as columns (EntryColumns), in the
- * walk's order; the worker pauses while BATCHES_AHEAD batches wait to be
- * taken. When the worker walked, it also builds the secondary indexes (see
+ * after the first slice and takes the walk over as soon as it is up. A small
+ * tree is walked before that; a large one is walked beside the commits of its
+ * batches and the requests served meanwhile, instead of between them. A
+ * worker that cannot start leaves the walk here.
+ *
+ * Rows come as columns (EntryColumns), in the walk's order; the worker pauses
+ * while BATCHES_AHEAD batches wait to be taken. When the worker walked and
+ * `dbFile` is set, it also builds the secondary indexes (see
  * buildSecondaryIndexes) after the last batch is taken and before the loop
  * ends, so the main thread stays free for that too (seconds at 1M entries);
- * the caller's CREATE INDEX IF NOT EXISTS then finds them. Leaving the loop early (a break, or a throw in the consumer) ends
- * the worker.
+ * the caller's CREATE INDEX IF NOT EXISTS then finds them. Leaving the loop
+ * early (a break, or a throw in the consumer) ends the worker.
  */
 export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<ColumnBatch> {
   const { roots, ignore, log, skips } = options;
@@ -80,7 +82,7 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
   const { onlyRoot } = options;
   const walk = new Walk({ roots, rules: new IgnoreRules(roots, ignore), log, skips, ...(onlyRoot === undefined ? {} : { onlyRoot }) });
   let batchRows = Math.min(FIRST_BATCH, batchSize);
-  const url = options.workerUrl === undefined ? defaultScanWorkerUrl() : options.workerUrl;
+  let url = options.workerUrl === undefined ? defaultScanWorkerUrl() : options.workerUrl;
   let worker: ScanWorker | null = null;
   let slices = 0;
   try {
@@ -88,7 +90,14 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
     const slicesHere = options.slicesHere ?? Infinity;
     while (!walk.done && !worker?.ready) {
       // A tree walked within the first slice never needs the worker.
-      if (slices++ === 1 && url !== null) worker = new ScanWorker(url, log);
+      if (slices++ === 1 && url !== null) {
+        try {
+          worker = new ScanWorker(url, log);
+        } catch (error) {
+          log.debug(`the scan's worker thread could not start (${(error as Error).message}); walking on the main thread`);
+          url = null;
+        }
+      }
       if (slices > slicesHere && worker !== null) {
         await worker.started();
         if (worker.ready) break;

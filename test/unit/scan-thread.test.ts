@@ -112,6 +112,13 @@ describe('scanInThread', () => {
     assert.deepEqual(there.skips.counts, here.skips.counts);
   });
 
+  test('a worker that cannot start leaves the walk on the main thread, and the walk whole', async () => {
+    const here = await collect(null);
+    const missing = await collect(new URL('file:///nonexistent/scan-worker.js'));
+    assert.ok(missing.debug.some((line) => line.includes('walking on the main thread')), missing.debug.join(''));
+    assert.deepEqual(missing.uris, here.uris);
+  });
+
   test('a cold FolderIndex walked by the worker ends complete, its secondary indexes built', async () => {
     const dbDir = tempDir();
     const db = join(dbDir.path, 'index.db');
