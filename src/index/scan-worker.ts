@@ -22,6 +22,10 @@ const log: Logger = {
 
 port.once('message', async (handover: ScanHandover) => {
   const taken = new Int32Array(handover.taken);
+  /** Blocks until the main thread has taken at least `count` batches. */
+  const waitForTaken = (count: number) => {
+    for (let seen = Atomics.load(taken, 0); seen < count; seen = Atomics.load(taken, 0)) Atomics.wait(taken, 0, seen, 1000);
+  };
   const skips = new SkipReport();
   try {
     // The main thread recorded the .gitignore files read so far; these rules read them again as needed.
@@ -34,13 +38,11 @@ port.once('message', async (handover: ScanHandover) => {
       post({ type: 'batch', batch: { ...batch, rows: toColumns(batch.rows) } });
       batchRows = Math.min(batchRows * 2, handover.batchSize);
       sent++;
-      for (let seen = Atomics.load(taken, 0); sent - seen > BATCHES_AHEAD; seen = Atomics.load(taken, 0)) {
-        Atomics.wait(taken, 0, seen, 1000);
-      }
+      waitForTaken(sent - BATCHES_AHEAD);
     }
     if (handover.dbFile !== null) {
       // Once the last batch is committed (taken), the indexes are built from here, off the main thread.
-      for (let seen = Atomics.load(taken, 0); seen < sent; seen = Atomics.load(taken, 0)) Atomics.wait(taken, 0, seen, 1000);
+      waitForTaken(sent);
       const { buildSecondaryIndexes } = await import('./db.ts');
       buildSecondaryIndexes(handover.dbFile);
     }

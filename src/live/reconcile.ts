@@ -199,7 +199,8 @@ export class Reconciler {
         if (this.pendingCount() >= BATCH) await this.flush();
       }
     } catch (error) {
-      // The root went away mid-walk (the walk's only fatal error): the next check sees it.
+      // The root went away mid-walk, or the walk's thread failed: what was compared so far is
+      // written below, and the next check (periodic, or the next poll) covers the rest.
       this.log.warn(`cannot walk ${escapeName(root.path)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }
     await this.flush();
