@@ -75,8 +75,11 @@ const GOALS: Goal[] = [
     goal: '5a. request p99 while the content index builds (list page + small read, cold start)',
     target: '<= 20 ms',
     measure: (at) => {
-      const s = get<SearchResult>(at, 'search')?.duringBuild.all;
-      return s ? { measured: `${fmtMs(s.p99)} (p50 ${fmtMs(s.p50)}, max ${fmtMs(s.max)}, ${s.n} requests)`, met: s.p99 <= 20 } : null;
+      const r = get<SearchResult>(at, 'search');
+      const s = r?.duringBuild.all;
+      if (!s) return null;
+      const alone = r.buildAlone?.all ? `; without the start-up disk check: p99 ${fmtMs(r.buildAlone.all.p99)}` : '';
+      return { measured: `${fmtMs(s.p99)} (p50 ${fmtMs(s.p50)}, max ${fmtMs(s.max)}, ${s.n} requests${alone})`, met: s.p99 <= 20 };
     },
   },
   {
