@@ -83,6 +83,8 @@ export interface SearchResult {
    * not logged before the build ended.
    */
   buildAlone: PhaseStats | null;
+  /** The slowest requests of the build window: when they were sent (ms since spawn), which, how long. */
+  slowest: { at: number; kind: 'list' | 'read'; ms: number }[];
   /** Spawn until the disk check and the watcher start were both logged. */
   checkedMs: number | null;
   /** The machine's 1-minute load average when the cold start began, and when the build ended (other processes share the cores). */
@@ -312,6 +314,12 @@ async function measure(ctx: SizeContext): Promise<SearchResult> {
     const duringBuild = phase(samples.filter((s) => s.at >= scanEnd && s.at < buildEnd));
     const alone = checkedAt !== null && checkedAt < buildEnd ? samples.filter((s) => s.at >= checkedAt! && s.at < buildEnd) : [];
     const load1 = loadavg()[0]!;
+    const round = (x: number) => Math.round(x * 100) / 100;
+    const slowest = samples
+      .filter((s) => s.at >= scanEnd && s.at < buildEnd)
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 20)
+      .map((s) => ({ at: round(s.at), kind: s.kind, ms: round(s.ms) }));
 
     // Everything settled (the disk check, the watcher): the same requests, for the floor.
     await settled(conn, t0, settleTimeout(ctx.tree.size));
@@ -337,6 +345,7 @@ async function measure(ctx: SizeContext): Promise<SearchResult> {
       duringScan,
       duringBuild,
       buildAlone: alone.length ? phase(alone) : null,
+      slowest,
       checkedMs: checkedAt,
       load: [load0, load1],
       after: phase(afterSamples),
