@@ -171,9 +171,13 @@ export class ContentSearch {
     return { ...this.progressState };
   }
 
-  /** Resolves when the first build is complete and no change is waiting (for tests and benchmarks). */
+  /**
+   * Resolves when the first build is complete and no change is waiting or
+   * being applied (for tests and benchmarks): a batch leaves the pending set
+   * when its reads start, not when its rows are written.
+   */
   async idle(): Promise<void> {
-    while (!this.closed && (!this.progressState.complete || this.pendingUpserts.size > 0 || this.pendingRemovals.length > 0)) {
+    while (!this.closed && (!this.progressState.complete || this.applying || this.pendingUpserts.size > 0 || this.pendingRemovals.length > 0)) {
       await new Promise((r) => setTimeout(r, 10));
     }
   }
