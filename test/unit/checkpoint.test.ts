@@ -1,0 +1,85 @@
+// The index's WAL checkpoints on a thread of their own (src/index/checkpoint.ts,
+// the built dist/checkpoint-worker.js: npm test builds first): the WAL must
+// stay bounded without SQLite's automatic checkpoint on the main connection,
+// and a thread that cannot run must give the checkpoints back to SQLite.
+import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Checkpointer, defaultCheckpointWorkerUrl } from '../../src/index/checkpoint.ts';
+import { openDb, type Db } from '../../src/index/db.ts';
+import { createLogger, silentLogger } from '../../src/log.ts';
+import { tempDir, waitFor } from '../helpers.ts';
+
+const MIB = 1024 * 1024;
+
+/** Writes `transactions` transactions of about 1 MiB each, letting the event loop turn between them as the server's writers do. */
+async function writeMiBs(db: Db, transactions: number, between: () => Promise<void>): Promise<void> {
+  db.exec('CREATE TABLE IF NOT EXISTS filler (id INTEGER PRIMARY KEY, blob BLOB)');
+  const insert = db.prepare('INSERT INTO filler (blob) VALUES (?)');
+  const oneMiB = db.transaction(() => {
+    for (let i = 0; i < 16; i++) insert.run(Buffer.alloc(64 * 1024, i));
+  });
+  for (let t = 0; t < transactions; t++) {
+    oneMiB();
+    await between();
+  }
+}
+
+const walBytes = (file: string) => statSync(`${file}-wal`).size;
+
+test('the checkpoint thread keeps the WAL bounded while the main connection never checkpoints', async () => {
+  const url = defaultCheckpointWorkerUrl();
+  assert.ok(url, 'dist/checkpoint-worker.js is built (npm test builds first)');
+  const dir = tempDir();
+  const file = join(dir.path, 'index.db');
+  const { db } = openDb(file, silentLogger);
+  const checkpointer = new Checkpointer(db, silentLogger);
+  try {
+    checkpointer.start(file, url);
+    assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 0);
+    await writeMiBs(db, 40, () => checkpointer.idle());
+    assert.ok(checkpointer.runs >= 1, `checkpoints run: ${checkpointer.runs}`);
+    // 40 MiB went through the WAL; checkpointed as it went, the writer started it over each time.
+    assert.ok(walBytes(file) < 8 * MIB, `WAL is ${walBytes(file)} bytes`);
+  } finally {
+    checkpointer.close();
+    db.close();
+    dir.cleanup();
+  }
+});
+
+test('a checkpoint thread that cannot start gives the checkpoints back to SQLite', async () => {
+  const dir = tempDir();
+  const file = join(dir.path, 'index.db');
+  const warnings: string[] = [];
+  const log = createLogger('warn', (line) => warnings.push(line));
+  const { db } = openDb(file, log);
+  const checkpointer = new Checkpointer(db, log);
+  try {
+    checkpointer.start(file, new URL('file:///nonexistent/checkpoint-worker.js'));
+    await waitFor(() => db.pragma('wal_autocheckpoint', { simple: true }) === 1000, 10_000, 'the automatic checkpoint back on');
+    assert.match(warnings.join('\n'), /checkpoint thread .*SQLite checkpoints on the main thread again/);
+    await writeMiBs(db, 40, () => new Promise((resolve) => setImmediate(resolve)));
+    assert.ok(walBytes(file) < 8 * MIB, `WAL is ${walBytes(file)} bytes`);
+  } finally {
+    checkpointer.close();
+    db.close();
+    dir.cleanup();
+  }
+});
+
+test('without a thread (an index in memory, or none given) SQLite keeps checkpointing', () => {
+  const dir = tempDir();
+  const file = join(dir.path, 'index.db');
+  const { db } = openDb(file, silentLogger);
+  const checkpointer = new Checkpointer(db, silentLogger);
+  try {
+    checkpointer.start(file, null);
+    assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 1000);
+  } finally {
+    checkpointer.close();
+    db.close();
+    dir.cleanup();
+  }
+});
