@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { WatcherKind } from '../config.ts';
 import { startChokidarWatcher } from './watch-chokidar.ts';
+import { startDirsWatcher } from './watch-dirs.ts';
 import { startNoneWatcher } from './watch-none.ts';
 import { startParcelWatcher } from './watch-parcel.ts';
 import { startPollWatcher } from './watch-poll.ts';
@@ -9,6 +10,7 @@ import type { StartWatcher, WatcherBackend } from './watcher.ts';
 export const BACKEND_STARTERS: Record<WatcherBackend, StartWatcher> = {
   chokidar: startChokidarWatcher,
   parcel: startParcelWatcher,
+  dirs: startDirsWatcher,
   poll: startPollWatcher,
   none: startNoneWatcher,
 };
@@ -57,6 +59,8 @@ export function planWatchers(kind: WatcherKind, entries: number, maxUserWatches 
       return { candidates: ['chokidar', 'poll'], reason: '--watcher chokidar' };
     case 'parcel':
       return { candidates: ['parcel', 'poll'], reason: '--watcher parcel' };
+    case 'dirs':
+      return { candidates: ['dirs', 'poll'], reason: '--watcher dirs' };
     case 'auto': {
       // chokidar needs a watch per entry; leave most of the per-user limit to everyone else.
       const limit = Math.min(AUTO_CHOKIDAR_MAX_ENTRIES, Math.floor(maxUserWatches / 4));

@@ -148,7 +148,7 @@ describe('shutdown', () => {
   const tree = tempTree({ 'a.md': 'a\n', 'b/c.md': 'c\n' });
 
   for (const how of ['stdin closes', 'SIGTERM'] as const) {
-    for (const backend of ['chokidar', 'parcel', 'poll'] as const) {
+    for (const backend of ['chokidar', 'parcel', 'dirs', 'poll'] as const) {
       test(`${how} (--watcher ${backend}): exits 0, stdout is JSON-RPC only, the database closes cleanly`, async () => {
         const db = join(tree.state, `${backend}-${how.replace(' ', '-')}.db`);
         const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', backend, tree.root], {

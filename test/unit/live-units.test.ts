@@ -26,6 +26,7 @@ describe('planWatchers', () => {
     [['auto', 250, 1000], ['chokidar', 'parcel', 'poll']],
     [['chokidar', 1_000_000, 192536], ['chokidar', 'poll']],
     [['parcel', 1, 192536], ['parcel', 'poll']],
+    [['dirs', 1_000_000, 192536], ['dirs', 'poll']],
     [['poll', 1, 192536], ['poll']],
     [['none', 1, 192536], ['none']],
   ];
