@@ -179,7 +179,7 @@ describe('shutdown', () => {
 describe('--watcher auto', () => {
   for (const [files, backend] of [
     [5, 'chokidar'],
-    [1500, 'parcel'],
+    [1500, 'dirs'],
   ] as const) {
     test(`${files} files: runs ${backend}, says why, and sees changes`, async () => {
       const root = tempDir();
