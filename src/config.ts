@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 
-export const WATCHER_KINDS = ['auto', 'chokidar', 'parcel', 'poll', 'none'] as const;
+export const WATCHER_KINDS = ['auto', 'chokidar', 'parcel', 'dirs', 'poll', 'none'] as const;
 export type WatcherKind = (typeof WATCHER_KINDS)[number];
 
 export interface Config {
@@ -73,7 +73,7 @@ Options:
   --follow-symlinks      resolve URIs through symlinks whose target is inside a
                          served folder (links out of the folders never resolve)
   --max-read-bytes N     largest file resources/read returns (default ${DEFAULT_MAX_READ_BYTES})
-  --watcher KIND         auto | chokidar | parcel | poll | none (default auto)
+  --watcher KIND         auto | chokidar | parcel | dirs | poll | none (default auto)
   --poll-interval MS     with the poll watcher, at least MS between two walks of the tree (default ${DEFAULT_POLL_INTERVAL_MS})
   --no-search            no full-text content index and no search tool
   --search-budget-ms N   time one search may take; past it the result is cut

@@ -23,6 +23,7 @@ export class Store {
   private readonly subfoldersStmt;
   private readonly countSubfoldersStmt;
   private readonly recentStmt;
+  private readonly collectionsStmt;
   readonly upsertMany: (rows: readonly EntryRow[]) => void;
   /** The cold scan's insert, from columns (see EntryColumns); positional binding costs a quarter less than named. */
   readonly insertScanned: (rows: EntryColumns) => void;
@@ -49,6 +50,8 @@ export class Store {
     this.countSubfoldersStmt = db.prepare(`SELECT count(*) AS n FROM entries WHERE parent = ? AND kind = ${COLLECTION}`);
     // entries_by_mtime walked backwards: the cost is the rows returned.
     this.recentStmt = db.prepare(`SELECT ${COLUMNS} FROM entries WHERE mtime >= ? AND kind = ${DOCUMENT} ORDER BY mtime DESC LIMIT ?`);
+    // The primary key walked in order; a page stops after `limit` collections.
+    this.collectionsStmt = db.prepare(`SELECT uri FROM entries WHERE kind = ${COLLECTION} AND uri > ? ORDER BY uri LIMIT ?`).pluck();
     this.upsertMany = db.transaction((rows: readonly EntryRow[]) => {
       for (const row of rows) this.upsertStmt.run(row);
     });
@@ -99,6 +102,11 @@ export class Store {
   /** Documents modified at or after `since` (ms since the epoch), newest first. */
   recentDocuments(since: number, limit: number): EntryRow[] {
     return this.recentStmt.all(since, limit) as EntryRow[];
+  }
+
+  /** URIs of collections (every root and folder) in URI order, after `afterUri`. */
+  collectionUris(afterUri: string, limit: number): string[] {
+    return this.collectionsStmt.all(afterUri, limit) as string[];
   }
 
   /** Direct children of a collection in URI order, after `afterUri`. */

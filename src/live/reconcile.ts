@@ -2,14 +2,14 @@ import type { Stats } from 'node:fs';
 import { lstat as lstatCallback } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { EntryColumns, EntryRow } from '../entry.ts';
+import { EntryKind, type EntryColumns, type EntryRow } from '../entry.ts';
 import { scanInThread } from '../index/scan-thread.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
 import { entryRow, rootRow, sniffMime } from '../index/scan.ts';
 import { SkipReport, escapeName, invalidPathText, lstatEntry, readServableDir, type DirListing } from '../index/servable.ts';
 import type { Logger } from '../log.ts';
-import { findRoot, pathToUri, type Root } from '../uri.ts';
+import { findRoot, pathToUri, uriToPath, type Root } from '../uri.ts';
 import { outermostDirs, type RewatchReason } from './watcher.ts';
 
 /** Rows (and removals) per committed transaction. */
@@ -123,6 +123,7 @@ export class Reconciler {
     await this.flush();
     for (const dir of outermostDirs(trees)) {
       if (this.isClosed()) return;
+      if (!ignoreEdits.has(dir)) this.rewatch(dir, 'found');
       // A directory that just appeared may hold directories created before the watcher saw it.
       await this.tree(dir, ignoreEdits.has(dir) ? 'unignored' : 'nested');
       this.recheckLater(dir);
@@ -216,6 +217,7 @@ export class Reconciler {
       indexed.delete(row.uri);
       // The walk has sniffed what needed it: no path is needed here.
       this.consider(row, '', known ?? null);
+      if (!known && row.kind === EntryKind.collection) this.rewatch(uriToPath(row.uri), 'found');
     }
     // In the index, not on disk (or ignored now): a collection takes its subtree with it.
     for (const uri of indexed.keys()) this.removed.push(uri);
@@ -291,7 +293,7 @@ export class Reconciler {
       await this.limitSniffs();
       if (st.isDirectory()) {
         pending.push(path);
-        if (newDirsAre && !known) this.rewatch(path, newDirsAre);
+        if (!known) this.rewatch(path, newDirsAre ?? 'found');
       }
     }
     // In the index, not on disk (or ignored now): a collection takes its subtree with it.

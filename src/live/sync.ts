@@ -1,6 +1,8 @@
 import type { WatcherKind } from '../config.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
+import type { Store } from '../index/store.ts';
+import { uriToPath } from '../uri.ts';
 import { AUTO_CHOKIDAR_MAX_ENTRIES, BACKEND_STARTERS, planWatchers, type WatcherPlan } from './choose.ts';
 import { Reconciler } from './reconcile.ts';
 import type { TreeSnapshots } from './snapshot.ts';
@@ -302,6 +304,7 @@ export class LiveSync {
           rules: index.rules,
           sink: this.sink,
           log,
+          directories: () => indexedDirectories(index.store),
           ...(this.options.pollIntervalMs !== undefined ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
         });
         if (this.closed) {
@@ -343,5 +346,18 @@ export class LiveSync {
     await failed.close().catch(() => {});
     if (await this.startWatcher(fallback, `${failed.backend} failed`)) await this.diffRoots();
     this.degrading = false;
+  }
+}
+
+/** Collections read from the index per query. */
+const DIRECTORY_PAGE = 5000;
+
+/** Every collection of the index as a path, in URI order (a parent before its children), a page at a time. */
+function* indexedDirectories(store: Store): Generator<string> {
+  for (let after = ''; ; ) {
+    const page = store.collectionUris(after, DIRECTORY_PAGE);
+    for (const uri of page) yield uriToPath(uri);
+    if (page.length < DIRECTORY_PAGE) return;
+    after = page.at(-1)!;
   }
 }

@@ -4,7 +4,7 @@ import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
 
 /** The concrete backends `--watcher` can name (besides `auto`). */
-export const WATCHER_BACKENDS = ['chokidar', 'parcel', 'poll', 'none'] as const;
+export const WATCHER_BACKENDS = ['chokidar', 'parcel', 'dirs', 'poll', 'none'] as const;
 export type WatcherBackend = (typeof WATCHER_BACKENDS)[number];
 
 /**
@@ -32,6 +32,13 @@ export interface WatchStart {
   log: Logger;
   /** The poll backend's shortest pause between two polls (`--poll-interval`). */
   pollIntervalMs?: number;
+  /**
+   * Every served directory the index holds (absolute paths, parents before
+   * their children), for a backend that watches directory by directory
+   * (`dirs`): the scan's walk is its baseline, so it need not walk again.
+   * Read once, at start.
+   */
+  directories?: () => Iterable<string>;
 }
 
 /** A running watcher. */
@@ -41,7 +48,11 @@ export interface Watcher {
    * A directory the backend may not be watching:
    * - `unignored`: it was skipped as ignored and is served now (a `.gitignore` line went away);
    * - `nested`: it was found by walking a directory that had just appeared,
-   *   so it may have been created before the backend watched its parent.
+   *   so it may have been created before the backend watched its parent;
+   * - `found`: any other directory new to the index (it appeared while the
+   *   server was down or during the scan, or its event was lost): a backend
+   *   that took its list from the index (`dirs`) has no watch on it, those
+   *   that walked the disk at start do.
    * Backends without the gap ignore the hint.
    */
   rewatch?(dir: string, reason: RewatchReason): void;
@@ -49,7 +60,7 @@ export interface Watcher {
   close(): Promise<void>;
 }
 
-export type RewatchReason = 'unignored' | 'nested';
+export type RewatchReason = 'unignored' | 'nested' | 'found';
 
 /** Starts a backend; resolves once it watches every root (its "ready"), rejects if it cannot start. */
 export type StartWatcher = (start: WatchStart) => Promise<Watcher>;

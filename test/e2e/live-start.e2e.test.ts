@@ -148,7 +148,7 @@ describe('shutdown', () => {
   const tree = tempTree({ 'a.md': 'a\n', 'b/c.md': 'c\n' });
 
   for (const how of ['stdin closes', 'SIGTERM'] as const) {
-    for (const backend of ['chokidar', 'parcel', 'poll'] as const) {
+    for (const backend of ['chokidar', 'parcel', 'dirs', 'poll'] as const) {
       test(`${how} (--watcher ${backend}): exits 0, stdout is JSON-RPC only, the database closes cleanly`, async () => {
         const db = join(tree.state, `${backend}-${how.replace(' ', '-')}.db`);
         const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', backend, tree.root], {
@@ -179,7 +179,7 @@ describe('shutdown', () => {
 describe('--watcher auto', () => {
   for (const [files, backend] of [
     [5, 'chokidar'],
-    [1500, 'parcel'],
+    [1500, 'dirs'],
   ] as const) {
     test(`${files} files: runs ${backend}, says why, and sees changes`, async () => {
       const root = tempDir();

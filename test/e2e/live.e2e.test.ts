@@ -10,7 +10,7 @@ import { diskUris, rejectsWith, serveTree, tempDir, waitFor, writeTree, type Con
 import { connectWithNotes, listingDiff, listingEqualsDisk, type Notes } from '../live-helpers.ts';
 
 // LIVE_BACKENDS=parcel,poll narrows the loop while working on one backend.
-const BACKENDS = (process.env.LIVE_BACKENDS?.split(',') ?? ['chokidar', 'parcel', 'poll']) as Array<'chokidar' | 'parcel' | 'poll'>;
+const BACKENDS = (process.env.LIVE_BACKENDS?.split(',') ?? ['chokidar', 'parcel', 'dirs', 'poll']) as Array<'chokidar' | 'parcel' | 'dirs' | 'poll'>;
 /** Polling sees a change within a couple of seconds; leave room for a loaded machine. */
 const TIMEOUT = 30_000;
 

@@ -105,7 +105,7 @@ async function ready(conn: Connected, uriOf: (rel: string) => string): Promise<v
 }
 
 describe('a folder swapped for a symlink never leads a read outside', () => {
-  for (const watcher of ['none', 'poll', 'chokidar', 'parcel']) {
+  for (const watcher of ['none', 'poll', 'chokidar', 'parcel', 'dirs']) {
     test(`--watcher ${watcher}: at once after the swap and while the watcher catches up`, async () => {
       const f = makeFolders();
       // Poll every 200 ms, not the default 2 s: what matters is what a poll does with the swap, not how long it waits.

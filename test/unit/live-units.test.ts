@@ -19,13 +19,14 @@ describe('planWatchers', () => {
   const cases: Array<[Parameters<typeof planWatchers>, string[]]> = [
     [['auto', 10, 192536], ['chokidar', 'parcel', 'poll']],
     [['auto', 1000, 192536], ['chokidar', 'parcel', 'poll']],
-    [['auto', 1001, 192536], ['parcel', 'poll']],
-    [['auto', 1_000_000, 192536], ['parcel', 'poll']],
+    [['auto', 1001, 192536], ['dirs', 'parcel', 'poll']],
+    [['auto', 1_000_000, 192536], ['dirs', 'parcel', 'poll']],
     // A tiny inotify limit leaves chokidar only what a quarter of it covers.
-    [['auto', 500, 1000], ['parcel', 'poll']],
+    [['auto', 500, 1000], ['dirs', 'parcel', 'poll']],
     [['auto', 250, 1000], ['chokidar', 'parcel', 'poll']],
     [['chokidar', 1_000_000, 192536], ['chokidar', 'poll']],
     [['parcel', 1, 192536], ['parcel', 'poll']],
+    [['dirs', 1_000_000, 192536], ['dirs', 'poll']],
     [['poll', 1, 192536], ['poll']],
     [['none', 1, 192536], ['none']],
   ];
