@@ -8,6 +8,11 @@ export const CHECKPOINT_EVERY_MS = 200;
 /** SQLite's own default, restored when the thread cannot run. */
 const AUTOCHECKPOINT_PAGES = 1000;
 
+/** The word main and the thread share: the thread checkpoints only from idle; closing waits out busy. */
+export const CheckpointState = { idle: 0, busy: 1, closed: 2 } as const;
+/** Longest the main thread waits, on close, for a checkpoint in progress. */
+const CLOSE_WAIT_MS = 2000;
+
 /** What the checkpoint thread answers. */
 export type CheckpointReply = { type: 'ready' } | { type: 'done'; frames: number; checkpointed: number } | { type: 'error'; message: string };
 
@@ -23,7 +28,7 @@ export type CheckpointReply = { type: 'ready' } | { type: 'done'; frames: number
  * So the main connection turns the automatic checkpoint off, and every
  * CHECKPOINT_EVERY_MS, when rows changed since the last look
  * (`total_changes()`, one cheap statement), a worker thread runs
- * `wal_checkpoint(PASSIVE)` on a connection of its own. In WAL mode a
+ * `wal_checkpoint(PASSIVE)` on a connection opened for it. In WAL mode a
  * checkpoint runs beside readers and the writer and never waits for them;
  * the writer starts the WAL over once a checkpoint has copied all of it.
  * A thread that cannot start, or fails, gives the checkpoints back to SQLite
@@ -33,6 +38,7 @@ export class Checkpointer {
   /** Checkpoints the thread has run (for tests). */
   runs = 0;
   private worker: Worker | null = null;
+  private readonly state = new Int32Array(new SharedArrayBuffer(4));
   private timer: NodeJS.Timeout | undefined;
   private inFlight = false;
   private lastChanges = -1;
@@ -52,7 +58,7 @@ export class Checkpointer {
     if (file === ':memory:' || url === null || this.worker) return;
     let worker: Worker;
     try {
-      worker = new Worker(url, { workerData: { file } });
+      worker = new Worker(url, { workerData: { file, state: this.state.buffer } });
     } catch (error) {
       this.log.debug(`the checkpoint thread could not start (${(error as Error).message}); SQLite checkpoints on the main thread`);
       return;
@@ -80,17 +86,30 @@ export class Checkpointer {
     }
   }
 
-  /** Stops the thread; the last connection to close checkpoints what is left. */
+  /**
+   * Stops the thread. Synchronous, for FolderIndex.close: once it returns no
+   * checkpoint connection is open, so the main connection, closing next, is
+   * the last one and SQLite checkpoints and removes the WAL (a checkpoint in
+   * progress is waited for, CLOSE_WAIT_MS at most).
+   */
   close(): void {
     clearInterval(this.timer);
     const worker = this.worker;
     this.worker = null;
+    this.wakeIdle();
     if (!worker) return;
+    const deadline = performance.now() + CLOSE_WAIT_MS;
+    for (;;) {
+      const was = Atomics.compareExchange(this.state, 0, CheckpointState.idle, CheckpointState.closed);
+      if (was !== CheckpointState.busy) break;
+      const left = deadline - performance.now();
+      if (left <= 0) break;
+      Atomics.wait(this.state, 0, CheckpointState.busy, left);
+    }
     worker.removeAllListeners('exit');
     worker.removeAllListeners('error');
     worker.on('error', () => {});
-    worker.postMessage('close');
-    this.wakeIdle();
+    void worker.terminate();
   }
 
   private tick(): void {
@@ -99,7 +118,7 @@ export class Checkpointer {
     if (changes === this.lastChanges) return this.wakeIdle();
     this.lastChanges = changes;
     this.inFlight = true;
-    this.worker.postMessage('checkpoint');
+    this.worker.postMessage(null);
   }
 
   private fallBack(why: string): void {

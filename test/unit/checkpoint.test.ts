@@ -3,11 +3,13 @@
 // stay bounded without SQLite's automatic checkpoint on the main connection,
 // and a thread that cannot run must give the checkpoints back to SQLite.
 import assert from 'node:assert/strict';
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Checkpointer, defaultCheckpointWorkerUrl } from '../../src/index/checkpoint.ts';
 import { openDb, type Db } from '../../src/index/db.ts';
+import { FolderIndex } from '../../src/index/folder-index.ts';
+import { makeRoot } from '../../src/uri.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 
@@ -81,5 +83,26 @@ test('without a thread (an index in memory, or none given) SQLite keeps checkpoi
     checkpointer.close();
     db.close();
     dir.cleanup();
+  }
+});
+
+test('an index closed at any moment, checkpoint running or not, leaves no WAL behind', async () => {
+  const folder = tempDir();
+  const state = tempDir('folder-mcp-state-');
+  try {
+    // Closing at many points of the thread's 200 ms cycle, several of them while a checkpoint of ~16 MiB runs.
+    for (const waitMs of [0, 190, 200, 210, 220, 230, 240, 250, 270, 300, 400]) {
+      const file = join(state.path, `index-${waitMs}.db`);
+      const index = new FolderIndex({ roots: [makeRoot(folder.path)], dbFile: file, log: silentLogger, gitignore: true, exclude: [] });
+      await index.ready;
+      await waitFor(() => index.db.pragma('wal_autocheckpoint', { simple: true }) === 0, 10_000, 'the checkpoint thread');
+      await writeMiBs(index.db, 16, async () => {});
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      index.close();
+      assert.equal(existsSync(`${file}-wal`), false, `WAL left behind when closed ${waitMs} ms after the writes`);
+    }
+  } finally {
+    folder.cleanup();
+    state.cleanup();
   }
 });
