@@ -26,11 +26,14 @@ const SAFETY_DUTY_FACTOR = 100;
 /** After this long without a flush, the next change is applied at once (the leading edge). */
 const QUIET_SPELL_MS = 250;
 /**
- * ...and its paths are looked at again this long after (a write seen half
- * done; measured: chokidar drops its rest): soon, and once more later for a
- * writer slowed down by a loaded machine.
+ * Paths a backend reported are looked at again this long after they were
+ * applied (a write seen half done; measured: chokidar drops its rest): soon,
+ * and once more later for a writer slowed down by a loaded machine. Only
+ * reported paths: the looks again report nothing themselves.
  */
-const LEADING_RECHECKS_MS = [150, 1000];
+const RECHECKS_MS = [150, 1000];
+/** A flush with more reported paths than this (a checkout, an unpacked archive) is not looked at again path by path. */
+const RECHECK_MAX_PATHS = 5000;
 
 export interface LiveSyncOptions {
   index: FolderIndex;
@@ -77,6 +80,10 @@ export class LiveSync {
   private readonly debounceMs: number;
   private readonly maxBatchDelayMs: number;
   private dirty = new Set<string>();
+  /** Of `dirty`, the paths a backend reported (not those looked at again). */
+  private reported = new Set<string>();
+  /** Paths looked at after watcher events, looks again included (for tests). */
+  pathsLookedAt = 0;
   private flushTimer: NodeJS.Timeout | undefined;
   private firstDirtyAt = 0;
   private lastFlushAt = -Infinity;
@@ -250,6 +257,7 @@ export class LiveSync {
     changed: (path) => {
       if (this.closed) return;
       this.dirty.add(path);
+      this.reported.add(path);
       this.scheduleFlush(this.debounceMs);
     },
     rescan: (dir) => this.enqueue(() => this.reconciler.tree(dir)),
@@ -272,17 +280,20 @@ export class LiveSync {
       this.flushQueued = true;
       void this.enqueue(async () => {
         this.flushQueued = false;
-        const paths = await this.applyDirty();
-        // A leading flush may have looked mid-write (a file truncated, not yet
-        // written), and a backend may not report the rest of that write
-        // (chokidar dropped it when the write came 10-30 ms after the
-        // truncation): look at the same paths once more a little later.
-        // Unchanged paths write nothing and notify nobody.
-        if (leading && !this.closed) {
-          for (const delay of LEADING_RECHECKS_MS) {
+        const reported = this.reported;
+        this.reported = new Set();
+        await this.applyDirty();
+        // The flush may have looked mid-write (a file truncated, not yet
+        // written, or written in pieces), and a backend may not report the
+        // rest of that write (chokidar dropped it when it came 10-30 ms after
+        // the truncation, within its own throttle of change events): look at
+        // the reported paths once more a little later. Unchanged paths write
+        // nothing and notify nobody, and these looks schedule no more looks.
+        if (!this.closed && reported.size > 0 && reported.size <= RECHECK_MAX_PATHS) {
+          for (const delay of RECHECKS_MS) {
             const again = setTimeout(() => {
               if (this.closed) return;
-              for (const path of paths) this.dirty.add(path);
+              for (const path of reported) this.dirty.add(path);
               this.scheduleFlush(this.debounceMs);
             }, delay);
             again.unref();
@@ -292,12 +303,12 @@ export class LiveSync {
     }, delay);
   }
 
-  /** Looks at every path gathered so far (on the queue, from a task); returns them. */
-  private async applyDirty(): Promise<Set<string>> {
+  /** Looks at every path gathered so far (on the queue, from a task). */
+  private async applyDirty(): Promise<void> {
     const paths = this.dirty;
     this.dirty = new Set();
+    this.pathsLookedAt += paths.size;
     await this.reconciler.paths(paths);
-    return paths;
   }
 
   /** Runs `task` after every task before it; a failure is logged, never thrown at the caller. */

@@ -11,7 +11,7 @@ import { BACKEND_STARTERS, planWatchers } from '../../src/live/choose.ts';
 import { Subscriptions } from '../../src/protocol/subscriptions.ts';
 import { LiveSync } from '../../src/live/sync.ts';
 import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
 import { tempDir, waitFor, writeTree } from '../helpers.ts';
 
@@ -113,3 +113,40 @@ describe('LiveSync degrades when a watcher runs out of watches', () => {
     });
   });
 });
+
+describe('LiveSync looks at reported paths again', () => {
+  test('the rest of a write seen half done by a trailing flush is indexed without another event, and the looks again stop', async () => {
+    const dir = tempDir();
+    writeTree(dir.path, { 'a.md': 'a\n' });
+    const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    let sink: WatchSink | undefined;
+    const staged: StartWatcher = async (start) => {
+      sink = start.sink;
+      return { backend: 'chokidar', close: async () => {} };
+    };
+    const sync = new LiveSync({ index, log: silentLogger, watcher: 'chokidar', starters: { ...BACKEND_STARTERS, chokidar: staged } });
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    try {
+      await sync.start();
+      const a = join(dir.path, 'a.md');
+      const b = join(dir.path, 'b.md');
+      writeFileSync(a, 'a changed\n');
+      sink!.changed(a); // after a quiet spell: applied at once (the leading edge)
+      await sleep(20);
+      writeFileSync(b, '');
+      sink!.changed(b); // within the spell: a trailing flush, which finds b empty
+      await waitFor(() => index.store.get(pathToUri(b, false))?.size === 0, 10_000, 'b.md indexed empty');
+      writeFileSync(b, 'b written later\n'); // never reported, as chokidar drops it
+      await waitFor(() => index.store.get(pathToUri(b, false))?.size === 16, 10_000, 'the rest of the write, from a look again');
+      await sleep(1500);
+      const looked = sync.pathsLookedAt;
+      await sleep(2500);
+      assert.equal(sync.pathsLookedAt, looked, 'looks again that go on without new events');
+    } finally {
+      await sync.close();
+      index.close();
+      dir.cleanup();
+    }
+  });
+});
+
