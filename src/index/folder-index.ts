@@ -1,7 +1,7 @@
 import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
 import { Checkpointer } from './checkpoint.ts';
-import { createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta, type Db } from './db.ts';
+import { BULK_INDEXES, SCAN_INDEXES, createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta, type Db } from './db.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { ScanFrontier } from './scan.ts';
 import { scanInThread } from './scan-thread.ts';
@@ -118,12 +118,14 @@ export class FolderIndex {
     const started = performance.now();
     this.db.exec(`DELETE FROM meta WHERE key = 'scan_completed'; DELETE FROM entries;`);
     setMeta(this.db, 'roots', rootsKey);
-    // Bulk load: no fsync and no secondary indexes until the table is full.
+    // Bulk load: no fsync, and only the secondary indexes that are cheap to
+    // keep row by row (SCAN_INDEXES; the rest are built once the table is full).
     // Nothing is trusted until 'scan_completed' is written, and before that a
     // checkpoint under synchronous=NORMAL fsyncs the WAL and the database file
     // (fsync makes every earlier write to the file durable, including those
     // of the unsynced checkpoints): a crash mid-scan means a cold start.
-    dropSecondaryIndexes(this.db);
+    dropSecondaryIndexes(this.db, BULK_INDEXES);
+    createSecondaryIndexes(this.db, SCAN_INDEXES);
     this.db.pragma('synchronous = OFF');
     let lastLog = started;
     const skips = new SkipReport();

@@ -78,7 +78,7 @@ export interface ScanHandover {
  *
  * Rows come as columns (EntryColumns), in the walk's order; the worker pauses
  * while BATCHES_AHEAD batches wait to be taken. When the worker walked and
- * `dbFile` is set, it also builds the secondary indexes (see
+ * `dbFile` is set, it also builds the secondary indexes not kept during the scan (see
  * buildSecondaryIndexes) after the last batch is taken and before the loop
  * ends, so the main thread stays free for that too (seconds at 1M entries);
  * the caller's CREATE INDEX IF NOT EXISTS then finds them. Leaving the loop
