@@ -10,7 +10,7 @@ import { Checkpointer, defaultCheckpointWorkerUrl } from '../../src/index/checkp
 import { openDb, type Db } from '../../src/index/db.ts';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { makeRoot } from '../../src/uri.ts';
-import { createLogger, silentLogger } from '../../src/log.ts';
+import { createLogger, silentLogger, type Logger } from '../../src/log.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 
 const MIB = 1024 * 1024;
@@ -30,60 +30,50 @@ async function writeMiBs(db: Db, transactions: number, between: () => Promise<vo
 
 const walBytes = (file: string) => statSync(`${file}-wal`).size;
 
+/** An index file opened as the server opens it, with a Checkpointer on it; all closed and removed after `run`. */
+async function withDb(log: Logger, run: (ctx: { file: string; db: Db; checkpointer: Checkpointer }) => Promise<void> | void): Promise<void> {
+  const dir = tempDir();
+  const file = join(dir.path, 'index.db');
+  const { db } = openDb(file, log);
+  const checkpointer = new Checkpointer(db, log);
+  try {
+    await run({ file, db, checkpointer });
+  } finally {
+    checkpointer.close();
+    db.close();
+    dir.cleanup();
+  }
+}
+
 test('the checkpoint thread keeps the WAL bounded while the main connection never checkpoints', async () => {
   const url = defaultCheckpointWorkerUrl();
   assert.ok(url, 'dist/checkpoint-worker.js is built (npm test builds first)');
-  const dir = tempDir();
-  const file = join(dir.path, 'index.db');
-  const { db } = openDb(file, silentLogger);
-  const checkpointer = new Checkpointer(db, silentLogger);
-  try {
+  await withDb(silentLogger, async ({ file, db, checkpointer }) => {
     checkpointer.start(file, url);
     assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 0);
     await writeMiBs(db, 40, () => checkpointer.idle());
     assert.ok(checkpointer.runs >= 1, `checkpoints run: ${checkpointer.runs}`);
     // 40 MiB went through the WAL; checkpointed as it went, the writer started it over each time.
     assert.ok(walBytes(file) < 8 * MIB, `WAL is ${walBytes(file)} bytes`);
-  } finally {
-    checkpointer.close();
-    db.close();
-    dir.cleanup();
-  }
+  });
 });
 
 test('a checkpoint thread that cannot start gives the checkpoints back to SQLite', async () => {
-  const dir = tempDir();
-  const file = join(dir.path, 'index.db');
   const warnings: string[] = [];
-  const log = createLogger('warn', (line) => warnings.push(line));
-  const { db } = openDb(file, log);
-  const checkpointer = new Checkpointer(db, log);
-  try {
+  await withDb(createLogger('warn', (line) => warnings.push(line)), async ({ file, db, checkpointer }) => {
     checkpointer.start(file, new URL('file:///nonexistent/checkpoint-worker.js'));
     await waitFor(() => db.pragma('wal_autocheckpoint', { simple: true }) === 1000, 10_000, 'the automatic checkpoint back on');
     assert.match(warnings.join('\n'), /checkpoint thread .*SQLite checkpoints on the main thread again/);
     await writeMiBs(db, 40, () => new Promise((resolve) => setImmediate(resolve)));
     assert.ok(walBytes(file) < 8 * MIB, `WAL is ${walBytes(file)} bytes`);
-  } finally {
-    checkpointer.close();
-    db.close();
-    dir.cleanup();
-  }
+  });
 });
 
-test('without a thread (an index in memory, or none given) SQLite keeps checkpointing', () => {
-  const dir = tempDir();
-  const file = join(dir.path, 'index.db');
-  const { db } = openDb(file, silentLogger);
-  const checkpointer = new Checkpointer(db, silentLogger);
-  try {
+test('without a thread (an index in memory, or none given) SQLite keeps checkpointing', async () => {
+  await withDb(silentLogger, ({ file, db, checkpointer }) => {
     checkpointer.start(file, null);
     assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 1000);
-  } finally {
-    checkpointer.close();
-    db.close();
-    dir.cleanup();
-  }
+  });
 });
 
 test('an index closed at any moment, checkpoint running or not, leaves no WAL behind', async () => {
