@@ -111,6 +111,32 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
   };
 }
 
+/**
+ * A warm index of up to this many entries answers its first requests only
+ * once it has caught up with the disk (the watcher started, what changed
+ * while the server was down applied), waiting WARM_WAIT_MS at most. A
+ * client that starts a server per request (the Inspector CLI, a script)
+ * closes it right after the answer: served at once from the index as it
+ * was, it never saw a file added between two calls, and the catch-up, cut
+ * short each time, never reached the index file. On a small folder the
+ * catch-up takes tens of milliseconds after the watcher is up (27 ms for 200
+ * files); a larger one is served at once and catches up in the background.
+ */
+export const WARM_WAIT_MAX_ENTRIES = 10_000;
+export const WARM_WAIT_MS = 2000;
+
+function waitAtMost(promise: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    promise.then(done, done);
+  });
+}
+
 function startServices(config: Config, roots: readonly Root[], requestedDb: string, log: Logger): Services & { close(): Promise<void> } {
   // One server per index file: a second one (Claude Desktop and Claude Code on one folder) indexes in memory.
   const lock = requestedDb === ':memory:' ? null : acquireDbLock(requestedDb);
@@ -153,7 +179,11 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
   const catalog = lazyCatalog(async () => (await import('./catalog/catalog.ts')).createCatalog(ctx, search));
   const live = createLive({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
   // In the background: requests wait on index.ready themselves.
-  void live.start();
+  const started = live.start();
+  if (index.warm && index.store.countUpTo(WARM_WAIT_MAX_ENTRIES + 1) <= WARM_WAIT_MAX_ENTRIES) {
+    ctx.catchUp = waitAtMost(started, WARM_WAIT_MS);
+    void ctx.catchUp.then(() => delete ctx.catchUp);
+  }
   // Content index for the search tool: built after the first scan, in the background.
   search?.start();
   return {

@@ -35,7 +35,9 @@ export function createServer(services: () => HandlerServices, connection: Connec
     server.setRequestHandler(method, { params: LOOSE_PARAMS }, async (params, request) => {
       const { ctx, catalog } = services();
       const handle = () => handler.handle({ ctx, catalog, connection }, params as Record<string, unknown>);
-      if (handler.waitsFor === 'nothing' || ctx.index.isReady) return handle();
+      if (handler.waitsFor === 'nothing') return handle();
+      if (ctx.catchUp) await ctx.catchUp;
+      if (ctx.index.isReady) return handle();
       const extra = {
         _meta: request.mcpReq._meta as { progressToken?: string | number },
         sendNotification: (notification: Parameters<WaitExtra['sendNotification']>[0]) => request.mcpReq.notify(notification),

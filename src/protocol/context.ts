@@ -24,4 +24,10 @@ export interface ServerContext {
   cursorSecret: string;
   /** Format alternatives of a document, after its primary content. */
   convert(entry: EntryRow, content: FileContent): Promise<Alternative[]>;
+  /**
+   * Set on a warm start of a small index: settles once the index has caught
+   * up with the disk (or the wait's bound is over). Requests that read the
+   * index wait for it (src/server.ts).
+   */
+  catchUp?: Promise<void>;
 }

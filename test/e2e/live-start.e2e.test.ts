@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { bigTree, CLI, diskUris, tempDir, tempTree, waitFor, writeTree } from '../helpers.ts';
+import { bigTree, CLI, connect, diskUris, tempDir, tempTree, waitFor, writeTree } from '../helpers.ts';
 import { connectWithNotes, listingDiff, listingEqualsDisk, listedUris } from '../live-helpers.ts';
 
 const TIMEOUT = 30_000;
@@ -59,6 +59,32 @@ describe('warm start', () => {
       assert.match(second.stderr(), /index checked against the disk/);
     } finally {
       await second.close();
+    }
+  });
+});
+
+describe('warm start, one server per request', () => {
+  const tree = tempTree({ 'a.md': 'a\n', 'sub/b.md': 'b\n' });
+
+  test("a small folder's first answers wait for the catch-up: a file added between two one-shot clients is found at once", async () => {
+    const db = join(tree.state, 'index.db');
+    const args = ['--db', db, tree.root];
+    const first = await connect(args);
+    await first.request('resources/list', {});
+    await first.close();
+    for (const name of ['added-1.md', 'added-2.md']) {
+      // As the Inspector CLI does: start, ask once as soon as initialized, stop.
+      writeFileSync(join(tree.root, 'sub', name), 'new\n');
+      const conn = await connect(args);
+      try {
+        const found = await conn.request('tools/call', { name: 'find', arguments: { glob: `**/${name}` } });
+        assert.match(JSON.stringify(found.content), new RegExp(`1 match:\\\\nsub/${name}`));
+        const listed = (await conn.request('resources/list', {})).resources as { uri: string }[];
+        assert.ok(listed.some((r) => r.uri.endsWith(`/sub/${name}`)), `${name} listed`);
+        assert.doesNotMatch(conn.stderr(), /indexed \d+ entries/, 'warm: no cold scan');
+      } finally {
+        await conn.close();
+      }
     }
   });
 });
