@@ -97,11 +97,11 @@ export function createSecondaryIndexes(db: Db, indexes: Record<string, string> =
 }
 
 /**
- * Builds the secondary indexes not kept during the scan (BULK_INDEXES) on a connection of its own (the cold scan's
- * worker thread, once every batch is committed: see scan-thread.ts), then
- * checkpoints the WAL. The main thread meanwhile answers pages from the
- * primary key (WAL readers never wait for a writer); it writes nothing
- * until the scan is over.
+ * Builds the secondary indexes not kept during the scan (BULK_INDEXES) on a
+ * connection of its own (the cold scan's worker thread, once every batch is
+ * committed: see scan-thread.ts), then checkpoints the WAL. The main thread
+ * meanwhile answers pages from the primary key (WAL readers never wait for a
+ * writer); it writes nothing until the scan is over.
  */
 export function buildSecondaryIndexes(file: string): void {
   const db = new Database(file);
@@ -122,7 +122,7 @@ export function buildSecondaryIndexes(file: string): void {
   }
 }
 
-export function dropSecondaryIndexes(db: Db, indexes: Record<string, string> = SECONDARY_INDEXES): void {
+export function dropSecondaryIndexes(db: Db, indexes: Record<string, string>): void {
   for (const name of Object.keys(indexes)) db.exec(`DROP INDEX IF EXISTS ${name}`);
 }
 
