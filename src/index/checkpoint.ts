@@ -69,8 +69,9 @@ export class Checkpointer {
     worker.on('message', (reply: CheckpointReply) => {
       if (reply.type === 'ready') return;
       this.inFlight = false;
-      if (reply.type === 'done') this.runs++;
-      else this.log.debug(`checkpoint failed: ${reply.message}`);
+      // A checkpoint that fails once (the file cannot be opened, an I/O error) would fail again: the WAL must not grow meanwhile.
+      if (reply.type === 'error') return this.fallBack(`could not checkpoint (${reply.message})`);
+      this.runs++;
       this.wakeIdle();
     });
     worker.on('error', (error) => this.fallBack(`failed (${error.message})`));
@@ -122,9 +123,14 @@ export class Checkpointer {
   }
 
   private fallBack(why: string): void {
-    if (!this.worker) return;
+    const worker = this.worker;
+    if (!worker) return;
     this.worker = null;
     clearInterval(this.timer);
+    worker.removeAllListeners('exit');
+    worker.removeAllListeners('error');
+    worker.on('error', () => {});
+    void worker.terminate();
     this.log.warn(`the checkpoint thread ${why}; SQLite checkpoints on the main thread again`);
     if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
     this.wakeIdle();

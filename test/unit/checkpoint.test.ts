@@ -3,7 +3,7 @@
 // stay bounded without SQLite's automatic checkpoint on the main connection,
 // and a thread that cannot run must give the checkpoints back to SQLite.
 import assert from 'node:assert/strict';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Checkpointer, defaultCheckpointWorkerUrl } from '../../src/index/checkpoint.ts';
@@ -66,6 +66,19 @@ test('a checkpoint thread that cannot start gives the checkpoints back to SQLite
     assert.match(warnings.join('\n'), /checkpoint thread .*SQLite checkpoints on the main thread again/);
     await writeMiBs(db, 40, () => new Promise((resolve) => setImmediate(resolve)));
     assert.ok(walBytes(file) < 8 * MIB, `WAL is ${walBytes(file)} bytes`);
+  });
+});
+
+test('a checkpoint that fails gives the checkpoints back to SQLite (the WAL must not grow meanwhile)', async () => {
+  const warnings: string[] = [];
+  await withDb(createLogger('warn', (line) => warnings.push(line)), async ({ file, db, checkpointer }) => {
+    checkpointer.start(file, defaultCheckpointWorkerUrl());
+    assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 0);
+    // The main connection keeps the file open; the thread, opening it by name for each checkpoint, cannot.
+    rmSync(file);
+    await writeMiBs(db, 1, async () => {});
+    await waitFor(() => db.pragma('wal_autocheckpoint', { simple: true }) === 1000, 10_000, 'the automatic checkpoint back on');
+    assert.match(warnings.join('\n'), /checkpoint thread could not checkpoint .*SQLite checkpoints on the main thread again/);
   });
 });
 
