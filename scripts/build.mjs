@@ -5,11 +5,10 @@
 //   dist/worker.js         the conversion process (src/content/isolate.ts starts it)
 //   dist/search-worker.js  the search thread (src/catalog/search-thread.ts starts it)
 //   dist/scan-worker.js    the scan's walk thread (src/index/scan-thread.ts starts it)
-//   dist/checkpoint-worker.js  the index's WAL checkpoints (src/index/checkpoint.ts starts it)
 // Why bundle: Node loads an ES module graph file by file, and the server's
 // start-up graph was ~200 files (its own ~80, zod's ~100, the MCP SDK's); as
 // one file it loads in about half the time (docs/design.md#start-up). The bundles
-// sit side by side at the top of dist/ because the bundled code finds the
+// sit side by side at the top of dist/ because the bundled code finds the three
 // workers beside itself (`new URL('./worker.js', import.meta.url)`).
 // Kept out of the bundles, and loaded from node_modules as before: the native
 // modules (better-sqlite3, @parcel/watcher), and the converters' libraries
@@ -29,7 +28,6 @@ export const ENTRY_POINTS = {
   worker: 'src/content/worker.ts',
   'search-worker': 'src/catalog/search-worker.ts',
   'scan-worker': 'src/index/scan-worker.ts',
-  'checkpoint-worker': 'src/index/checkpoint-worker.ts',
 };
 
 export const EXTERNAL = ['better-sqlite3', '@parcel/watcher', 'pdfjs-dist', 'mammoth'];

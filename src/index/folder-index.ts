@@ -1,6 +1,5 @@
 import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
-import { Checkpointer } from './checkpoint.ts';
 import { BULK_INDEXES, SCAN_INDEXES, createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta, type Db } from './db.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { ScanFrontier } from './scan.ts';
@@ -27,8 +26,6 @@ export interface FolderIndexOptions extends IgnoreOptions {
   log: Logger;
   /** See ScanThreadOptions.slicesHere (tests). */
   scanSlicesHere?: number;
-  /** The checkpoint thread's script (tests; default defaultCheckpointWorkerUrl, null: none). */
-  checkpointWorkerUrl?: URL | null;
 }
 
 /**
@@ -52,13 +49,10 @@ export class FolderIndex {
   /** During the cold scan: the subtrees not yet all committed. */
   private readonly frontier = new ScanFrontier();
   private committedWaiters: (() => void)[] = [];
-  /** Runs the WAL's checkpoints off the event loop. */
-  readonly checkpointer: Checkpointer;
 
   constructor(readonly options: FolderIndexOptions) {
     const opened = openDb(options.dbFile, options.log);
     this.db = opened.db;
-    this.checkpointer = new Checkpointer(this.db, options.log);
     this.store = new Store(this.db);
     this.rules = new IgnoreRules(options.roots, options);
     this.skipWarnings = new SkipWarnings(options.log);
@@ -72,12 +66,6 @@ export class FolderIndex {
       this.wakeWaiters();
     };
     this.ready.then(settle, settle);
-    // After the cold scan, which commits with synchronous=OFF (its checkpoints
-    // cost no fsync) on a machine busy with the walk: the thread would only
-    // compete with both (measured: 3.7 against 3.3 s at 100k entries).
-    void this.ready.then(() => {
-      if (!this.closed) this.checkpointer.start(options.dbFile, options.checkpointWorkerUrl);
-    }, () => {});
     if (this.warm) this.scanDone = true;
   }
 
@@ -197,7 +185,6 @@ export class FolderIndex {
 
   close(): void {
     this.closed = true;
-    this.checkpointer.close();
     if (this.db.open) this.db.close();
   }
 }
