@@ -341,6 +341,7 @@ export class LiveSync {
           sink: this.sink,
           log,
           directories: () => indexedDirectories(index.store),
+          stopped: () => this.closed,
           ...(this.options.pollIntervalMs !== undefined ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
         });
         if (this.closed) {
@@ -353,6 +354,7 @@ export class LiveSync {
         else log.info(`watcher: ${backend} (${reason}), ready in ${ms} ms`);
         return true;
       } catch (error) {
+        if (this.closed) return false; // closed while it started: not a failure worth a warning
         const next = candidates[i + 1];
         log.warn(
           `watcher ${backend} could not start (${(error as Error).message ?? String(error)})` +

@@ -212,24 +212,29 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
     const st = lstatOrNull(root.path);
     if (st?.isDirectory()) watchOne(root.path, st);
   }
-  if (start.directories) {
-    for (const dir of start.directories()) {
-      if (failure || closed) break;
-      if (watched.has(dir) || rules.isIgnored(dir, true)) continue;
-      const st = lstatOrNull(dir);
-      if (st?.isDirectory()) watchOne(dir, st);
-      if (++count % START_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
+  const stopped = () => start.stopped?.() === true;
+  try {
+    if (start.directories) {
+      for (const dir of start.directories()) {
+        if (failure || closed || stopped()) break;
+        if (watched.has(dir) || rules.isIgnored(dir, true)) continue;
+        const st = lstatOrNull(dir);
+        if (st?.isDirectory()) watchOne(dir, st);
+        if (++count % START_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
+      }
+    } else {
+      const walked = new Promise<void>((resolve) => (idle = resolve));
+      toRead.push(...roots.map((r) => r.path).filter((p) => watched.has(p)));
+      pump();
+      await walked;
+      idle = undefined;
     }
-  } else {
-    const walked = new Promise<void>((resolve) => (idle = resolve));
-    toRead.push(...roots.map((r) => r.path).filter((p) => watched.has(p)));
-    pump();
-    await walked;
-    idle = undefined;
-  }
-  if (failure) {
+    if (failure) throw failure;
+    if (stopped()) throw new Error('closed while starting');
+  } catch (error) {
+    // Whatever ended the start (out of watches, the caller closed, the index's list failing): no watch outlives it.
     await close();
-    throw failure;
+    throw error;
   }
   ready = true;
   return {

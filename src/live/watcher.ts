@@ -39,6 +39,8 @@ export interface WatchStart {
    * Read once, at start.
    */
   directories?: () => Iterable<string>;
+  /** True once the caller has closed: a start still under way gives up (and releases what it set up). */
+  stopped?: () => boolean;
 }
 
 /** A running watcher. */

@@ -322,4 +322,32 @@ describe('watcher dirs under LiveSync', () => {
       }
     }
   });
+
+  test('closed while its start-up is still watching directories: every watch is released, and no warning', async () => {
+    const dir = tempDir();
+    // 6,000 directories: the start-up watches them 2,000 per turn of the event loop, so a close lands mid-way.
+    for (let i = 0; i < 60; i++) for (let j = 0; j < 100; j++) mkdirSync(join(dir.path, `a${i}`, `b${j}`), { recursive: true });
+    const logs: string[] = [];
+    const log = createLogger('info', (line) => logs.push(line));
+    const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [] });
+    try {
+      await index.ready;
+      const before = countInotifyWatches();
+      const sync = new LiveSync({ index, log, watcher: 'dirs' });
+      const started = sync.start();
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.ok(countInotifyWatches() - before > 0, 'the start-up had begun watching');
+      await sync.close();
+      index.close();
+      await started;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(countInotifyWatches() - before, 0, 'watches left after close');
+      assert.doesNotMatch(logs.join(''), /could not start/);
+    } finally {
+      if (index.db.open) index.close();
+      dir.cleanup();
+    }
+  });
 });
+
