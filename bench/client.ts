@@ -97,8 +97,10 @@ export function spawnFolderMcp(root: string, db: string, extra: string[] = [], e
 
 /** What the server does in the background after start, as its info log lines report it. */
 export interface Settled {
-  /** Whole-tree check of the index against the disk (runs after every start). */
+  /** Check of the index against the disk after start-up: what changed during a cold scan, or a diff of the tree. */
   reconcileMs: number | null;
+  /** After a cold scan, the check looked only at the paths the scan's watches named (true), or diffed the whole tree (false). */
+  fromScanWatches: boolean | null;
   /** Full-text content index build (with the search tool). */
   contentIndexMs: number | null;
   /** Spawn (or `since`) until both were logged. */
@@ -122,10 +124,11 @@ export async function settled(conn: Conn, since: number, timeoutMs: number): Pro
   };
   for (;;) {
     const reconcileMs = num(/index checked against the disk in (\d+) ms/);
+    const fromScanWatches = reconcileMs === null ? null : /index checked against the disk in \d+ ms \(\d+ path\(s\) changed during the scan\)/.test(conn.stderr());
     const contentIndexMs = num(/content index: \d+ (?:text )?documents checked in (\d+) ms/);
     const done = reconcileMs !== null && (contentIndexMs !== null || !hasSearch);
     if (done || performance.now() > deadline) {
-      return { reconcileMs, contentIndexMs, settledMs: done ? performance.now() - since : null };
+      return { reconcileMs, fromScanWatches, contentIndexMs, settledMs: done ? performance.now() - since : null };
     }
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -62,6 +62,18 @@ const GOALS: Goal[] = [
     },
   },
   {
+    goal: '3. after a cold scan: disk check (server log)',
+    target: 'no full re-check',
+    measure: (at) => {
+      const settle = get<ColdResult>(at, 'cold')?.settle;
+      if (!settle || settle.fromScanWatches === null) return null;
+      return {
+        measured: settle.fromScanWatches ? `${fmtMs(settle.reconcileMs)}, the paths the scan's watches named` : `${fmtMs(settle.reconcileMs)}, a diff of the whole tree`,
+        met: settle.fromScanWatches,
+      };
+    },
+  },
+  {
     goal: '4a. deep-prefix page p50 over stdio (SDK client)',
     target: '<= 1 ms',
     measure: (at) => ms(p50(get<{ queries: { prefix?: { server: Stat } } }>(at, 'list')?.queries.prefix?.server), 1),

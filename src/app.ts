@@ -154,6 +154,8 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     log,
     gitignore: config.gitignore,
     exclude: config.exclude,
+    // The live sync takes what changed behind a cold scan from its watches instead of diffing the tree again.
+    watchScan: process.platform === 'linux',
   });
   const convert = createConvert(index, log);
   const ctx: ServerContext = {

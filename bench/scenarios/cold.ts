@@ -102,7 +102,7 @@ export const cold: Scenario<ColdResult> = {
           fmtMs(r.settle?.settledMs),
           r.peakRssMiB === null ? 'n/a' : `${r.peakRssMiB} MiB`,
         ]),
-        note: 'Medians (p99, min–max). Target: index <= 1.3x the bare walk. The server time includes Node start-up and the MCP handshake. After the first page the server goes on in the background: a whole-tree check against the disk and the full-text content index (one run, from its log); peak RSS includes them.',
+        note: 'Medians (p99, min–max). Target: index <= 1.3x the bare walk. The server time includes Node start-up and the MCP handshake. After the first page the server goes on in the background: a check against the disk of what changed during the scan (the paths its watches named, on Linux; elsewhere a diff of the whole tree) and the full-text content index (one run, from its log); peak RSS includes them.',
       },
     ];
   },

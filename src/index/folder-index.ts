@@ -3,7 +3,8 @@ import type { Root } from '../uri.ts';
 import { BULK_INDEXES, SCAN_INDEXES, createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta, type Db } from './db.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { ScanFrontier } from './scan.ts';
-import { scanInThread } from './scan-thread.ts';
+import { ScanChangeRecord, scanInThread } from './scan-thread.ts';
+import type { ScanChanges } from './scan-watch.ts';
 import { SkipReport, SkipWarnings } from './servable.ts';
 import type { EntryRow, IndexChange } from '../entry.ts';
 import { Store } from './store.ts';
@@ -26,6 +27,12 @@ export interface FolderIndexOptions extends IgnoreOptions {
   log: Logger;
   /** See ScanThreadOptions.slicesHere (tests). */
   scanSlicesHere?: number;
+  /**
+   * A cold scan watches each directory before it reads it, so that what
+   * changes behind it is known (takeScanChanges) and the tree need not be
+   * diffed again once a watcher is up. Linux only (see ScanWatch).
+   */
+  watchScan?: boolean;
 }
 
 /**
@@ -43,12 +50,16 @@ export class FolderIndex {
   readonly skipWarnings: SkipWarnings;
   /** Entries indexed so far by the running scan (for progress reports). */
   scanned = 0;
+  /** How long the cold scan took (0 for a warm index): what a diff of the tree costs, about. */
+  scanMs = 0;
   private closed = false;
   private scanDone = false;
   private readonly listeners = new Set<IndexChangeListener>();
   /** During the cold scan: the subtrees not yet all committed. */
   private readonly frontier = new ScanFrontier();
   private committedWaiters: (() => void)[] = [];
+  /** The cold scan's watches, until takeScanChanges(). */
+  private scanChanges: ScanChangeRecord | null;
 
   constructor(readonly options: FolderIndexOptions) {
     const opened = openDb(options.dbFile, options.log);
@@ -58,6 +69,7 @@ export class FolderIndex {
     this.skipWarnings = new SkipWarnings(options.log);
     const rootsKey = JSON.stringify(options.roots.map((r) => r.path));
     this.warm = opened.warm && getMeta(this.db, 'roots') === rootsKey;
+    this.scanChanges = !this.warm && options.watchScan ? new ScanChangeRecord() : null;
     this.ready = this.warm ? Promise.resolve() : this.coldScan(rootsKey);
     // A failed scan is reported to every waiting request; this keeps it from
     // also being an unhandled rejection when nothing is waiting.
@@ -65,7 +77,12 @@ export class FolderIndex {
       this.scanDone = true;
       this.wakeWaiters();
     };
-    this.ready.then(settle, settle);
+    this.ready.then(settle, () => {
+      // Nobody takes what a failed scan recorded.
+      this.scanChanges?.close();
+      this.scanChanges = null;
+      settle();
+    });
     if (this.warm) this.scanDone = true;
   }
 
@@ -87,6 +104,18 @@ export class FolderIndex {
    */
   settled(from: string, to: string | null): boolean {
     return this.scanDone || this.frontier.settled(from, to);
+  }
+
+  /**
+   * After a cold scan that watched (watchScan), and once a watcher is up:
+   * closes the scan's watches and says what changed since each directory was
+   * read. Null when there is no such record (a warm index, or no watchScan):
+   * then only a diff of the tree can tell.
+   */
+  takeScanChanges(): Promise<ScanChanges> | null {
+    const record = this.scanChanges;
+    this.scanChanges = null;
+    return record?.finish() ?? null;
   }
 
   /** Resolves after the scan's next committed batch, or once the scan is over (done or failed). */
@@ -121,7 +150,9 @@ export class FolderIndex {
     for (const root of this.roots) this.frontier.add(root.uri);
     const dbFile = this.options.dbFile === ':memory:' ? null : this.options.dbFile;
     const slicesHere = this.options.scanSlicesHere;
-    for await (const batch of scanInThread({ roots: this.roots, ignore: { gitignore, exclude }, log, skips, dbFile, ...(slicesHere ? { slicesHere } : {}) })) {
+    const changes = this.scanChanges ?? undefined;
+    const batches = scanInThread({ roots: this.roots, ignore: { gitignore, exclude }, log, skips, dbFile, ...(slicesHere ? { slicesHere } : {}), ...(changes ? { changes } : {}) });
+    for await (const batch of batches) {
       if (this.closed) throw new Error('index closed during the scan');
       // Directories found by this batch hold entries still to come; those
       // read by it are complete once the batch is committed.
@@ -146,7 +177,8 @@ export class FolderIndex {
     this.db.pragma('wal_checkpoint(TRUNCATE)');
     // Written last: a server killed mid-scan finds no mark and starts cold again.
     setMeta(this.db, 'scan_completed', new Date().toISOString());
-    log.info(`indexed ${this.scanned} entries in ${Math.round(performance.now() - started)} ms`);
+    this.scanMs = Math.round(performance.now() - started);
+    log.info(`indexed ${this.scanned} entries in ${this.scanMs} ms`);
   }
 
   /**
@@ -185,6 +217,8 @@ export class FolderIndex {
 
   close(): void {
     this.closed = true;
+    this.scanChanges?.close();
+    this.scanChanges = null;
     if (this.db.open) this.db.close();
   }
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { Walk, type ScanBatch, type WalkState } from './scan.ts';
+import { ScanWatch, mergeScanChanges, type ScanChanges } from './scan-watch.ts';
 import { SkipReport, type SkipReason } from './servable.ts';
 
 export interface ScanThreadOptions {
@@ -26,6 +27,8 @@ export interface ScanThreadOptions {
    * batch is committed; null (an index in memory): the caller builds them.
    */
   dbFile: string | null;
+  /** Where the walk records what changes behind it (see ScanChangeRecord); none: nothing is watched. */
+  changes?: ScanChangeRecord;
 }
 
 /** A batch as it crosses threads: its rows as columns. */
@@ -46,13 +49,23 @@ const SLICE_MS = 10;
  */
 const WORKER_AFTER_SLICES = 10;
 
-/** What the worker posts: it is up; a batch; a log line; the end (with its skips) or failure of the walk. */
+/**
+ * What the worker posts: it is up; a batch; a log line; the end (with its
+ * skips) or failure of the walk; and, when told to finish its watches, what
+ * they recorded.
+ */
 export type ScanMessage =
   | { type: 'ready' }
   | { type: 'batch'; batch: ColumnBatch }
   | { type: 'log'; level: keyof Logger; message: string }
   | { type: 'done'; skips: Pick<SkipReport, 'counts' | 'examples'> }
-  | { type: 'error'; message: string; code?: string };
+  | { type: 'error'; message: string; code?: string }
+  | { type: 'changes'; changes: ScanChanges };
+
+/** Told to a worker that watched as it walked, once the watcher proper is up. */
+export interface FinishWatching {
+  type: 'finish';
+}
 
 /** What the worker is told once it is up: go on with the walk from here. */
 export interface ScanHandover {
@@ -65,6 +78,50 @@ export interface ScanHandover {
   dbFile: string | null;
   /** Int32Array over it: [0] = batches the consumer has taken (flow control). */
   taken: SharedArrayBuffer;
+  /** Watch each directory before reading it, and keep the watches until told to finish (see ScanWatch). */
+  watch: boolean;
+}
+
+/**
+ * What changed behind a cold scan, as its ScanWatch records on both threads
+ * say: this thread's (the walk's first slices) and the worker's, which
+ * stays up once its walk is done, idle, holding its watches until finish().
+ */
+export class ScanChangeRecord {
+  readonly here = new ScanWatch();
+  private worker: ScanWorker | null = null;
+  private finished = false;
+
+  /** Keeps the worker, its walk done, for its watches. */
+  adopt(worker: ScanWorker): void {
+    if (this.finished) worker.end();
+    else this.worker = worker;
+  }
+
+  /** Closes every watch of both threads (call it once the watcher proper is up) and says what they recorded. */
+  async finish(): Promise<ScanChanges> {
+    if (this.finished) return { unknown: 'the record was closed' };
+    this.finished = true;
+    const worker = this.worker;
+    this.worker = null;
+    try {
+      const [here, there] = await Promise.all([this.here.finish(), worker ? worker.finishWatching() : { paths: [] }]);
+      return mergeScanChanges(here, there);
+    } catch (error) {
+      this.here.close();
+      return { unknown: `the scan's worker thread failed (${(error as Error).message})` };
+    } finally {
+      worker?.end();
+    }
+  }
+
+  /** Drops the record (the scan failed, or the index closed). */
+  close(): void {
+    this.finished = true;
+    this.here.close();
+    this.worker?.end();
+    this.worker = null;
+  }
 }
 
 /**
@@ -85,10 +142,17 @@ export interface ScanHandover {
  * early (a break, or a throw in the consumer) ends the worker.
  */
 export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<ColumnBatch> {
-  const { roots, ignore, log, skips } = options;
+  const { roots, ignore, log, skips, changes } = options;
   const batchSize = options.batchSize ?? 2000;
   const { onlyRoot } = options;
-  const walk = new Walk({ roots, rules: new IgnoreRules(roots, ignore), log, skips, ...(onlyRoot === undefined ? {} : { onlyRoot }) });
+  const walk = new Walk({
+    roots,
+    rules: new IgnoreRules(roots, ignore),
+    log,
+    skips,
+    ...(onlyRoot === undefined ? {} : { onlyRoot }),
+    ...(changes ? { beforeRead: (dir: string) => changes.here.watch(dir) } : {}),
+  });
   let batchRows = Math.min(FIRST_BATCH, batchSize);
   let url = options.workerUrl === undefined ? defaultScanWorkerUrl() : options.workerUrl;
   let worker: ScanWorker | null = null;
@@ -121,7 +185,17 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
     if (walk.done || worker === null) return;
     log.debug(`scan: the walk moves to its worker thread after ${here} entries`);
     const taken = new Int32Array(new SharedArrayBuffer(4));
-    worker.post({ roots: [...roots], ignore, state: walk.state, onlyRoot, batchRows, batchSize, dbFile: options.dbFile, taken: taken.buffer as SharedArrayBuffer });
+    worker.post({
+      roots: [...roots],
+      ignore,
+      state: walk.state,
+      onlyRoot,
+      batchRows,
+      batchSize,
+      dbFile: options.dbFile,
+      taken: taken.buffer as SharedArrayBuffer,
+      watch: changes !== undefined,
+    });
     for (;;) {
       const message = await worker.next();
       if (message.type === 'batch') {
@@ -132,6 +206,11 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
         log[message.level](message.message);
       } else if (message.type === 'done') {
         addSkips(skips, message.skips);
+        // Its watches stay until the watcher proper is up.
+        if (changes) {
+          changes.adopt(worker);
+          worker = null;
+        }
         return;
       } else if (message.type === 'error') {
         throw Object.assign(new Error(message.message), message.code === undefined ? {} : { code: message.code });
@@ -143,7 +222,7 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
 }
 
 /** The worker thread, as a queue of its messages. */
-class ScanWorker {
+export class ScanWorker {
   ready = false;
   private readonly worker: Worker;
   private readonly inbox: ScanMessage[] = [];
@@ -175,8 +254,17 @@ class ScanWorker {
     while (!this.ready && !this.failure) await new Promise<void>((resolve) => (this.wake = resolve));
   }
 
-  post(handover: ScanHandover): void {
-    this.worker.postMessage(handover);
+  post(message: ScanHandover | FinishWatching): void {
+    this.worker.postMessage(message);
+  }
+
+  /** Once its walk is done: closes the worker's watches and resolves to what they recorded. */
+  async finishWatching(): Promise<ScanChanges> {
+    this.post({ type: 'finish' });
+    for (;;) {
+      const message = await this.next();
+      if (message.type === 'changes') return message.changes;
+    }
   }
 
   async next(): Promise<ScanMessage> {

@@ -2,13 +2,16 @@
 // handed the walk where the main thread left it, and goes on with it with
 // synchronous calls, posting each batch (rows as columns), at most
 // BATCHES_AHEAD ahead of the batches taken; then builds the secondary
-// indexes of the index file.
+// indexes of the index file. Told to watch, it watches each directory before
+// reading it and stays up once the walk is done, holding its watches until
+// the main thread tells it to finish them (see ScanWatch).
 import { parentPort } from 'node:worker_threads';
 import { toColumns } from '../entry.ts';
 import type { Logger } from '../log.ts';
 import { IgnoreRules } from './ignore.ts';
 import { Walk } from './scan.ts';
-import { BATCHES_AHEAD, type ScanHandover, type ScanMessage } from './scan-thread.ts';
+import { BATCHES_AHEAD, type FinishWatching, type ScanHandover, type ScanMessage } from './scan-thread.ts';
+import { ScanWatch } from './scan-watch.ts';
 import { SkipReport } from './servable.ts';
 
 const port = parentPort!;
@@ -22,32 +25,62 @@ const log: Logger = {
 
 port.once('message', async (handover: ScanHandover) => {
   const taken = new Int32Array(handover.taken);
-  /** Blocks until the main thread has taken at least `count` batches. */
-  const waitForTaken = (count: number) => {
-    for (let seen = Atomics.load(taken, 0); seen < count; seen = Atomics.load(taken, 0)) Atomics.wait(taken, 0, seen, 1000);
+  /**
+   * Waits until the main thread has taken at least `count` batches. Without
+   * blocking the loop: the watches' events reach this thread only when its
+   * loop turns.
+   */
+  const waitForTaken = async (count: number) => {
+    for (let seen = Atomics.load(taken, 0); seen < count; seen = Atomics.load(taken, 0)) {
+      const wait = Atomics.waitAsync(taken, 0, seen, 1000);
+      if (wait.async) await wait.value;
+    }
   };
   const skips = new SkipReport();
+  const watch = handover.watch ? new ScanWatch() : null;
+  // A pending Atomics.waitAsync does not keep the thread's loop alive; this does, until the walk ends.
+  const keepAlive = setInterval(() => {}, 60_000);
   try {
     // The main thread recorded the .gitignore files read so far; these rules read them again as needed.
     const rules = new IgnoreRules(handover.roots, handover.ignore);
     const { onlyRoot } = handover;
-    const walk = new Walk({ roots: handover.roots, rules, log, skips, ...(onlyRoot === undefined ? {} : { onlyRoot }) }, handover.state);
+    const walk = new Walk(
+      {
+        roots: handover.roots,
+        rules,
+        log,
+        skips,
+        ...(onlyRoot === undefined ? {} : { onlyRoot }),
+        ...(watch ? { beforeRead: (dir: string) => watch.watch(dir) } : {}),
+      },
+      handover.state,
+    );
     let { batchRows } = handover;
     let sent = 0;
     for (let batch = walk.next(batchRows); batch !== null; batch = walk.next(batchRows)) {
       post({ type: 'batch', batch: { ...batch, rows: toColumns(batch.rows) } });
       batchRows = Math.min(batchRows * 2, handover.batchSize);
       sent++;
-      waitForTaken(sent - BATCHES_AHEAD);
+      await waitForTaken(sent - BATCHES_AHEAD);
+      // Lets the watches' events in (a poll phase) between batches, before inotify's queue can fill.
+      if (watch) await new Promise((resolve) => setImmediate(resolve));
     }
     if (handover.dbFile !== null) {
       // Once the last batch is committed (taken), the indexes are built from here, off the main thread.
-      waitForTaken(sent);
+      await waitForTaken(sent);
       const { buildSecondaryIndexes } = await import('./db.ts');
       buildSecondaryIndexes(handover.dbFile);
     }
+    if (watch) {
+      port.on('message', (message: FinishWatching) => {
+        if (message.type === 'finish') void watch.finish().then((changes) => post({ type: 'changes', changes }));
+      });
+    }
     post({ type: 'done', skips: { counts: skips.counts, examples: skips.examples } });
+    clearInterval(keepAlive);
   } catch (error) {
+    clearInterval(keepAlive);
+    watch?.close();
     const code = (error as NodeJS.ErrnoException).code;
     post({ type: 'error', message: (error as Error).message, ...(code === undefined ? {} : { code }) });
   }

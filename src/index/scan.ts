@@ -27,6 +27,8 @@ export interface ScanOptions {
   skips: SkipReport;
   /** Walk only this root (its position in `roots`, which rows record); default: every root. */
   onlyRoot?: number;
+  /** Called with each directory just before it is read (the scan's watches, see ScanWatch). */
+  beforeRead?: (dir: string) => void;
 }
 
 /** A directory the walk has read: its `.gitignore` text (null: none), or why it could not be read. */
@@ -190,6 +192,7 @@ export class Walk {
   private readDirectory(root: Root, dir: { path: string; uri: string }, batch: ScanBatch): DirectoryRead {
     const { rules, log, skips } = this.options;
     let listing: DirListing;
+    this.options.beforeRead?.(dir.path);
     try {
       listing = readServableDirSync(dir.path);
     } catch (error) {

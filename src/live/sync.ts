@@ -2,7 +2,7 @@ import type { WatcherKind } from '../config.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../index/store.ts';
-import { uriToPath } from '../uri.ts';
+import { pathToUri, uriToPath } from '../uri.ts';
 import { AUTO_CHOKIDAR_MAX_ENTRIES, BACKEND_STARTERS, planWatchers, type WatcherPlan } from './choose.ts';
 import { Reconciler } from './reconcile.ts';
 import type { TreeSnapshots } from './snapshot.ts';
@@ -116,8 +116,9 @@ export class LiveSync {
    * catches up with what changed while the server was down: from the
    * watcher's snapshot when there is one (src/live/snapshot.ts), else by
    * diffing the roots with the disk, in the background. A cold one starts it
-   * after the first scan (whose size `auto` needs), then diffs once more for
-   * what changed during the scan. Watcher events gathered meanwhile are
+   * after the first scan (whose size `auto` needs), then looks at what
+   * changed behind the scan: the paths its watches named (see ScanWatch), or,
+   * without them, a diff of the roots. Watcher events gathered meanwhile are
    * applied after. Resolves once the watcher runs and the catch-up is done.
    */
   async start(): Promise<void> {
@@ -135,6 +136,8 @@ export class LiveSync {
     const snapshots = watching ? this.snapshotsFor(this.watcher!.backend) : null;
     const asked = performance.now();
     const changed = index.warm && snapshots ? await snapshots.changedSince() : null;
+    // Taken now that the watcher is up: between the two, every change is seen by one or the other.
+    const scanChanges = index.warm ? null : await index.takeScanChanges();
     if (this.closed) return;
     const taking = snapshots?.take();
     let ms: number;
@@ -143,7 +146,16 @@ export class LiveSync {
       if (this.closed) return;
       ms = Math.round(performance.now() - asked);
       log.info(`index checked against the disk in ${ms} ms (${changed.length} path(s) changed since the watcher's snapshot)`);
+    } else if (scanChanges && 'paths' in scanChanges) {
+      await this.reconcileScanChanges(scanChanges.paths);
+      if (this.closed) return;
+      log.info(
+        `index checked against the disk in ${Math.round(performance.now() - asked)} ms (${scanChanges.paths.length} path(s) changed during the scan)`,
+      );
+      // No diff ran to time: the scan's own time stands in for one (a diff walks the same tree).
+      ms = index.scanMs;
     } else {
+      if (scanChanges) log.info(`the scan's watches cannot tell what changed behind it (${scanChanges.unknown}): diffing the tree`);
       ms = await this.diffRoots();
       if (this.closed) return;
       log.info(`index checked against the disk in ${ms} ms`);
@@ -176,6 +188,26 @@ export class LiveSync {
     await this.enqueue(async () => {
       await this.applyDirty();
       if (!this.closed) taken.keep();
+    });
+  }
+
+  /**
+   * What changed behind the cold scan, on the queue: each path, then the
+   * subtree of each that was an indexed directory and still is. An event
+   * naming a directory (created, removed, renamed, replaced by another of the
+   * same name) may hide changes within it that no watch saw: the scan's watch
+   * on it was on the one it read.
+   */
+  private reconcileScanChanges(paths: readonly string[]): Promise<void> {
+    const { store } = this.options.index;
+    const isIndexedDirectory = (path: string) => store.get(pathToUri(path, true)) !== undefined;
+    return this.enqueue(async () => {
+      const wereDirectories = paths.filter(isIndexedDirectory);
+      await this.reconciler.paths(paths);
+      for (const dir of outermostDirs(wereDirectories.filter(isIndexedDirectory))) {
+        if (this.closed) return;
+        await this.reconciler.tree(dir);
+      }
     });
   }
 

@@ -1,0 +1,209 @@
+// What changes behind a cold scan: ScanWatch on real directories, the walk's
+// watches on both threads (the built dist/scan-worker.js), and the live sync
+// taking them instead of diffing the tree again. Linux only, like ScanWatch.
+import assert from 'node:assert/strict';
+import { mkdirSync, rmSync, watch as fsWatch, writeFileSync, type FSWatcher } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { FolderIndex } from '../../src/index/folder-index.ts';
+import { ScanChangeRecord, defaultScanWorkerUrl, scanInThread } from '../../src/index/scan-thread.ts';
+import { ScanWatch, mergeScanChanges, type ScanChanges } from '../../src/index/scan-watch.ts';
+import { SkipReport } from '../../src/index/servable.ts';
+import { BACKEND_STARTERS } from '../../src/live/choose.ts';
+import { LiveSync } from '../../src/live/sync.ts';
+import type { StartWatcher } from '../../src/live/watcher.ts';
+import { createLogger, silentLogger } from '../../src/log.ts';
+import { makeRoot, pathToUri } from '../../src/uri.ts';
+import { bigTree, diskUris, tempDir, waitFor, writeTree } from '../helpers.ts';
+
+const linuxOnly = process.platform === 'linux' ? {} : { skip: 'ScanWatch runs on Linux only' };
+
+function pathsOf(changes: ScanChanges): string[] {
+  assert.ok('paths' in changes, `the record was given up: ${'unknown' in changes ? changes.unknown : ''}`);
+  return [...changes.paths].sort();
+}
+
+describe('ScanWatch', linuxOnly, () => {
+  test('names what changed in a watched directory until finish(), and nothing after', async () => {
+    const dir = tempDir();
+    try {
+      writeTree(dir.path, { 'a.txt': 'a', 'sub/b.txt': 'b', 'unwatched/c.txt': 'c' });
+      const watch = new ScanWatch();
+      watch.watch(dir.path);
+      watch.watch(join(dir.path, 'sub'));
+      assert.equal(watch.watching, 2);
+      writeFileSync(join(dir.path, 'a.txt'), 'changed');
+      writeFileSync(join(dir.path, 'new.txt'), 'new');
+      rmSync(join(dir.path, 'sub', 'b.txt'));
+      writeFileSync(join(dir.path, 'unwatched', 'c.txt'), 'not watched: not named');
+      // No wait: finish() itself lets the queued events in.
+      const changes = await watch.finish();
+      assert.deepEqual(pathsOf(changes), [join(dir.path, 'a.txt'), join(dir.path, 'new.txt'), join(dir.path, 'sub', 'b.txt')].sort());
+      assert.equal(watch.watching, 0);
+      writeFileSync(join(dir.path, 'later.txt'), 'after finish');
+      assert.deepEqual(pathsOf(await watch.finish()), pathsOf(changes));
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('a directory gone before its watch is no reason to give up (its parent names it)', async () => {
+    const dir = tempDir();
+    try {
+      const watch = new ScanWatch();
+      watch.watch(dir.path);
+      watch.watch(join(dir.path, 'never-there'));
+      mkdirSync(join(dir.path, 'never-there'));
+      assert.deepEqual(pathsOf(await watch.finish()), [join(dir.path, 'never-there')]);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('out of watches (ENOSPC), it gives up with the reason, and closes the watches it had', async () => {
+    const dir = tempDir();
+    try {
+      const opened: FSWatcher[] = [];
+      let calls = 0;
+      const watch = new ScanWatch(100, (path, listener) => {
+        if (++calls === 2) throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
+        const watcher = fsWatch(path, { persistent: false }, listener);
+        opened.push(watcher);
+        return watcher;
+      });
+      watch.watch(dir.path);
+      watch.watch(dir.path);
+      assert.equal(watch.watching, 0, 'the watch set before the failure was not closed');
+      writeFileSync(join(dir.path, 'x.txt'), 'x');
+      const changes = await watch.finish();
+      assert.ok('unknown' in changes);
+      assert.match(changes.unknown, /cannot watch .* \(ENOSPC\)/);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('more changed paths than its limit: gives up rather than hold a checkout in memory', async () => {
+    const dir = tempDir();
+    try {
+      const watch = new ScanWatch(3);
+      watch.watch(dir.path);
+      for (let i = 0; i < 5; i++) writeFileSync(join(dir.path, `f${i}.txt`), 'x');
+      const changes = await watch.finish();
+      assert.ok('unknown' in changes);
+      assert.match(changes.unknown, /more than 3 paths changed/);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('mergeScanChanges: the paths of both, or the first reason either is unknown', () => {
+    assert.deepEqual(mergeScanChanges({ paths: ['/a'] }, { paths: ['/b'] }), { paths: ['/a', '/b'] });
+    assert.deepEqual(mergeScanChanges({ paths: ['/a'] }, { unknown: 'why' }), { unknown: 'why' });
+    assert.deepEqual(mergeScanChanges({ unknown: 'first' }, { unknown: 'second' }), { unknown: 'first' });
+  });
+});
+
+/** 30 folders of 100 files, and one file at the top. */
+function scanTree(root: string): void {
+  bigTree(root, 3000, (i) => `d${String(Math.floor(i / 100)).padStart(2, '0')}/f${i}.txt`, 'a small file\n');
+  writeFileSync(join(root, 'top.txt'), 'top\n');
+}
+
+describe("the scan's watches on both threads", linuxOnly, () => {
+  test('a change in a directory read by either thread is named, until finish()', { skip: defaultScanWorkerUrl() === null && 'no built worker (npm test builds it)' }, async () => {
+    const dir = tempDir();
+    try {
+      scanTree(dir.path);
+      const changes = new ScanChangeRecord();
+      const walk = scanInThread({
+        roots: [makeRoot(dir.path)],
+        ignore: { gitignore: true, exclude: [] },
+        log: silentLogger,
+        skips: new SkipReport(),
+        dbFile: null,
+        slicesHere: 1,
+        changes,
+      });
+      let batches = 0;
+      for await (const _batch of walk) {
+        // The first batch was walked here (the root, then d00): change both behind the walk.
+        if (batches++ === 0) {
+          writeFileSync(join(dir.path, 'top.txt'), 'changed behind the walk\n');
+          rmSync(join(dir.path, 'd00', 'f0.txt'));
+        }
+      }
+      assert.ok(batches > 1, 'the walk took one batch: the worker did not walk');
+      // After the walk, in directories the worker read.
+      writeFileSync(join(dir.path, 'd29', 'late.txt'), 'late\n');
+      writeFileSync(join(dir.path, 'd15', 'f1500.txt'), 'longer than before\n');
+      const paths = pathsOf(await changes.finish());
+      for (const expected of ['top.txt', 'd00/f0.txt', 'd29/late.txt', 'd15/f1500.txt']) {
+        assert.ok(paths.includes(join(dir.path, expected)), `${expected} is not in ${paths.join(', ')}`);
+      }
+    } finally {
+      dir.cleanup();
+    }
+  });
+});
+
+describe('LiveSync after a cold scan that watched', linuxOnly, () => {
+  test('what changed during the scan is indexed from the scan\'s watches, with no diff of the tree', { skip: defaultScanWorkerUrl() === null && 'no built worker (npm test builds it)' }, async () => {
+    const dir = tempDir();
+    const logs: string[] = [];
+    const log = createLogger('debug', (line) => logs.push(line));
+    // A watcher that sees nothing: whatever the index learns comes from the scan's record.
+    const blind: StartWatcher = async () => ({ backend: 'dirs', close: async () => {} });
+    let index: FolderIndex | undefined;
+    let sync: LiveSync | undefined;
+    try {
+      scanTree(dir.path);
+      index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [], watchScan: true, scanSlicesHere: 1 });
+      await index.nextCommit();
+      assert.ok(!index.isReady, 'the scan ended with its first batch');
+      // Behind the walk (the root and d00 are read): a new file, an edit, a directory replaced by another of its name.
+      writeFileSync(join(dir.path, 'added.txt'), 'added\n');
+      writeFileSync(join(dir.path, 'top.txt'), 'a longer top now\n');
+      rmSync(join(dir.path, 'd00'), { recursive: true });
+      writeTree(dir.path, { 'd00/replaced.txt': 'in the new d00\n' });
+      await index.ready;
+      // After the scan, before the watcher: a directory the worker read.
+      rmSync(join(dir.path, 'd29', 'f2999.txt'));
+      sync = new LiveSync({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: blind } });
+      await sync.start();
+      const indexed = (index.db.prepare('SELECT uri FROM entries ORDER BY uri').pluck().all() as string[]).sort();
+      assert.deepEqual(indexed, diskUris(dir.path));
+      assert.equal(index.store.get(pathToUri(join(dir.path, 'top.txt'), false))?.size, 'a longer top now\n'.length);
+      const text = logs.join('');
+      assert.match(text, /index checked against the disk in \d+ ms \(\d+ path\(s\) changed during the scan\)/);
+      assert.doesNotMatch(text, /diffing the tree/);
+    } finally {
+      await sync?.close();
+      index?.close();
+      dir.cleanup();
+    }
+  });
+
+  test('without the record (no watchScan) the tree is diffed, as before', async () => {
+    const dir = tempDir();
+    const logs: string[] = [];
+    const log = createLogger('debug', (line) => logs.push(line));
+    const blind: StartWatcher = async () => ({ backend: 'dirs', close: async () => {} });
+    let index: FolderIndex | undefined;
+    let sync: LiveSync | undefined;
+    try {
+      writeTree(dir.path, { 'a.txt': 'a\n' });
+      index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [] });
+      await index.ready;
+      writeFileSync(join(dir.path, 'b.txt'), 'b\n');
+      sync = new LiveSync({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: blind } });
+      await sync.start();
+      await waitFor(() => index!.store.get(pathToUri(join(dir.path, 'b.txt'), false)), 10_000, 'b.txt from the diff');
+      assert.match(logs.join(''), /index checked against the disk in \d+ ms\n/);
+    } finally {
+      await sync?.close();
+      index?.close();
+      dir.cleanup();
+    }
+  });
+});
