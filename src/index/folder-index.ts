@@ -118,6 +118,16 @@ export class FolderIndex {
     return record?.finish() ?? null;
   }
 
+  /** A watcher now watches `dirs`: the cold scan's own watches on them can go. */
+  releaseScanWatches(dirs: readonly string[]): void {
+    this.scanChanges?.release(dirs);
+  }
+
+  /** What the cold scan's watches recorded no longer says everything (a watcher they were released to failed): takeScanChanges says so. */
+  spoilScanChanges(reason: string): void {
+    this.scanChanges?.giveUp(reason);
+  }
+
   /** Resolves after the scan's next committed batch, or once the scan is over (done or failed). */
   nextCommit(): Promise<void> {
     if (this.scanDone) return Promise.resolve();

@@ -62,10 +62,8 @@ export type ScanMessage =
   | { type: 'error'; message: string; code?: string }
   | { type: 'changes'; changes: ScanChanges };
 
-/** Told to a worker that watched as it walked, once the watcher proper is up. */
-export interface FinishWatching {
-  type: 'finish';
-}
+/** Told to a worker that watched as it walked: these directories are watched by the watcher proper now; or it is up. */
+export type ScanWatchOrder = { type: 'release'; dirs: readonly string[] } | { type: 'finish' };
 
 /** What the worker is told once it is up: go on with the walk from here. */
 export interface ScanHandover {
@@ -91,11 +89,25 @@ export class ScanChangeRecord {
   readonly here = new ScanWatch();
   private worker: ScanWorker | null = null;
   private finished = false;
+  /** Why what the watches recorded no longer says everything (see giveUp). */
+  private spoiled: string | null = null;
 
   /** Keeps the worker, its walk done, for its watches. */
   adopt(worker: ScanWorker): void {
     if (this.finished) worker.end();
     else this.worker = worker;
+  }
+
+  /** The watcher proper watches `dirs` now: the scan's watches on them can go (see ScanWatch.release). */
+  release(dirs: readonly string[]): void {
+    if (this.finished) return;
+    this.here.release(dirs);
+    this.worker?.post({ type: 'release', dirs });
+  }
+
+  /** What the watches record no longer covers every change, for `reason` (a watcher that took over from them failed). */
+  giveUp(reason: string): void {
+    this.spoiled ??= reason;
   }
 
   /** Closes every watch of both threads (call it once the watcher proper is up) and says what they recorded. */
@@ -106,7 +118,7 @@ export class ScanChangeRecord {
     this.worker = null;
     try {
       const [here, there] = await Promise.all([this.here.finish(), worker ? worker.finishWatching() : { paths: [] }]);
-      return mergeScanChanges(here, there);
+      return this.spoiled !== null ? { unknown: this.spoiled } : mergeScanChanges(here, there);
     } catch (error) {
       this.here.close();
       return { unknown: `the scan's worker thread failed (${(error as Error).message})` };
@@ -254,7 +266,7 @@ export class ScanWorker {
     while (!this.ready && !this.failure) await new Promise<void>((resolve) => (this.wake = resolve));
   }
 
-  post(message: ScanHandover | FinishWatching): void {
+  post(message: ScanHandover | ScanWatchOrder): void {
     this.worker.postMessage(message);
   }
 

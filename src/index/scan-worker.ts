@@ -10,7 +10,7 @@ import { toColumns } from '../entry.ts';
 import type { Logger } from '../log.ts';
 import { IgnoreRules } from './ignore.ts';
 import { Walk } from './scan.ts';
-import { BATCHES_AHEAD, type FinishWatching, type ScanHandover, type ScanMessage } from './scan-thread.ts';
+import { BATCHES_AHEAD, type ScanHandover, type ScanMessage, type ScanWatchOrder } from './scan-thread.ts';
 import { ScanWatch } from './scan-watch.ts';
 import { SkipReport } from './servable.ts';
 
@@ -72,8 +72,9 @@ port.once('message', async (handover: ScanHandover) => {
       buildSecondaryIndexes(handover.dbFile);
     }
     if (watch) {
-      port.on('message', (message: FinishWatching) => {
-        if (message.type === 'finish') void watch.finish().then((changes) => post({ type: 'changes', changes }));
+      port.on('message', (message: ScanWatchOrder) => {
+        if (message.type === 'release') watch.release(message.dirs);
+        else if (message.type === 'finish') void watch.finish().then((changes) => post({ type: 'changes', changes }));
       });
     }
     post({ type: 'done', skips: { counts: skips.counts, examples: skips.examples } });

@@ -365,6 +365,7 @@ export class LiveSync {
       const backend = candidates[i]!;
       if (this.closed) return false;
       const started = performance.now();
+      let tookOver = false;
       try {
         const starters = this.options.starters ?? BACKEND_STARTERS;
         const watcher = await starters[backend]({
@@ -374,6 +375,10 @@ export class LiveSync {
           log,
           directories: () => indexedDirectories(index.store),
           stopped: () => this.closed,
+          watching: (dirs) => {
+            tookOver = true;
+            index.releaseScanWatches(dirs);
+          },
           ...(this.options.pollIntervalMs !== undefined ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
         });
         if (this.closed) {
@@ -387,6 +392,8 @@ export class LiveSync {
         return true;
       } catch (error) {
         if (this.closed) return false; // closed while it started: not a failure worth a warning
+        // Its watches replaced some of the scan's, and are gone with it.
+        if (tookOver) index.spoilScanChanges(`the ${backend} watcher failed after taking over from the scan's watches`);
         const next = candidates[i + 1];
         log.warn(
           `watcher ${backend} could not start (${(error as Error).message ?? String(error)})` +

@@ -215,13 +215,19 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
   const stopped = () => start.stopped?.() === true;
   try {
     if (start.directories) {
+      let slice = roots.map((r) => r.path).filter((p) => watched.has(p));
       for (const dir of start.directories()) {
         if (failure || closed || stopped()) break;
         if (watched.has(dir) || rules.isIgnored(dir, true)) continue;
         const st = lstatOrNull(dir);
-        if (st?.isDirectory()) watchOne(dir, st);
-        if (++count % START_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
+        if (st?.isDirectory() && watchOne(dir, st)) slice.push(dir);
+        if (++count % START_SLICE === 0) {
+          start.watching?.(slice);
+          slice = [];
+          await new Promise((resolve) => setImmediate(resolve));
+        }
       }
+      if (!failure && !closed) start.watching?.(slice);
     } else {
       const walked = new Promise<void>((resolve) => (idle = resolve));
       toRead.push(...roots.map((r) => r.path).filter((p) => watched.has(p)));

@@ -41,6 +41,12 @@ export interface WatchStart {
   directories?: () => Iterable<string>;
   /** True once the caller has closed: a start still under way gives up (and releases what it set up). */
   stopped?: () => boolean;
+  /**
+   * Told during the start, a slice at a time, of directories the backend
+   * watches now (`dirs`): the cold scan's own watches on them can go, instead
+   * of two full sets of watches at once (see ScanWatch).
+   */
+  watching?: (dirs: readonly string[]) => void;
 }
 
 /** A running watcher. */

@@ -97,6 +97,25 @@ describe('ScanWatch', linuxOnly, () => {
     }
   });
 
+  test('release(dirs): those directories are no longer watched (after a drain), the others still are', async () => {
+    const dir = tempDir();
+    try {
+      writeTree(dir.path, { 'kept/a.txt': 'a', 'released/b.txt': 'b' });
+      const watch = new ScanWatch();
+      watch.watch(join(dir.path, 'kept'));
+      watch.watch(join(dir.path, 'released'));
+      // Before the drain is over: still named.
+      watch.release([join(dir.path, 'released')]);
+      writeFileSync(join(dir.path, 'released', 'before.txt'), 'x');
+      await waitFor(() => watch.watching === 1, 5000, 'the release');
+      writeFileSync(join(dir.path, 'released', 'after.txt'), 'x');
+      writeFileSync(join(dir.path, 'kept', 'after.txt'), 'x');
+      assert.deepEqual(pathsOf(await watch.finish()), [join(dir.path, 'kept', 'after.txt'), join(dir.path, 'released', 'before.txt')].sort());
+    } finally {
+      dir.cleanup();
+    }
+  });
+
   test('mergeScanChanges: the paths of both, or the first reason either is unknown', () => {
     assert.deepEqual(mergeScanChanges({ paths: ['/a'] }, { paths: ['/b'] }), { paths: ['/a', '/b'] });
     assert.deepEqual(mergeScanChanges({ paths: ['/a'] }, { unknown: 'why' }), { unknown: 'why' });
@@ -177,6 +196,36 @@ describe('LiveSync after a cold scan that watched', linuxOnly, () => {
       const text = logs.join('');
       assert.match(text, /index checked against the disk in \d+ ms \(\d+ path\(s\) changed during the scan\)/);
       assert.doesNotMatch(text, /diffing the tree/);
+    } finally {
+      await sync?.close();
+      index?.close();
+      dir.cleanup();
+    }
+  });
+
+  test('a watcher that took over some of the scan\'s watches, then failed to start: the tree is diffed, and nothing is lost', async () => {
+    const dir = tempDir();
+    const logs: string[] = [];
+    const log = createLogger('debug', (line) => logs.push(line));
+    let index: FolderIndex | undefined;
+    let sync: LiveSync | undefined;
+    try {
+      scanTree(dir.path);
+      index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [], watchScan: true });
+      await index.ready;
+      // Takes over the root's watch (released), then runs out of watches.
+      const failing: StartWatcher = async (start) => {
+        start.watching?.([dir.path]);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        writeFileSync(join(dir.path, 'while-nobody-watched.txt'), 'x\n');
+        throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
+      };
+      const blind: StartWatcher = async () => ({ backend: 'poll', close: async () => {} });
+      sync = new LiveSync({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: failing, poll: blind } });
+      await sync.start();
+      assert.equal(sync.backend, 'poll');
+      assert.ok(index.store.get(pathToUri(join(dir.path, 'while-nobody-watched.txt'), false)), 'the file written while nobody watched the root is not indexed');
+      assert.match(logs.join(''), /cannot tell what changed behind it \(the dirs watcher failed after taking over from the scan's watches\): diffing the tree/);
     } finally {
       await sync?.close();
       index?.close();

@@ -143,19 +143,49 @@ describe('watcher dirs', () => {
     const roots = [makeRoot(dir.path)];
     const rec = recordingSink();
     const listed = [dir.path, join(dir.path, 'a'), join(dir.path, 'skip'), join(dir.path, 'not-there')]; // b left out
+    const told: string[] = [];
     const watcher = (await startDirsWatcher({
       roots,
       rules: new IgnoreRules(roots, { gitignore: true, exclude: [] }),
       sink: rec.sink,
       log: silentLogger,
       directories: () => listed,
+      watching: (dirs) => void told.push(...dirs),
     })) as DirsWatcher;
     try {
       assert.equal(watcher.watching, 2);
+      // What it said it watches (the scan's watches on those can go) is exactly what it watches.
+      assert.deepEqual(told.sort(), [dir.path, join(dir.path, 'a')].sort());
       assert.ok(watcher.isWatching(join(dir.path, 'a')));
       assert.equal(watcher.isWatching(join(dir.path, 'b')), false, 'walked instead of taking the list');
       watcher.rewatch!(join(dir.path, 'b'), 'found');
       assert.ok(watcher.isWatching(join(dir.path, 'b')));
+    } finally {
+      await watcher.close();
+      dir.cleanup();
+    }
+  });
+
+  test('a start list longer than a slice: every directory watched is told, slice by slice, once', async () => {
+    const dir = tempDir();
+    const names = Array.from({ length: 4500 }, (_, i) => `d${i}`);
+    for (const name of names) mkdirSync(join(dir.path, name));
+    const roots = [makeRoot(dir.path)];
+    const told: string[][] = [];
+    const watcher = (await startDirsWatcher({
+      roots,
+      rules: new IgnoreRules(roots, { gitignore: true, exclude: [] }),
+      sink: recordingSink().sink,
+      log: silentLogger,
+      directories: () => [dir.path, ...names.map((name) => join(dir.path, name))],
+      watching: (dirs) => void told.push([...dirs]),
+    })) as DirsWatcher;
+    try {
+      assert.ok(told.length >= 3, `told in ${told.length} slice(s)`);
+      const all = told.flat();
+      assert.equal(new Set(all).size, all.length, 'a directory was told twice');
+      assert.equal(all.length, watcher.watching);
+      assert.ok(all.every((path) => watcher.isWatching(path)));
     } finally {
       await watcher.close();
       dir.cleanup();
