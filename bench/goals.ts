@@ -74,9 +74,17 @@ const GOALS: Goal[] = [
     },
   },
   {
-    goal: '4a. deep-prefix page p50 over stdio (SDK client)',
+    goal: '4a. deep-prefix page of about 20 items, p50 over stdio (SDK client)',
     target: '<= 1 ms',
-    measure: (at) => ms(p50(get<{ queries: { prefix?: { server: Stat } } }>(at, 'list')?.queries.prefix?.server), 1),
+    measure: (at) => {
+      const queries = get<{ queries: Record<string, { items: number; server: Stat } | undefined> }>(at, 'list')?.queries;
+      const small = queries?.prefixSmall;
+      const full = queries?.prefix;
+      // Results from before the small page was measured: the 100-item deep page, said as such.
+      if (!small) return full ? { measured: `${fmtMs(p50(full.server))} (a ${full.items}-item page; no 20-item one measured)`, met: (p50(full.server) ?? Infinity) <= 1 } : null;
+      const beside = full ? `; the ${full.items}-item page under the deep dir: ${fmtMs(p50(full.server))}` : '';
+      return { measured: `${fmtMs(p50(small.server))} (${small.items} items${beside})`, met: (p50(small.server) ?? Infinity) <= 1 };
+    },
   },
   {
     goal: '4b. 100-item page p50 over stdio, first tenth of a full walk (the issue asks 200 items at 1M)',

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import fg from 'fast-glob';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import picomatch from 'picomatch';
 import { pathToUri } from '../../src/uri.ts';
 import { peakRssMiB, settled, settleTimeout, spawnFolderMcp } from '../client.ts';
@@ -40,8 +41,35 @@ async function walkPage(dir: string, pattern: string, keep: (uri: string, name: 
   return uris.sort().slice(0, PAGE);
 }
 
-export function queries(ctx: SizeContext): Query[] {
+/** Entries under a collection URI (itself excluded), counted in the index. */
+function subtreeSize(db: Database.Database, dir: string): number {
+  return (db.prepare('SELECT count(*) FROM entries WHERE uri > ? AND uri < ?').pluck().get(dir, successor(dir)) as number);
+}
+
+/**
+ * The page the issue's goal 4a names, "a deep-prefix page (about 20
+ * items)": from the tree's deep directory, down into the child directory
+ * with the smallest subtree of at least 10 entries, while the subtree holds
+ * more than 30. The deep directory's own prefix is a full 100-item page at
+ * every size (312 entries under it at 10k files, 851 at 100k).
+ */
+export function smallDeepDir(db: Database.Database, deep: string): string {
+  let dir = deep;
+  for (let size = subtreeSize(db, dir); size > 30; ) {
+    const children = (db.prepare('SELECT uri FROM entries WHERE parent = ? AND kind = 1').pluck().all(dir) as string[])
+      .map((uri) => ({ uri, size: subtreeSize(db, uri) }))
+      .filter((c) => c.size >= 10)
+      .sort((x, y) => x.size - y.size || (x.uri < y.uri ? -1 : 1));
+    if (children.length === 0) break;
+    dir = children[0]!.uri;
+    size = children[0]!.size;
+  }
+  return dir;
+}
+
+export function queries(ctx: SizeContext, db: Database.Database): Query[] {
   const deep = uriOf(ctx, ctx.tree.deepDir, true);
+  const small = smallDeepDir(db, deep);
   const [a, b] = ctx.tree.siblingDirs.map((d) => uriOf(ctx, d));
   const src = uriOf(ctx, 'src', true);
   const isTs = picomatch('*.ts');
@@ -58,6 +86,15 @@ export function queries(ctx: SizeContext): Query[] {
       floorSql: `SELECT ${COLS} FROM entries WHERE uri >= ? AND uri < ? ORDER BY uri LIMIT ${PAGE}`,
       floorArgs: [deep, successor(deep)],
       naive: () => walkPage(join(ctx.root, ctx.tree.deepDir), '**', () => true),
+    },
+    {
+      key: 'prefixSmall',
+      label: `prefix (deep dir of about 20 entries: ${decodeURIComponent(small.slice(deep.length))})`,
+      params: { prefix: small },
+      accepts: (u) => u.startsWith(small),
+      floorSql: `SELECT ${COLS} FROM entries WHERE uri >= ? AND uri < ? ORDER BY uri LIMIT ${PAGE}`,
+      floorArgs: [small, successor(small)],
+      naive: () => walkPage(fileURLToPath(small), '**', () => true),
     },
     {
       key: 'uri_paths',
@@ -132,7 +169,7 @@ export const list: Scenario<ListResult> = {
     try {
       for (let i = 0; i < 20; i++) await conn.client.ping();
       const ping = summarize(await sampleWithin(iterations, 5_000, () => conn.client.ping(), 20));
-      for (const q of queries(ctx)) {
+      for (const q of queries(ctx, db)) {
         ctx.log(`  list: ${q.label}`);
         const first = await conn.request('resources/list', q.params);
         const uris = (first.resources as { uri: string }[]).map((r) => r.uri);
