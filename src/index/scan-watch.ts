@@ -1,5 +1,5 @@
 import { watch, type FSWatcher } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 
 /** Paths changed during a scan past which their list is dropped and the tree diffed instead (a checkout mid-scan). */
 export const SCAN_WATCH_MAX_PATHS = 20_000;
@@ -119,6 +119,11 @@ export class ScanWatch {
     if (this.closed || this.unknown !== null) return;
     if (filename === null) return this.giveUp(`an event in ${dir} named no file`);
     this.changed.add(join(dir, filename));
+    // libuv names an event on the watched directory itself (deleted, moved away, its watch gone) by the
+    // directory's own basename: then the directory may have been replaced by another of its name, whose
+    // entries no watch saw. Named itself, its subtree is diffed (for a root, whose parent nobody watches,
+    // the whole root). A child of the directory's own name costs the same diff, needlessly.
+    if (filename === basename(dir)) this.changed.add(dir);
     if (this.changed.size > this.maxPaths) this.giveUp(`more than ${this.maxPaths} paths changed during the scan`);
   }
 
