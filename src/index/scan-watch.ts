@@ -1,5 +1,5 @@
-import { watch, type FSWatcher } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, watch, type FSWatcher } from 'node:fs';
+import { basename, join } from 'node:path';
 
 /** Paths changed during a scan past which their list is dropped and the tree diffed instead (a checkout mid-scan). */
 export const SCAN_WATCH_MAX_PATHS = 20_000;
@@ -17,6 +17,26 @@ export type ScanChanges = { paths: string[] } | { unknown: string };
  * one that happened before the watcher proper watched must not be lost.
  */
 const RELEASE_DRAIN_MS = 10;
+
+/**
+ * Events taken in one go (one poll of the thread's loop) past which the
+ * record is given up: inotify queues at most max_queued_events (16384 by
+ * default) and drops the rest, and Node does not report the overflow. A
+ * thread busy for a while (the worker builds the secondary indexes
+ * synchronously: 0.3 s at 100k entries, seconds at 1M) then reads a full
+ * queue at once; a quarter of it leaves room for the events of other watches
+ * on the same inotify instance (the watcher proper's, during the hand-over).
+ */
+const BURST_MAX = Math.floor(readMaxQueuedEvents() / 4);
+
+function readMaxQueuedEvents(): number {
+  try {
+    const value = Number(readFileSync('/proc/sys/fs/inotify/max_queued_events', 'utf8'));
+    return Number.isFinite(value) && value > 0 ? value : 16384;
+  } catch {
+    return 16384;
+  }
+}
 
 /** How a directory is watched: fs.watch, or a stand-in that fails like an exhausted inotify (tests). */
 export type WatchScanDirectory = (dir: string, listener: (event: string, filename: string | null) => void) => FSWatcher;
@@ -39,14 +59,16 @@ const fsWatchDirectory: WatchScanDirectory = (dir, listener) => watch(dir, { per
  * names no file, or more than SCAN_WATCH_MAX_PATHS paths change. Events are
  * taken whenever the thread's event loop turns (the walk yields between
  * batches); Node does not report an inotify queue overflow, which loses
- * events silently here as in the `dirs` watcher, and the periodic diff of
- * the sync layer bounds how long that can leave the index wrong.
+ * events silently, so a burst of events taken at once that could have
+ * filled the queue (BURST_MAX) gives the record up too.
  */
 export class ScanWatch {
   private readonly watches = new Map<string, FSWatcher>();
   private readonly changed = new Set<string>();
   private unknown: string | null = null;
   private closed = false;
+  /** Events taken since the loop last got past its poll phase (see BURST_MAX). */
+  private burst = 0;
 
   constructor(
     private readonly maxPaths = SCAN_WATCH_MAX_PATHS,
@@ -118,7 +140,15 @@ export class ScanWatch {
   private record(dir: string, filename: string | null): void {
     if (this.closed || this.unknown !== null) return;
     if (filename === null) return this.giveUp(`an event in ${dir} named no file`);
+    // Every event queued when the loop polls is taken in that one poll; the check phase comes next.
+    if (this.burst++ === 0) setImmediate(() => (this.burst = 0));
+    if (this.burst >= BURST_MAX) return this.giveUp(`${this.burst} events at once: inotify's queue may have overflowed and dropped some`);
     this.changed.add(join(dir, filename));
+    // libuv names an event on the watched directory itself (deleted, moved away, its watch gone) by the
+    // directory's own basename: then the directory may have been replaced by another of its name, whose
+    // entries no watch saw. Named itself, its subtree is diffed (for a root, whose parent nobody watches,
+    // the whole root). A child of the directory's own name costs the same diff, needlessly.
+    if (filename === basename(dir)) this.changed.add(dir);
     if (this.changed.size > this.maxPaths) this.giveUp(`more than ${this.maxPaths} paths changed during the scan`);
   }
 
