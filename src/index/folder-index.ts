@@ -123,6 +123,18 @@ export class FolderIndex {
     this.scanChanges?.release(dirs);
   }
 
+  /**
+   * Closes the cold scan's watches and forgets what they recorded (a watcher
+   * needs the watches they hold): takeScanChanges then says nothing, and the
+   * tree is diffed. False when there were none.
+   */
+  dropScanWatches(): boolean {
+    const record = this.scanChanges;
+    this.scanChanges = null;
+    record?.close();
+    return record !== null;
+  }
+
   /** What the cold scan's watches recorded no longer says everything (a watcher they were released to failed): takeScanChanges says so. */
   spoilScanChanges(reason: string): void {
     this.scanChanges?.giveUp(reason);

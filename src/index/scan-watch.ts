@@ -27,7 +27,9 @@ const RELEASE_DRAIN_MS = 10;
  * queue at once; a quarter of it leaves room for the events of other watches
  * on the same inotify instance (the watcher proper's, during the hand-over).
  */
-const BURST_MAX = Math.floor(readMaxQueuedEvents() / 4);
+let burstMax: number | undefined;
+/** Read once, on the first event (nothing is read at import). */
+const burstMaxValue = () => (burstMax ??= Math.floor(readMaxQueuedEvents() / 4));
 
 function readMaxQueuedEvents(): number {
   try {
@@ -60,14 +62,14 @@ const fsWatchDirectory: WatchScanDirectory = (dir, listener) => watch(dir, { per
  * taken whenever the thread's event loop turns (the walk yields between
  * batches); Node does not report an inotify queue overflow, which loses
  * events silently, so a burst of events taken at once that could have
- * filled the queue (BURST_MAX) gives the record up too.
+ * filled the queue (a quarter of max_queued_events) gives the record up too.
  */
 export class ScanWatch {
   private readonly watches = new Map<string, FSWatcher>();
   private readonly changed = new Set<string>();
   private unknown: string | null = null;
   private closed = false;
-  /** Events taken since the loop last got past its poll phase (see BURST_MAX). */
+  /** Events taken since the loop last got past its poll phase (see burstMaxValue). */
   private burst = 0;
 
   constructor(
@@ -142,7 +144,7 @@ export class ScanWatch {
     if (filename === null) return this.giveUp(`an event in ${dir} named no file`);
     // Every event queued when the loop polls is taken in that one poll; the check phase comes next.
     if (this.burst++ === 0) setImmediate(() => (this.burst = 0));
-    if (this.burst >= BURST_MAX) return this.giveUp(`${this.burst} events at once: inotify's queue may have overflowed and dropped some`);
+    if (this.burst >= burstMaxValue()) return this.giveUp(`${this.burst} events at once: inotify's queue may have overflowed and dropped some`);
     this.changed.add(join(dir, filename));
     // libuv names an event on the watched directory itself (deleted, moved away, its watch gone) by the
     // directory's own basename: then the directory may have been replaced by another of its name, whose

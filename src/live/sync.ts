@@ -394,6 +394,13 @@ export class LiveSync {
         if (this.closed) return false; // closed while it started: not a failure worth a warning
         // Its watches replaced some of the scan's, and are gone with it.
         if (tookOver) index.spoilScanChanges(`the ${backend} watcher failed after taking over from the scan's watches`);
+        // Out of watches while the scan's still hold theirs (parcel and chokidar do not take them over):
+        // let them go, and try the same backend again; the tree is then diffed, as without them.
+        if (isResourceExhausted(error) && index.dropScanWatches()) {
+          log.info(`watcher ${backend} ran out of watches while the scan's were held: released them, trying ${backend} again (the tree is diffed after)`);
+          i--;
+          continue;
+        }
         const next = candidates[i + 1];
         log.warn(
           `watcher ${backend} could not start (${(error as Error).message ?? String(error)})` +

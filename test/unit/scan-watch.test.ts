@@ -213,12 +213,12 @@ describe('LiveSync after a cold scan that watched', linuxOnly, () => {
       scanTree(dir.path);
       index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [], watchScan: true });
       await index.ready;
-      // Takes over the root's watch (released), then runs out of watches.
+      // Takes over the root's watch (released), then fails (not for want of watches: that is retried, see below).
       const failing: StartWatcher = async (start) => {
         start.watching?.([dir.path]);
         await new Promise((resolve) => setTimeout(resolve, 100));
         writeFileSync(join(dir.path, 'while-nobody-watched.txt'), 'x\n');
-        throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
+        throw Object.assign(new Error('EIO: i/o error, watch'), { code: 'EIO' });
       };
       const blind: StartWatcher = async () => ({ backend: 'poll', close: async () => {} });
       sync = new LiveSync({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: failing, poll: blind } });
@@ -226,6 +226,36 @@ describe('LiveSync after a cold scan that watched', linuxOnly, () => {
       assert.equal(sync.backend, 'poll');
       assert.ok(index.store.get(pathToUri(join(dir.path, 'while-nobody-watched.txt'), false)), 'the file written while nobody watched the root is not indexed');
       assert.match(logs.join(''), /cannot tell what changed behind it \(the dirs watcher failed after taking over from the scan's watches\): diffing the tree/);
+    } finally {
+      await sync?.close();
+      index?.close();
+      dir.cleanup();
+    }
+  });
+
+  test('a backend out of watches while the scan\'s are held gets them released and starts; the tree is diffed', async () => {
+    const dir = tempDir();
+    const logs: string[] = [];
+    const log = createLogger('debug', (line) => logs.push(line));
+    let index: FolderIndex | undefined;
+    let sync: LiveSync | undefined;
+    try {
+      writeTree(dir.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
+      index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [], watchScan: true });
+      await index.ready;
+      writeFileSync(join(dir.path, 'sub', 'after-the-scan.txt'), 'x\n');
+      let starts = 0;
+      // parcel does not take the scan's watches over: its first start finds the inotify limit reached.
+      const parcel: StartWatcher = async () => {
+        if (++starts === 1) throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
+        return { backend: 'parcel', close: async () => {} };
+      };
+      sync = new LiveSync({ index, log, watcher: 'parcel', starters: { ...BACKEND_STARTERS, parcel } });
+      await sync.start();
+      assert.equal(sync.backend, 'parcel');
+      assert.equal(starts, 2);
+      assert.match(logs.join(''), /watcher parcel ran out of watches while the scan's were held: released them, trying parcel again/);
+      assert.ok(index.store.get(pathToUri(join(dir.path, 'sub', 'after-the-scan.txt'), false)), 'the diff after did not run');
     } finally {
       await sync?.close();
       index?.close();
