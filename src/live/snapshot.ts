@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { renameSync, rmSync, statSync } from 'node:fs';
+import type { Statement } from 'better-sqlite3';
+import type { IndexChange } from '../entry.ts';
 import { getMeta, setMeta, type Db } from '../index/db.ts';
 import type { Logger } from '../log.ts';
-import type { Root } from '../uri.ts';
+import { uriToPath, type Root } from '../uri.ts';
 
 /** Pruned natively, as the parcel watcher does: never served, often huge. */
 const SNAPSHOT_IGNORE = ['**/.git', '**/node_modules'];
@@ -16,11 +18,15 @@ const SNAPSHOT_IGNORE = ['**/.git', '**/node_modules'];
  *
  * Why it is safe: a snapshot is taken while a watcher runs, and kept only
  * once the index holds everything that changed before it was taken (the
- * start-up catch-up, and what the watcher reported meanwhile). Everything
- * that changes after it, while this server runs or after it stopped, is
- * reported by the next start and reconciled path by path (a path that did
- * not change in the index's eyes writes nothing). An older snapshot only
- * reports more. A snapshot is named by its folder, so another folder's never
+ * start-up catch-up, and what the watcher reported meanwhile). What changes
+ * on the disk after it is reported by the next start; but the index changes
+ * after it too, while the server runs, and a change undone while no server
+ * ran (a file made, then removed) is no change to parcel. So every path the
+ * index changes after the snapshot is taken is recorded (`record`, in the
+ * table snapshot_changes), and the next start looks at those as well; both
+ * are reconciled path by path (a path that did not change in the index's
+ * eyes writes nothing). A kept snapshot drops the records made before it was
+ * taken. An older snapshot only reports more. A snapshot is named by its folder, so another folder's never
  * answers. The index records the size and mtime of each snapshot it kept,
  * and a snapshot that does not match is not used: parcel reads a damaged or
  * missing snapshot as an empty tree, which would report every file as new
@@ -29,6 +35,9 @@ const SNAPSHOT_IGNORE = ['**/.git', '**/node_modules'];
  */
 export class TreeSnapshots {
   private readonly files: readonly { root: Root; file: string }[];
+  private readonly recordStmt: Statement;
+  /** Order of the last recorded change (snapshot_changes.seq). */
+  private seq: number;
 
   constructor(
     roots: readonly Root[],
@@ -37,6 +46,21 @@ export class TreeSnapshots {
     private readonly log: Logger,
   ) {
     this.files = roots.map((root) => ({ root, file: snapshotFile(dbFile, root.path) }));
+    this.recordStmt = db.prepare('INSERT INTO snapshot_changes (path, seq) VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET seq = excluded.seq');
+    this.seq = (db.prepare('SELECT max(seq) FROM snapshot_changes').pluck().get() as number | null) ?? 0;
+  }
+
+  /** This run keeps no snapshot: the current ones are no longer trusted (changes from now on are not recorded). */
+  forget(): void {
+    for (const { file } of this.files) this.db.prepare('DELETE FROM meta WHERE key = ?').run(metaKey(file));
+  }
+
+  /** Records the paths of a change the index committed (call it for every change made after take() began). */
+  record(change: IndexChange): void {
+    this.db.transaction(() => {
+      for (const row of change.upserted) this.recordStmt.run(uriToPath(row.uri), ++this.seq);
+      for (const uri of change.removed) this.recordStmt.run(uriToPath(uri), ++this.seq);
+    })();
   }
 
   /** Snapshots live beside an index file; an index in memory has none. */
@@ -63,6 +87,7 @@ export class TreeSnapshots {
         return null;
       }
     }
+    for (const path of this.db.prepare('SELECT path FROM snapshot_changes').pluck().iterate() as Iterable<string>) paths.push(path);
     return paths;
   }
 
@@ -75,6 +100,8 @@ export class TreeSnapshots {
   async take(): Promise<{ keep(): void } | null> {
     const parcel = await loadParcel();
     if (!parcel) return null;
+    // Records up to here are of changes the new snapshots already see.
+    const takenAt = this.seq;
     const next = this.files.map(({ root, file }) => ({ root, file, taken: `${file}.next` }));
     try {
       for (const { root, taken } of next) await parcel.writeSnapshot(root.path, taken, { ignore: SNAPSHOT_IGNORE });
@@ -90,6 +117,7 @@ export class TreeSnapshots {
           renameSync(taken, file);
           setMeta(this.db, metaKey(file), fingerprint(file));
         }
+        this.db.prepare('DELETE FROM snapshot_changes WHERE seq <= ?').run(takenAt);
       },
     };
   }

@@ -129,11 +129,20 @@ export class LiveSync {
       return; // the scan failed (or the index closed): requests report it
     }
     if (this.closed) return;
+    // From the first write on, until it is known whether this run keeps snapshots (see TreeSnapshots).
+    const recording = this.options.snapshots;
+    if (recording) this.stopRecording = index.onChange((change) => recording.record(change));
     // `auto` only asks whether the index holds more than AUTO_CHOKIDAR_MAX_ENTRIES: no need to count 1M rows.
     this.plan = planWatchers(this.options.watcher, index.store.countUpTo(AUTO_CHOKIDAR_MAX_ENTRIES + 1));
     const watching = (await this.startWatcher(this.plan.candidates, this.plan.reason)) && this.watcher?.backend !== 'none';
     // Only with a watcher running: it sees what changes while the new snapshot is taken.
     const snapshots = watching ? this.snapshotsFor(this.watcher!.backend) : null;
+    if (!snapshots && recording) {
+      // No snapshot this run: the old ones would miss what it changes.
+      this.stopRecording?.();
+      this.stopRecording = undefined;
+      recording.forget();
+    }
     const asked = performance.now();
     const changed = index.warm && snapshots ? await snapshots.changedSince() : null;
     // Taken now that the watcher is up: between the two, every change is seen by one or the other.
@@ -263,6 +272,8 @@ export class LiveSync {
     // caller closes the index next, which ends the scan, and they then see
     // `closed` and do nothing. Only a write in progress is waited for.
     if (this.options.index.isReady) await this.queue;
+    // After the last write: it may be one the next start must look at again.
+    this.stopRecording?.();
   }
 
   /** New directories to diff again, per pass of RECHECK_DELAYS_MS (see Reconciler's recheckLater). */
@@ -284,6 +295,9 @@ export class LiveSync {
       for (const dir of dirs) this.recheckLater(dir, pass + 1);
     }, delay);
   }
+
+  /** Ends the recording of index changes for the watcher snapshots. */
+  private stopRecording: (() => void) | undefined;
 
   private readonly sink: WatchSink = {
     changed: (path) => {

@@ -87,4 +87,27 @@ describe('warm start from the watcher snapshot', () => {
     assert.match(third, /index checked against the disk in \d+ ms\n/);
     assert.doesNotMatch(third, /since the watcher's snapshot/);
   });
+
+  test('a change made while the server ran and undone while it was down (no change to parcel) is caught up too', async () => {
+    writeFileSync(join(root.path, 'edit.md'), 'short\n');
+    writeFileSync(join(root.path, 'comes-back.md'), 'here\n');
+    rmSync(snapshotFile(db, root.path), { force: true }); // the last test's corrupt one: wait for a new one
+    await serveUntilSnapshot();
+    // The snapshot is kept; while this server runs, one file comes and one goes...
+    const conn = await connectWithNotes(args);
+    try {
+      await waitFor(() => /index checked against the disk/.test(conn.stderr()), TIMEOUT, 'the catch-up');
+      writeTree(root.path, { 'made-while-running/x.md': 'x\n' });
+      rmSync(join(root.path, 'comes-back.md'));
+      await waitFor(() => listingEqualsDisk(conn, () => diskUris(root.path)), TIMEOUT, 'the running server to see both');
+    } finally {
+      await conn.close();
+    }
+    // ...and while it is down, both are undone: against the snapshot nothing changed.
+    rmSync(join(root.path, 'made-while-running'), { recursive: true });
+    writeFileSync(join(root.path, 'comes-back.md'), 'here\n');
+    writeFileSync(join(root.path, 'edit.md'), 'a much longer body now\n');
+    const after = await restartAndCheck();
+    assert.match(after, /changed since the watcher's snapshot/);
+  });
 });
