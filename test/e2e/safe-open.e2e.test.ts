@@ -157,6 +157,8 @@ describe('a special file never blocks the server', () => {
     writeFileSync(join(f.root, 'pipe.txt'), 'a file for now\n');
     conn = await start(['--db', ':memory:', '--watcher', 'none', '--no-search', f.root]);
     await ready(conn, f.uriOf);
+    // After the start-up catch-up (which would see the swap, and drop the FIFO), so the index still names a file.
+    await waitFor(() => conn.stderr().includes('index checked against the disk'), TIMEOUT, 'the catch-up');
     rmSync(join(f.root, 'pipe.txt'));
     execFileSync('mkfifo', [join(f.root, 'pipe.txt')]);
   });

@@ -116,6 +116,24 @@ describe('ScanWatch', linuxOnly, () => {
     }
   });
 
+  test('more directories than its limit: gives up and closes its watches (memory), rather than watch them all', async () => {
+    const dir = tempDir();
+    try {
+      writeTree(dir.path, { 'a/x.txt': 'x', 'b/y.txt': 'y' });
+      const watch = new ScanWatch(100, undefined, 2);
+      watch.watch(dir.path);
+      watch.watch(join(dir.path, 'a'));
+      assert.equal(watch.watching, 2);
+      watch.watch(join(dir.path, 'b'));
+      assert.equal(watch.watching, 0);
+      const changes = await watch.finish();
+      assert.ok('unknown' in changes);
+      assert.match(changes.unknown, /more than 2 directories to watch/);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
   test('mergeScanChanges: the paths of both, or the first reason either is unknown', () => {
     assert.deepEqual(mergeScanChanges({ paths: ['/a'] }, { paths: ['/b'] }), { paths: ['/a', '/b'] });
     assert.deepEqual(mergeScanChanges({ paths: ['/a'] }, { unknown: 'why' }), { unknown: 'why' });
