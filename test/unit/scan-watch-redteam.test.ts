@@ -12,9 +12,10 @@ import { BACKEND_STARTERS } from '../../src/live/choose.ts';
 import { LiveSync } from '../../src/live/sync.ts';
 import { startDirsWatcher } from '../../src/live/watch-dirs.ts';
 import type { StartWatcher } from '../../src/live/watcher.ts';
-import { createLogger, silentLogger } from '../../src/log.ts';
+import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { bigTree, diskUris, tempDir, waitFor, writeTree } from '../helpers.ts';
+import { withScanIndex } from '../scan-helpers.ts';
 import { countInotifyWatches } from '../../bench/watch-probe.ts';
 
 const linuxOnly = process.platform === 'linux' ? {} : { skip: 'ScanWatch runs on Linux only' };
@@ -32,43 +33,28 @@ function scanTree(root: string): void {
 
 describe('red team: the cold scan\'s watches', { ...linuxOnly }, () => {
   test('the root replaced (rm -rf, mkdir) after the scan read it: what the new root holds is indexed', async () => {
-    const dir = tempDir();
-    const root = join(dir.path, 'served');
-    const logs: string[] = [];
-    const log = createLogger('debug', (line) => logs.push(line));
-    let index: FolderIndex | undefined;
-    let sync: LiveSync | undefined;
-    try {
-      mkdirSync(root);
-      writeTree(root, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
-      index = new FolderIndex({ roots: [makeRoot(root)], dbFile: ':memory:', log, gitignore: true, exclude: [], watchScan: true });
-      await index.ready;
-      rmSync(root, { recursive: true });
-      mkdirSync(root);
-      writeTree(root, { 'new.txt': 'in the new root\n' });
-      sync = new LiveSync({ index, log, watcher: 'dirs' });
-      await sync.start();
-      // Whatever the watcher reported meanwhile is applied too.
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-      assert.deepEqual(indexedUris(index), diskUris(root), logs.join(''));
-    } finally {
-      await sync?.close();
-      index?.close();
-      dir.cleanup();
-    }
+    const served = (dir: string) => join(dir, 'served');
+    await withScanIndex(
+      (dir) => writeTree(served(dir), { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' }),
+      async ({ dir, index, logs, sync }) => {
+        const root = served(dir);
+        await index.ready;
+        rmSync(root, { recursive: true });
+        mkdirSync(root);
+        writeTree(root, { 'new.txt': 'in the new root\n' });
+        await sync({ watcher: 'dirs' }).start();
+        // Whatever the watcher reported meanwhile is applied too.
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        assert.deepEqual(indexedUris(index), diskUris(root), logs.join(''));
+      },
+      { roots: (dir) => [served(dir)] },
+    );
   });
 
   test('a directory replaced during the dirs watcher\'s start (its parent handed over, it not yet watched): its new entries are indexed', async () => {
-    const dir = tempDir();
-    const logs: string[] = [];
-    const log = createLogger('debug', (line) => logs.push(line));
-    let index: FolderIndex | undefined;
-    let sync: LiveSync | undefined;
-    try {
-      writeTree(dir.path, { 'top.txt': 'top\n', 'sub/old.txt': 'old\n' });
-      index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [], watchScan: true });
+    await withScanIndex((dir) => writeTree(dir, { 'top.txt': 'top\n', 'sub/old.txt': 'old\n' }), async ({ dir, index, logs, sync }) => {
       await index.ready;
-      const sub = join(dir.path, 'sub');
+      const sub = join(dir, 'sub');
       // The real dirs backend; its list of directories holds, after the root, 2000 that are not there
       // (one start slice: the root is handed over), then, once the scan's watch on the root is surely
       // released, `sub` is replaced just before the backend gets to it.
@@ -76,25 +62,21 @@ describe('red team: the cold scan\'s watches', { ...linuxOnly }, () => {
         startDirsWatcher({
           ...start,
           directories: function* () {
-            for (let i = 0; i < 2000; i++) yield join(dir.path, `not-there-${i}`);
+            for (let i = 0; i < 2000; i++) yield join(dir, `not-there-${i}`);
             const handedOver = performance.now();
-            for (let i = 0; performance.now() - handedOver < 100; i++) yield join(dir.path, `not-there-either-${i}`);
+            for (let i = 0; performance.now() - handedOver < 100; i++) yield join(dir, `not-there-either-${i}`);
             rmSync(sub, { recursive: true });
             mkdirSync(sub);
             writeFileSync(join(sub, 'new.txt'), 'in the new sub\n');
             yield sub;
           },
         });
-      sync = new LiveSync({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: racing } });
-      await sync.start();
-      assert.equal(sync.backend, 'dirs');
+      const live = sync({ watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: racing } });
+      await live.start();
+      assert.equal(live.backend, 'dirs');
       await new Promise((resolve) => setTimeout(resolve, 1500));
-      assert.deepEqual(indexedUris(index), diskUris(dir.path), logs.join(''));
-    } finally {
-      await sync?.close();
-      index?.close();
-      dir.cleanup();
-    }
+      assert.deepEqual(indexedUris(index), diskUris(dir), logs.join(''));
+    });
   });
 });
 
@@ -171,35 +153,28 @@ async function coldStart(
   skip: (name: string, isDir: boolean) => boolean = () => false,
   roots: (root: string) => string[] = (root) => [root],
 ): Promise<void> {
-  const dir = tempDir();
-  const logs: string[] = [];
-  const log = createLogger('debug', (line) => logs.push(line));
-  let index: FolderIndex | undefined;
-  let sync: LiveSync | undefined;
-  try {
-    setup(dir.path);
-    index = new FolderIndex({ roots: roots(dir.path).map((p) => makeRoot(p)), dbFile: ':memory:', log, gitignore: true, exclude: [], watchScan: true, scanSlicesHere: 1 });
-    await index.nextCommit();
-    assert.ok(!index.isReady, 'the scan ended with its first batch');
-    behindTheWalk(dir.path);
-    await index.ready;
-    afterTheScan(dir.path);
-    sync = new LiveSync({ index, log, watcher: backend });
-    await sync.start();
-    assert.equal(sync.backend, backend);
-    const expected = roots(dir.path).flatMap((r) => diskUris(r, skip)).sort();
-    await waitFor(() => JSON.stringify(indexedUris(index!)) === JSON.stringify(expected), 3000, 'the index to equal the disk').catch(() => {});
-    assert.deepEqual(indexedUris(index), expected, `after the start\n${logs.join('')}`);
-    assert.doesNotMatch(logs.join(''), /diffing the tree/);
-    afterTheStart(dir.path);
-    const expectedLater = roots(dir.path).flatMap((r) => diskUris(r, skip)).sort();
-    await waitFor(() => JSON.stringify(indexedUris(index!)) === JSON.stringify(expectedLater), 5000, 'the index to equal the disk').catch(() => {});
-    assert.deepEqual(indexedUris(index), expectedLater, `after changes once started\n${logs.join('')}`);
-  } finally {
-    await sync?.close();
-    index?.close();
-    dir.cleanup();
-  }
+  await withScanIndex(
+    setup,
+    async ({ dir, index, logs, sync }) => {
+      await index.nextCommit();
+      assert.ok(!index.isReady, 'the scan ended with its first batch');
+      behindTheWalk(dir);
+      await index.ready;
+      afterTheScan(dir);
+      const live = sync({ watcher: backend });
+      await live.start();
+      assert.equal(live.backend, backend);
+      const expected = roots(dir).flatMap((r) => diskUris(r, skip)).sort();
+      await waitFor(() => JSON.stringify(indexedUris(index)) === JSON.stringify(expected), 3000, 'the index to equal the disk').catch(() => {});
+      assert.deepEqual(indexedUris(index), expected, `after the start\n${logs.join('')}`);
+      assert.doesNotMatch(logs.join(''), /diffing the tree/);
+      afterTheStart(dir);
+      const expectedLater = roots(dir).flatMap((r) => diskUris(r, skip)).sort();
+      await waitFor(() => JSON.stringify(indexedUris(index)) === JSON.stringify(expectedLater), 5000, 'the index to equal the disk').catch(() => {});
+      assert.deepEqual(indexedUris(index), expectedLater, `after changes once started\n${logs.join('')}`);
+    },
+    { roots, scanSlicesHere: 1 },
+  );
 }
 
 describe('red team: changes behind and after the walk, real watchers', { ...linuxOnly, ...needsWorker }, () => {

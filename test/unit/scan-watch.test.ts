@@ -5,16 +5,15 @@ import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, watch as fsWatch, writeFileSync, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { FolderIndex } from '../../src/index/folder-index.ts';
 import { ScanChangeRecord, defaultScanWorkerUrl, scanInThread } from '../../src/index/scan-thread.ts';
 import { ScanWatch, mergeScanChanges, type ScanChanges } from '../../src/index/scan-watch.ts';
 import { SkipReport } from '../../src/index/servable.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
-import { LiveSync } from '../../src/live/sync.ts';
 import type { StartWatcher } from '../../src/live/watcher.ts';
-import { createLogger, silentLogger } from '../../src/log.ts';
+import { silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
 import { bigTree, diskUris, tempDir, waitFor, writeTree } from '../helpers.ts';
+import { withScanIndex } from '../scan-helpers.ts';
 
 const linuxOnly = process.platform === 'linux' ? {} : { skip: 'ScanWatch runs on Linux only' };
 
@@ -186,121 +185,75 @@ describe("the scan's watches on both threads", linuxOnly, () => {
 
 describe('LiveSync after a cold scan that watched', linuxOnly, () => {
   test('what changed during the scan is indexed from the scan\'s watches, with no diff of the tree', { skip: defaultScanWorkerUrl() === null && 'no built worker (npm test builds it)' }, async () => {
-    const dir = tempDir();
-    const logs: string[] = [];
-    const log = createLogger('debug', (line) => logs.push(line));
     // A watcher that sees nothing: whatever the index learns comes from the scan's record.
     const blind: StartWatcher = async () => ({ backend: 'dirs', close: async () => {} });
-    let index: FolderIndex | undefined;
-    let sync: LiveSync | undefined;
-    try {
-      scanTree(dir.path);
-      index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [], watchScan: true, scanSlicesHere: 1 });
+    await withScanIndex(scanTree, async ({ dir, index, logs, sync }) => {
       await index.nextCommit();
       assert.ok(!index.isReady, 'the scan ended with its first batch');
       // Behind the walk (the root and d00 are read): a new file, an edit, a directory replaced by another of its name.
-      writeFileSync(join(dir.path, 'added.txt'), 'added\n');
-      writeFileSync(join(dir.path, 'top.txt'), 'a longer top now\n');
-      rmSync(join(dir.path, 'd00'), { recursive: true });
-      writeTree(dir.path, { 'd00/replaced.txt': 'in the new d00\n' });
+      writeFileSync(join(dir, 'added.txt'), 'added\n');
+      writeFileSync(join(dir, 'top.txt'), 'a longer top now\n');
+      rmSync(join(dir, 'd00'), { recursive: true });
+      writeTree(dir, { 'd00/replaced.txt': 'in the new d00\n' });
       await index.ready;
       // After the scan, before the watcher: a directory the worker read.
-      rmSync(join(dir.path, 'd29', 'f2999.txt'));
-      sync = new LiveSync({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: blind } });
-      await sync.start();
+      rmSync(join(dir, 'd29', 'f2999.txt'));
+      await sync({ watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: blind } }).start();
       const indexed = (index.db.prepare('SELECT uri FROM entries ORDER BY uri').pluck().all() as string[]).sort();
-      assert.deepEqual(indexed, diskUris(dir.path));
-      assert.equal(index.store.get(pathToUri(join(dir.path, 'top.txt'), false))?.size, 'a longer top now\n'.length);
+      assert.deepEqual(indexed, diskUris(dir));
+      assert.equal(index.store.get(pathToUri(join(dir, 'top.txt'), false))?.size, 'a longer top now\n'.length);
       const text = logs.join('');
       assert.match(text, /index checked against the disk in \d+ ms \(\d+ path\(s\) changed during the scan\)/);
       assert.doesNotMatch(text, /diffing the tree/);
-    } finally {
-      await sync?.close();
-      index?.close();
-      dir.cleanup();
-    }
+    }, { scanSlicesHere: 1 });
   });
 
   test('a watcher that took over some of the scan\'s watches, then failed to start: the tree is diffed, and nothing is lost', async () => {
-    const dir = tempDir();
-    const logs: string[] = [];
-    const log = createLogger('debug', (line) => logs.push(line));
-    let index: FolderIndex | undefined;
-    let sync: LiveSync | undefined;
-    try {
-      scanTree(dir.path);
-      index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [], watchScan: true });
+    await withScanIndex(scanTree, async ({ dir, index, logs, sync }) => {
       await index.ready;
       // Takes over the root's watch (released), then fails (not for want of watches: that is retried, see below).
       const failing: StartWatcher = async (start) => {
-        start.watching?.([dir.path]);
+        start.watching?.([dir]);
         await new Promise((resolve) => setTimeout(resolve, 100));
-        writeFileSync(join(dir.path, 'while-nobody-watched.txt'), 'x\n');
+        writeFileSync(join(dir, 'while-nobody-watched.txt'), 'x\n');
         throw Object.assign(new Error('EIO: i/o error, watch'), { code: 'EIO' });
       };
       const blind: StartWatcher = async () => ({ backend: 'poll', close: async () => {} });
-      sync = new LiveSync({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: failing, poll: blind } });
-      await sync.start();
-      assert.equal(sync.backend, 'poll');
-      assert.ok(index.store.get(pathToUri(join(dir.path, 'while-nobody-watched.txt'), false)), 'the file written while nobody watched the root is not indexed');
+      const live = sync({ watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: failing, poll: blind } });
+      await live.start();
+      assert.equal(live.backend, 'poll');
+      assert.ok(index.store.get(pathToUri(join(dir, 'while-nobody-watched.txt'), false)), 'the file written while nobody watched the root is not indexed');
       assert.match(logs.join(''), /cannot tell what changed behind it \(the dirs watcher failed after taking over from the scan's watches\): diffing the tree/);
-    } finally {
-      await sync?.close();
-      index?.close();
-      dir.cleanup();
-    }
+    });
   });
 
   test('a backend out of watches while the scan\'s are held gets them released and starts; the tree is diffed', async () => {
-    const dir = tempDir();
-    const logs: string[] = [];
-    const log = createLogger('debug', (line) => logs.push(line));
-    let index: FolderIndex | undefined;
-    let sync: LiveSync | undefined;
-    try {
-      writeTree(dir.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
-      index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [], watchScan: true });
+    await withScanIndex((dir) => writeTree(dir, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' }), async ({ dir, index, logs, sync }) => {
       await index.ready;
-      writeFileSync(join(dir.path, 'sub', 'after-the-scan.txt'), 'x\n');
+      writeFileSync(join(dir, 'sub', 'after-the-scan.txt'), 'x\n');
       let starts = 0;
       // parcel does not take the scan's watches over: its first start finds the inotify limit reached.
       const parcel: StartWatcher = async () => {
         if (++starts === 1) throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
         return { backend: 'parcel', close: async () => {} };
       };
-      sync = new LiveSync({ index, log, watcher: 'parcel', starters: { ...BACKEND_STARTERS, parcel } });
-      await sync.start();
-      assert.equal(sync.backend, 'parcel');
+      const live = sync({ watcher: 'parcel', starters: { ...BACKEND_STARTERS, parcel } });
+      await live.start();
+      assert.equal(live.backend, 'parcel');
       assert.equal(starts, 2);
       assert.match(logs.join(''), /watcher parcel ran out of watches while the scan's were held: released them, trying parcel again/);
-      assert.ok(index.store.get(pathToUri(join(dir.path, 'sub', 'after-the-scan.txt'), false)), 'the diff after did not run');
-    } finally {
-      await sync?.close();
-      index?.close();
-      dir.cleanup();
-    }
+      assert.ok(index.store.get(pathToUri(join(dir, 'sub', 'after-the-scan.txt'), false)), 'the diff after did not run');
+    });
   });
 
   test('without the record (no watchScan) the tree is diffed, as before', async () => {
-    const dir = tempDir();
-    const logs: string[] = [];
-    const log = createLogger('debug', (line) => logs.push(line));
     const blind: StartWatcher = async () => ({ backend: 'dirs', close: async () => {} });
-    let index: FolderIndex | undefined;
-    let sync: LiveSync | undefined;
-    try {
-      writeTree(dir.path, { 'a.txt': 'a\n' });
-      index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [] });
+    await withScanIndex((dir) => writeTree(dir, { 'a.txt': 'a\n' }), async ({ dir, index, logs, sync }) => {
       await index.ready;
-      writeFileSync(join(dir.path, 'b.txt'), 'b\n');
-      sync = new LiveSync({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: blind } });
-      await sync.start();
-      await waitFor(() => index!.store.get(pathToUri(join(dir.path, 'b.txt'), false)), 10_000, 'b.txt from the diff');
+      writeFileSync(join(dir, 'b.txt'), 'b\n');
+      await sync({ watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: blind } }).start();
+      await waitFor(() => index.store.get(pathToUri(join(dir, 'b.txt'), false)), 10_000, 'b.txt from the diff');
       assert.match(logs.join(''), /index checked against the disk in \d+ ms\n/);
-    } finally {
-      await sync?.close();
-      index?.close();
-      dir.cleanup();
-    }
+    }, { watchScan: false });
   });
 });
