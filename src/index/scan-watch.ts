@@ -67,7 +67,8 @@ const fsWatchDirectory: WatchScanDirectory = (dir, listener) => watch(dir, { per
  * Linux only (inotify); elsewhere one watch per directory is costly or
  * recursive, and the tree is diffed as before. The record is given up, and
  * the tree diffed, when a watch cannot be set (out of watches), an event
- * names no file, or more than SCAN_WATCH_MAX_PATHS paths change. Events are
+ * names no file, more than SCAN_WATCH_MAX_PATHS paths change, or there are
+ * more than SCAN_WATCH_MAX_DIRS directories to watch. Events are
  * taken whenever the thread's event loop turns (the walk yields between
  * batches); Node does not report an inotify queue overflow, which loses
  * events silently, so a burst of events taken at once that could have
@@ -102,7 +103,6 @@ export class ScanWatch {
       return;
     }
     watcher.on('error', (error: NodeJS.ErrnoException) => this.giveUp(`a watch failed (${error.code ?? error.message})`));
-    this.watches.get(dir)?.close();
     this.watches.set(dir, watcher);
   }
 
@@ -146,8 +146,7 @@ export class ScanWatch {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const watcher of this.watches.values()) watcher.close();
-    this.watches.clear();
+    this.closeWatches();
   }
 
   private record(dir: string, filename: string | null): void {
@@ -169,6 +168,10 @@ export class ScanWatch {
     if (this.unknown !== null) return;
     this.unknown = reason;
     this.changed.clear();
+    this.closeWatches();
+  }
+
+  private closeWatches(): void {
     for (const watcher of this.watches.values()) watcher.close();
     this.watches.clear();
   }
