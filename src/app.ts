@@ -8,10 +8,11 @@ import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
 import { acquireDbLock } from './index/lock.ts';
 import { createLive, type Live } from './live/live.ts';
-import type { Logger } from './log.ts';
+import type { Logger, RelayingLogger } from './log.ts';
 import { Connection } from './protocol/connection.ts';
 import type { ServerContext } from './protocol/context.ts';
 import { trackListens } from './protocol/listen.ts';
+import { relayLogLine } from './protocol/logging.ts';
 import { createPager } from './query/page.ts';
 import { createServer, type HandlerServices, type ServerInfo } from './server.ts';
 import type { Root } from './uri.ts';
@@ -55,7 +56,7 @@ const PROBES = new Set(['server/discover', 'ping']);
  * then kills, before it starts the one it keeps). Nothing here touches the
  * process (argv, stdio, exit): cli.ts does, and tests can build an App.
  */
-export function createApp(config: Config, roots: readonly Root[], dbFile: string, log: Logger, info: ServerInfo): App {
+export function createApp(config: Config, roots: readonly Root[], dbFile: string, log: RelayingLogger, info: ServerInfo): App {
   let services: (Services & { close(): Promise<void> }) | undefined;
   const sessions = new Set<ClientSession & { attach(live: Live): void }>();
 
@@ -74,6 +75,8 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
     openSession() {
       const connection = new Connection();
       let detach = () => {};
+      // The server's log lines, as MCP log messages to this client (at the level it asked for).
+      const stopRelay = log.listen((level, message) => relayLogLine(connection, level, message));
       let listens: ((message: Record<string, unknown>) => void) | undefined;
       const session = {
         connection,
@@ -96,6 +99,7 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
         },
         close() {
           detach();
+          stopRelay();
           connection.close();
           sessions.delete(session);
         },
@@ -217,7 +221,7 @@ export function lazyCatalog(load: () => Promise<Catalog>): Catalog {
   const catalog = () => (loading ??= load());
   return {
     listTools: async (params) => (await catalog()).listTools(params),
-    callTool: async (params) => (await catalog()).callTool(params),
+    callTool: async (params, progress) => (await catalog()).callTool(params, progress),
     listPrompts: async (params) => (await catalog()).listPrompts(params),
     getPrompt: async (params) => (await catalog()).getPrompt(params),
     complete: async (params) => (await catalog()).complete(params),

@@ -9,13 +9,51 @@ export interface Logger {
   debug(message: string): void;
 }
 
-export function createLogger(level: LogLevel, write: (line: string) => void): Logger {
+/** The process's logger (createLogger) also tells listeners of each line; a worker thread's posts its lines to it. */
+export interface RelayingLogger extends Logger {
+  /**
+   * Calls `listener` with each line written from now on (the lines the
+   * level lets through), e.g. to relay them to clients as MCP log messages.
+   * Returns the function that stops it.
+   */
+  listen(listener: LogListener): () => void;
+}
+
+export type LogListener = (level: LogLevel, message: string) => void;
+
+export function createLogger(level: LogLevel, write: (line: string) => void): RelayingLogger {
   const limit = LOG_LEVELS.indexOf(level);
+  const listeners = new Set<LogListener>();
+  // A listener that logs (a failed send reported at debug level) must not feed itself.
+  let relaying = false;
   const at = (lvl: LogLevel) => (message: string) => {
-    if (LOG_LEVELS.indexOf(lvl) <= limit) write(`folder-mcp ${lvl}: ${message}\n`);
+    if (LOG_LEVELS.indexOf(lvl) > limit) return;
+    write(`folder-mcp ${lvl}: ${message}\n`);
+    if (relaying || listeners.size === 0) return;
+    relaying = true;
+    try {
+      for (const listener of listeners) {
+        try {
+          listener(lvl, message);
+        } catch {
+          // A client that cannot be told is no reason to lose the line: it is on stderr already.
+        }
+      }
+    } finally {
+      relaying = false;
+    }
   };
-  return { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') };
+  return {
+    error: at('error'),
+    warn: at('warn'),
+    info: at('info'),
+    debug: at('debug'),
+    listen(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
 }
 
 /** A logger that drops everything, for tests and benchmarks. */
-export const silentLogger: Logger = createLogger('error', () => {});
+export const silentLogger: RelayingLogger = createLogger('error', () => {});

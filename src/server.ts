@@ -3,7 +3,7 @@ import { CACHE_HINTS, SERVER_CAPABILITIES } from './protocol/capabilities.ts';
 import type { Connection } from './protocol/connection.ts';
 import type { ServerContext } from './protocol/context.ts';
 import { REQUEST_HANDLERS, type CatalogHandlers } from './protocol/handlers.ts';
-import { waitForIndex, whileScanning, type WaitExtra } from './protocol/progress.ts';
+import { progressSink, waitForIndex, whileScanning, type WaitExtra } from './protocol/progress.ts';
 import { FolderServer, LOOSE_PARAMS } from './protocol/sdk.ts';
 
 /** What a server instance's handlers need of the shared services (src/app.ts builds them). */
@@ -34,14 +34,15 @@ export function createServer(services: () => HandlerServices, connection: Connec
     // Three-argument form with loose params: the proposals' params reach the handler (src/protocol/sdk.ts).
     server.setRequestHandler(method, { params: LOOSE_PARAMS }, async (params, request) => {
       const { ctx, catalog } = services();
-      const handle = () => handler.handle({ ctx, catalog, connection }, params as Record<string, unknown>);
-      if (handler.waitsFor === 'nothing') return handle();
-      if (ctx.catchUp) await ctx.catchUp;
-      if (ctx.index.isReady) return handle();
       const extra = {
         _meta: request.mcpReq._meta as { progressToken?: string | number },
         sendNotification: (notification: Parameters<WaitExtra['sendNotification']>[0]) => request.mcpReq.notify(notification),
       };
+      const progress = progressSink(extra);
+      const handle = () => handler.handle({ ctx, catalog, connection, ...(progress ? { progress } : {}) }, params as Record<string, unknown>);
+      if (handler.waitsFor === 'nothing') return handle();
+      if (ctx.catchUp) await ctx.catchUp;
+      if (ctx.index.isReady) return handle();
       if (handler.waitsFor === 'keys') return whileScanning(ctx.index, extra, handle);
       await waitForIndex(ctx.index, extra);
       return handle();

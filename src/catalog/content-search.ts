@@ -29,6 +29,8 @@ export const SEARCH_MAX_FILE_BYTES = 1024 * 1024;
 /** Text written per transaction, so that one batch blocks the event loop for tens of milliseconds at most. */
 const BATCH_BYTES = 2 * 1024 * 1024;
 const BATCH_FILES = 100;
+/** How often a long first build says how far it got on stderr (as the scan does). */
+const BUILD_PROGRESS_LOG_MS = 2000;
 /**
  * Rows one statement of the build's start-up checks (orphans, the count of
  * documents to check) covers before it yields to the event loop. On a warm
@@ -264,8 +266,15 @@ export class ContentSearch {
     this.counted = true;
     for (const waiter of [...this.completeWaiters]) if (total > waiter.maxDocs) waiter.done();
     let after = '';
+    let lastLog = started;
     for (;;) {
       if (this.closed) return;
+      if (!this.progressState.complete && performance.now() - lastLog >= BUILD_PROGRESS_LOG_MS) {
+        lastLog = performance.now();
+        const { done } = this.progressState;
+        const seconds = (lastLog - started) / 1000;
+        this.log.info(`content index: ${done} of ${total} documents checked in ${Math.round(seconds)} s (${Math.round(done / seconds)} documents/s)`);
+      }
       await this.applyPending();
       if (this.closed) return;
       if (!this.progressState.complete) {

@@ -3,7 +3,8 @@
 // snippet and line number per file, and the page or cell when it has them.
 import { z } from 'zod';
 import { planQuery } from '../query/plan.ts';
-import { SEARCH_BUDGET_MS, SEARCH_MAX_FILE_BYTES } from './content-search.ts';
+import { PROGRESS_INTERVAL_MS, type ProgressSink } from '../protocol/progress.ts';
+import { SEARCH_BUDGET_MS, SEARCH_MAX_FILE_BYTES, type ContentSearch } from './content-search.ts';
 import { SearchBusyError } from './search-thread.ts';
 import { scopeQuery } from './scope.ts';
 import { parseSearchQuery, SearchQueryError } from './search-query.ts';
@@ -17,6 +18,30 @@ export const SEARCH_MAX_LIMIT = 100;
 export const SEARCH_WAIT_MS = 5000;
 /** ...that is, when it has at most this many documents to index. */
 export const SEARCH_WAIT_MAX_FILES = 1000;
+
+/**
+ * Runs `wait` (a wait for the first content build), telling a call that sent
+ * a progress token how far the build got, every PROGRESS_INTERVAL_MS while
+ * it moves: progress = documents checked, total = documents to check once
+ * the build has counted them.
+ */
+async function withBuildProgress<T>(search: ContentSearch, progress: ProgressSink | undefined, wait: () => Promise<T>): Promise<T> {
+  if (!progress) return wait();
+  let last = -1;
+  const report = () => {
+    const { done, total, complete } = search.progress;
+    if (complete || done === last) return;
+    last = done;
+    progress(done, total > 0 ? total : undefined, `content index: ${done} of ${total > 0 ? total : '?'} documents checked`);
+  };
+  report();
+  const timer = setInterval(report, PROGRESS_INTERVAL_MS);
+  try {
+    return await wait();
+  } finally {
+    clearInterval(timer);
+  }
+}
 
 const input = z.strictObject({
   query: z
@@ -83,7 +108,7 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     await ctx.index.ready;
     // A search right after start on a small folder would otherwise say "No
     // matches" for words the index is about to have: wait for the first build, bounded.
-    if (!search.progress.complete) await search.whenComplete(SEARCH_WAIT_MS, SEARCH_WAIT_MAX_FILES);
+    if (!search.progress.complete) await withBuildProgress(search, tc.progress, () => search.whenComplete(SEARCH_WAIT_MS, SEARCH_WAIT_MAX_FILES));
     const query = scopeQuery({ glob: asList(args.glob), name: asList(args.name), prefix: args.prefix }, ctx.roots);
     const exact = query.namePatterns === undefined && query.uriPatterns === undefined;
     let outcome;

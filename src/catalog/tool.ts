@@ -4,6 +4,7 @@
 // `isError: true` that the model can read and act on, not a protocol error.
 import { z } from 'zod';
 import type { ServerContext } from '../protocol/context.ts';
+import type { ProgressSink } from '../protocol/progress.ts';
 import { toResource, type ResourceRow } from '../resource.ts';
 import type { ContentSearch } from './content-search.ts';
 
@@ -15,6 +16,8 @@ export const promptUri = (name: string) => `mcp://prompts/${CATALOG_GROUP}/${nam
 export interface ToolContext {
   ctx: ServerContext;
   search: ContentSearch | null;
+  /** The call's progress sink, when the client sent a progress token. */
+  progress?: ProgressSink;
 }
 
 export type ContentBlock = Record<string, unknown> & { type: string };

@@ -31,6 +31,8 @@ export const SERVER_CAPABILITIES = {
   tools: { listChanged: false, filtering: FILTERING.tools },
   prompts: { listChanged: false, filtering: FILTERING.prompts },
   completions: {},
+  // Log lines reach clients as notifications/message (src/protocol/logging.ts), honouring logging/setLevel.
+  logging: {},
   experimental: EXPERIMENTAL,
 } as unknown as ServerCapabilities;
 

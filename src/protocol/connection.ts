@@ -1,4 +1,5 @@
 import type { Server } from '@modelcontextprotocol/server';
+import type { McpLogLevel } from './logging.ts';
 import { Subscriptions } from './subscriptions.ts';
 
 /**
@@ -10,7 +11,9 @@ import { Subscriptions } from './subscriptions.ts';
 export class Connection {
   readonly subscriptions = new Subscriptions();
   /** Where notifications go: the SDK server instance (stdio), or the HTTP endpoint's listen streams (src/http/listeners.ts). */
-  server: Pick<Server, 'sendResourceUpdated' | 'sendResourceListChanged'> | undefined;
+  server: (Pick<Server, 'sendResourceUpdated' | 'sendResourceListChanged'> & Partial<Pick<Server, 'sendLoggingMessage' | 'getNegotiatedProtocolVersion'>>) | undefined;
+  /** Set by `logging/setLevel`: the least severe log line this client hears (see src/protocol/logging.ts). */
+  logLevel: McpLogLevel | undefined;
 
   close(): void {
     this.subscriptions.clear();

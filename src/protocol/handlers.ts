@@ -4,6 +4,8 @@
 import type { Connection } from './connection.ts';
 import type { ServerContext } from './context.ts';
 import { listResources, listResourceTemplates } from './list.ts';
+import { setLogLevel } from './logging.ts';
+import type { ProgressSink } from './progress.ts';
 import { isReservedUri, readResource, resourceMetadata } from './read.ts';
 import { subscribeResource, unsubscribeResource } from './subscribe.ts';
 
@@ -17,7 +19,8 @@ type Result = Promise<Record<string, unknown>>;
  */
 export interface CatalogHandlers {
   listTools(params: unknown): Result;
-  callTool(params: unknown): Result;
+  /** `progress`: the request's, when it sent a progress token (a tool that waits says how far it got). */
+  callTool(params: unknown, progress?: ProgressSink): Result;
   listPrompts(params: unknown): Result;
   getPrompt(params: unknown): Result;
   complete(params: unknown): Result;
@@ -30,6 +33,8 @@ export interface HandlerScope {
   ctx: ServerContext;
   catalog: CatalogHandlers;
   connection: Connection;
+  /** Present when the request sent a progress token. */
+  progress?: ProgressSink;
 }
 
 export interface RequestHandler {
@@ -57,8 +62,10 @@ export const REQUEST_HANDLERS: Readonly<Record<string, RequestHandler>> = {
   'resources/subscribe': handler('index', ({ ctx, connection }, p) => subscribeResource(ctx, connection.subscriptions, p)),
   'resources/unsubscribe': handler('nothing', ({ ctx, connection }, p) => unsubscribeResource(ctx, connection.subscriptions, p)),
   'tools/list': handler('nothing', ({ catalog }, p) => catalog.listTools(p)),
-  'tools/call': handler('index', ({ catalog }, p) => catalog.callTool(p)),
+  'tools/call': handler('index', ({ catalog, progress }, p) => catalog.callTool(p, progress)),
   'prompts/list': handler('nothing', ({ catalog }, p) => catalog.listPrompts(p)),
   'prompts/get': handler('index', ({ catalog }, p) => catalog.getPrompt(p)),
   'completion/complete': handler('nothing', ({ catalog }, p) => catalog.complete(p)),
+  // Ours, not the SDK's built-in one: the level belongs to the Connection, which relays log lines (app.ts).
+  'logging/setLevel': handler('nothing', async ({ connection }, p) => setLogLevel(connection, p)),
 };

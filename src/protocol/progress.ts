@@ -10,6 +10,27 @@ export interface WaitExtra {
 }
 
 /**
+ * Tells the client how far a long request got (`notifications/progress`):
+ * `progress` only grows; `total` when known. Only a request that sent a
+ * progress token has one.
+ */
+export type ProgressSink = (progress: number, total: number | undefined, message: string) => void;
+
+/** The request's progress sink, or undefined when it sent no progress token. */
+export function progressSink(extra: WaitExtra): ProgressSink | undefined {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return undefined;
+  return (progress, total, message) => {
+    extra
+      .sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress, ...(total !== undefined ? { total } : {}), message },
+      })
+      .catch(() => {}); // the client went away: nothing to tell
+  };
+}
+
+/**
  * Waits for the first scan. When the request carries a progress token, sends
  * `notifications/progress` (progress = entries indexed so far; the total is
  * unknown until the walk ends) now and then until the scan is done.
