@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // Checks every relative Markdown link and #anchor in README.md,
 // CONTRIBUTING.md and docs/*.md: the file must exist, and an anchor must be
-// the GitHub slug of a heading in the target. Plain Node, no dependencies.
+// the GitHub slug of a heading in the target. Also every path of this
+// repository named in a code span (`src/live/sync.ts`, `test/helpers.ts:40`):
+// it must exist, so the docs cannot go on naming a file that moved. Plain
+// Node, no dependencies.
 //   node scripts/check-links.mjs [--allow-missing docs/http.md,docs/install.md]
 // A file named in --allow-missing may be absent (a page another branch adds);
 // links to it, and anchors in it, are then not checked. Exit code 1 on any
@@ -101,7 +104,40 @@ for (const file of files) {
   });
 }
 
+/**
+ * Code spans that name a path of this repository: under one of its top-level
+ * folders, with no spaces, no glob or placeholder characters. A `:line`
+ * suffix or an `#anchor` is dropped. Generated folders (dist/, bench/.trees/)
+ * are not in the repository, so they are not checked.
+ */
+const REPO_DIRS = /^(src|test|bench|scripts|docs|\.ci)\//;
+const NOT_A_PATH = /[\s*?{}<>$|\\]|\.\.\./;
+const GENERATED = /^bench\/(\.trees|results\/(?!latest\.json))/;
+function codePaths(text) {
+  const found = [];
+  let fence = null;
+  text.split('\n').forEach((line, i) => {
+    const m = /^\s*(`{3,}|~{3,})/.exec(line);
+    if (fence === null && m) { fence = m[1][0].repeat(m[1].length); return; }
+    if (fence !== null) { if (line.trim().startsWith(fence)) fence = null; return; }
+    for (const span of line.matchAll(/(?<!`)`([^`]+)`(?!`)/g)) {
+      const path = span[1].replace(/#.*$/, '').replace(/:\d+(-\d+)?$/, '');
+      if (REPO_DIRS.test(path) && !NOT_A_PATH.test(path) && !GENERATED.test(path)) found.push({ path, line: i + 1 });
+    }
+  });
+  return found;
+}
+let paths = 0;
+for (const file of files) {
+  const abs = join(ROOT, file);
+  if (!existsSync(abs)) continue;
+  for (const { path, line } of codePaths(readFileSync(abs, 'utf8'))) {
+    paths++;
+    if (!existsSync(join(ROOT, path)) && !allowMissing.has(normalize(path))) broken.push(`${file}:${line}: \`${path}\`: no such file or folder`);
+  }
+}
+
 for (const b of broken) console.log(b);
 const note = skipped.size ? `; allowed missing: ${[...skipped].sort().join(', ')}` : '';
-console.log(`${files.length} files, ${checked} relative links, ${broken.length} broken${note}`);
+console.log(`${files.length} files, ${checked} relative links and ${paths} paths in code spans, ${broken.length} broken${note}`);
 process.exit(broken.length ? 1 : 0);
