@@ -1,6 +1,8 @@
 // The `read` tool: one resource, a window of at most `length` bytes starting at
-// `offset`, as an embedded resource. A window, not the whole file, because a
-// model's context is the scarce thing; `nextOffset` says where the rest starts.
+// `offset`, as an embedded resource; an image whole, as image content the
+// model can see; or several files in one call (`paths`), each bounded and
+// each failing on its own. A window, not the whole file, because a model's
+// context is the scarce thing; `nextOffset` says where the rest starts.
 import { echo } from '../protocol/errors.ts';
 import { z } from 'zod';
 import { formatListing } from '../content/collection.ts';
@@ -12,35 +14,76 @@ import type { ServerContext } from '../protocol/context.ts';
 import { toResource } from '../resource.ts';
 import { uriToPath } from '../uri.ts';
 import { resolveTarget } from './paths.ts';
-import { formatSize, ToolFailure, type ContentBlock, type ToolDefinition } from './tool.ts';
+import { formatSize, ToolFailure, type ContentBlock, type ToolDefinition, type ToolResult } from './tool.ts';
 
 export const READ_DEFAULT_LENGTH = 64 * 1024;
 export const READ_MAX_LENGTH = 1024 * 1024;
 const LISTING_ENTRIES = 1000;
+/** Files one call may name in `paths`. */
+export const READ_MAX_PATHS = 20;
+/**
+ * Bytes one call returns in all (text, and images as they are on disk): a
+ * call naming many files stops adding them past this, and says which it
+ * left out. As much as one largest window of a single read plus three
+ * images at their largest.
+ */
+export const READ_MAX_TOTAL_BYTES = 4 * 1024 * 1024;
+/**
+ * Largest image returned as image content (and never more than
+ * --max-read-bytes). About what hosts accept per image (Claude: 5 MB of
+ * base64); a larger one is read as base64 windows like any binary file.
+ */
+export const READ_MAX_IMAGE_BYTES = 3 * 1024 * 1024;
 
-const input = z.strictObject({
-  uri: z.string().min(1).describe('A file:// URI from find/search/tree, or a path relative to a served folder (`src/main.ts`).'),
-  offset: z.number().int().min(0).default(0).describe('Byte offset to start at (0 = the beginning); use nextOffset of a previous read.'),
-  length: z
-    .number()
-    .int()
-    .min(1)
-    .max(READ_MAX_LENGTH)
-    .default(READ_DEFAULT_LENGTH)
-    .describe(`At most this many bytes (default ${READ_DEFAULT_LENGTH}, max ${READ_MAX_LENGTH}).`),
-});
+/** Images a model can see, each with the bytes it must start with (so a misnamed file is not sent as one). */
+const IMAGE_SIGNATURES: Record<string, (head: Buffer) => boolean> = {
+  'image/png': (h) => h.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
+  'image/jpeg': (h) => h[0] === 0xff && h[1] === 0xd8 && h[2] === 0xff,
+  'image/gif': (h) => ['GIF87a', 'GIF89a'].includes(h.subarray(0, 6).toString('latin1')),
+  'image/webp': (h) => h.subarray(0, 4).toString('latin1') === 'RIFF' && h.subarray(8, 12).toString('latin1') === 'WEBP',
+};
 
-const output = z.object({
+const target = z.string().min(1);
+const input = z
+  .strictObject({
+    uri: target.optional().describe('A file:// URI from find/search/tree, or a path relative to a served folder (`src/main.ts`).'),
+    paths: z
+      .array(target)
+      .min(1)
+      .max(READ_MAX_PATHS)
+      .optional()
+      .describe(`Several files at once (URIs or relative paths, at most ${READ_MAX_PATHS}), each read from its start up to \`length\` bytes; instead of uri.`),
+    offset: z.number().int().min(0).default(0).describe('Byte offset to start at (0 = the beginning); use nextOffset of a previous read. With uri only.'),
+    length: z
+      .number()
+      .int()
+      .min(1)
+      .max(READ_MAX_LENGTH)
+      .default(READ_DEFAULT_LENGTH)
+      .describe(`At most this many bytes (default ${READ_DEFAULT_LENGTH}, max ${READ_MAX_LENGTH}); per file with paths.`),
+  })
+  .refine((a) => (a.uri === undefined) !== (a.paths === undefined), { message: 'give either uri (one file) or paths (several files), not both' })
+  .refine((a) => a.paths === undefined || a.offset === 0, { message: 'offset applies to uri only: read the rest of one file with uri and offset', path: ['offset'] });
+
+const fileResult = z.object({
   uri: z.string(),
   path: z.string(),
   type: z.enum(['document', 'collection']),
   mimeType: z.string().describe('of the returned representation'),
-  encoding: z.enum(['text', 'base64']),
+  encoding: z.enum(['text', 'base64', 'image']).describe('image: returned whole as image content'),
   size: z.number().describe('bytes of the whole representation'),
   offset: z.number(),
   length: z.number().describe('bytes returned'),
   nextOffset: z.number().optional().describe('where the rest starts; absent when this window reaches the end'),
 });
+// An object at the top, as MCP requires of an output schema: one file's fields with `uri`, its results with `paths`.
+const output = fileResult.partial().extend({
+  results: z
+    .array(z.union([fileResult, z.object({ path: z.string().describe('as given'), error: z.string() })]))
+    .optional()
+    .describe('with paths: one per path given, in order'),
+});
+type FileResult = z.infer<typeof fileResult>;
 
 export interface Window {
   mimeType: string;
@@ -51,51 +94,135 @@ export interface Window {
   length: number;
 }
 
+/** One file read: its content blocks, what structuredContent says of it, and the bytes it returns. */
+interface FileRead {
+  blocks: ContentBlock[];
+  result: FileResult;
+  bytes: number;
+}
+
 export const readTool: ToolDefinition<z.infer<typeof input>> = {
   name: 'read',
   title: 'Read a file',
   description:
     `Read one file (or a folder's listing) by URI or relative path: up to \`length\` bytes (default ${READ_DEFAULT_LENGTH / 1024} KiB) from \`offset\`, ` +
-    'with nextOffset to continue. Text comes as text; documents with a text form (e.g. PDF) come as that text; other binary files as base64.',
+    'with nextOffset to continue. Text comes as text; documents with a text form (e.g. PDF) come as that text; PNG, JPEG, GIF and WebP images ' +
+    `up to ${READ_MAX_IMAGE_BYTES / 1024 / 1024} MiB come whole as images; other binary files as base64. ` +
+    `\`paths\` reads up to ${READ_MAX_PATHS} files in one call, each from its start.`,
   input,
   output,
   async run(tc, args) {
-    const { ctx } = tc;
-    const entry = await resolveTarget(ctx, args.uri);
-    if (!entry) throw new ToolFailure(`Not found: ${String(echo(args.uri))} (not a file or folder in the served folders)`);
-    const resource = toResource(entry, ctx.roots);
-    const window = await readWindow(ctx, entry, args.offset, args.length);
-    const end = window.offset + window.length;
-    const nextOffset = entry.kind === EntryKind.document && end < window.size ? end : undefined;
-    const body = window.text !== undefined ? { text: window.text } : { blob: window.blob! };
-    const block: ContentBlock = {
-      type: 'resource',
-      // SEP-2093: the full resource object on the content item, annotations included.
-      resource: { ...resource, mimeType: window.mimeType, ...body },
-      annotations: { lastModified: resource.annotations.lastModified },
-    };
-    const note =
-      nextOffset !== undefined
-        ? `Bytes ${window.offset}–${end} of ${window.size} (${formatSize(window.size)}); the rest: read with offset ${nextOffset}.`
-        : window.offset > 0
-          ? `Bytes ${window.offset}–${end} of ${window.size}: the end.`
-          : null;
-    return {
-      content: note ? [block, { type: 'text', text: note }] : [block],
-      structuredContent: {
-        uri: entry.uri,
-        path: resource.title,
-        type: resource.resourceType,
-        mimeType: window.mimeType,
-        encoding: window.text !== undefined ? 'text' : 'base64',
-        size: window.size,
-        offset: window.offset,
-        length: window.length,
-        ...(nextOffset !== undefined ? { nextOffset } : {}),
-      },
-    };
+    if (args.paths !== undefined) return readMany(tc.ctx, args.paths, args.length);
+    const read = await readOne(tc.ctx, args.uri!, args.offset, args.length, READ_MAX_TOTAL_BYTES);
+    return { content: read.blocks, structuredContent: read.result };
   },
 };
+
+/** `paths`: each file on its own (a failure is that file's, not the call's), within READ_MAX_TOTAL_BYTES in all. */
+async function readMany(ctx: ServerContext, paths: readonly string[], length: number): Promise<ToolResult> {
+  const content: ContentBlock[] = [];
+  const results: (FileResult | { path: string; error: string })[] = [];
+  let budget = READ_MAX_TOTAL_BYTES;
+  // One at a time: at most one file's window is held beyond what is already answered.
+  for (const path of paths) {
+    if (budget <= 0) {
+      const error = `left out: this call already returns ${formatSize(READ_MAX_TOTAL_BYTES)}; read it in another call`;
+      results.push({ path, error });
+      content.push({ type: 'text', text: `${String(echo(path))}: ${error}` });
+      continue;
+    }
+    try {
+      const read = await readOne(ctx, path, 0, Math.min(length, budget), budget);
+      budget -= read.bytes;
+      results.push(read.result);
+      content.push(...read.blocks);
+    } catch (error) {
+      if (!(error instanceof ToolFailure)) throw error;
+      results.push({ path, error: error.message });
+      content.push({ type: 'text', text: error.message });
+    }
+  }
+  const failed = results.filter((r) => 'error' in r).length;
+  return { content, structuredContent: { results }, ...(failed === results.length ? { isError: true } : {}) };
+}
+
+/** One file or folder: an image whole when it is one (and `imageBudget` allows), else a window. Throws ToolFailure. */
+async function readOne(ctx: ServerContext, given: string, offset: number, length: number, imageBudget: number): Promise<FileRead> {
+  const entry = await resolveTarget(ctx, given);
+  if (!entry) throw new ToolFailure(`Not found: ${String(echo(given))} (not a file or folder in the served folders)`);
+  const resource = toResource(entry, ctx.roots);
+  const base = { uri: entry.uri, path: resource.title, type: resource.resourceType };
+  if (offset === 0) {
+    const image = await imageOf(ctx, entry, Math.min(imageBudget, READ_MAX_IMAGE_BYTES));
+    if (image) {
+      return {
+        // The image has no name of its own: the line before it says which file it is.
+        blocks: [
+          { type: 'text', text: `${resource.title} (${image.mimeType}, ${formatSize(image.bytes.length)}):` },
+          { type: 'image', data: image.bytes.toString('base64'), mimeType: image.mimeType },
+        ],
+        result: { ...base, mimeType: image.mimeType, encoding: 'image', size: image.bytes.length, offset: 0, length: image.bytes.length },
+        bytes: image.bytes.length,
+      };
+    }
+  }
+  const window = await readWindow(ctx, entry, offset, length);
+  const end = window.offset + window.length;
+  const nextOffset = entry.kind === EntryKind.document && end < window.size ? end : undefined;
+  const body = window.text !== undefined ? { text: window.text } : { blob: window.blob! };
+  const block: ContentBlock = {
+    type: 'resource',
+    // SEP-2093: the full resource object on the content item, annotations included.
+    resource: { ...resource, mimeType: window.mimeType, ...body },
+    annotations: { lastModified: resource.annotations.lastModified },
+  };
+  const note =
+    nextOffset !== undefined
+      ? `Bytes ${window.offset}–${end} of ${window.size} (${formatSize(window.size)}); the rest: read with offset ${nextOffset}.`
+      : window.offset > 0
+        ? `Bytes ${window.offset}–${end} of ${window.size}: the end.`
+        : null;
+  return {
+    blocks: note ? [block, { type: 'text', text: note }] : [block],
+    result: {
+      ...base,
+      mimeType: window.mimeType,
+      encoding: window.text !== undefined ? 'text' : 'base64',
+      size: window.size,
+      offset: window.offset,
+      length: window.length,
+      ...(nextOffset !== undefined ? { nextOffset } : {}),
+    },
+    bytes: window.length,
+  };
+}
+
+/**
+ * The whole image, when `entry` is a PNG, JPEG, GIF or WebP file (by its
+ * type and its first bytes) of at most `limit` bytes and --max-read-bytes;
+ * else null, and the caller reads it as any file.
+ */
+async function imageOf(ctx: ServerContext, entry: EntryRow, limit: number): Promise<{ mimeType: string; bytes: Buffer } | null> {
+  const looksLike = IMAGE_SIGNATURES[entry.mime];
+  if (entry.kind !== EntryKind.document || !looksLike || entry.size > Math.min(limit, ctx.maxReadBytes)) return null;
+  let file: OpenedFile;
+  try {
+    // Security: openVerified, as every read.
+    file = await openVerified(uriToPath(entry.uri), ctx.roots);
+  } catch (error) {
+    throw readFailure(error, entry.uri);
+  }
+  try {
+    // The size the open descriptor has now, not the index's: it may have grown past the limit since.
+    if (file.size > Math.min(limit, ctx.maxReadBytes)) return null;
+    const { bytes } = await readOpenedContent(file, ctx.maxReadBytes, 'as-opened');
+    return looksLike(bytes) ? { mimeType: entry.mime, bytes } : null;
+  } catch (error) {
+    throw readFailure(error, entry.uri);
+  } finally {
+    await file.handle.close();
+  }
+}
 
 /** A window of a document, or a collection's listing; shared with the explain prompt. */
 export async function readWindow(ctx: ServerContext, entry: EntryRow, offset: number, length: number): Promise<Window> {
