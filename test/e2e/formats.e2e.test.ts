@@ -387,9 +387,14 @@ describe('hostile documents: the server stays within its memory', () => {
       const items = await read(name);
       assert.equal(items.length, 1, 'the alternative is left out');
       assert.equal(items[0]!.blob, Buffer.from(BOMBS[name]!).toString('base64'));
+      // Judged by the memory bound below, not by which limit stopped it: the RSS sampler, V8's heap
+      // limit, the address-space limit (an abort, or a SIGSEGV from a failed mapping) or, on a loaded
+      // machine, the time budget.
       assert.match(
         conn.stderr(),
-        new RegExp(`${name.replace('.', '\\.')} left out: converter (used more than \\d+ MiB of memory|ran out of memory|aborted \\(SIGABRT\\), most likely out of memory)`),
+        new RegExp(
+          `${name.replace('.', '\\.')} left out: (converter (used more than \\d+ MiB of memory|ran out of memory|aborted \\(SIGABRT\\), most likely out of memory|process exited \\(SIG[A-Z]+\\))|conversion took longer than \\d+ ms)`,
+        ),
       );
       assert.equal((await read('fine.pdf'))[1]?.text, '--- page 1 ---\nstill converting\n', 'the next conversion runs');
       if (!hasProc) return;
