@@ -159,6 +159,12 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
     const { ctx } = tc;
     const { maxBytes } = writable(ctx);
     const where = target(ctx, args.path);
+    await ctx.index.ready;
+    // Security: an edit reads the file (its diff shows it, its match counts probe it), and reads reach
+    // only what the index holds: never an ignored, excluded or .git file. write can still replace one whole.
+    if (!ctx.index.store.get(pathToUri(where.path, false))) {
+      throw new ToolFailure(`Not found: ${where.shown} (not a file in the served folders; ignored and excluded files are not edited, only written whole)`);
+    }
     let before: string;
     let identity: FileIdentity;
     try {

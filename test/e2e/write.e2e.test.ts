@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { ERAS, serveTree, tempDir, waitFor, type LooseResult } from '../helpers.ts';
 
 type ToolCall = LooseResult & { content: LooseResult[]; structuredContent?: LooseResult; isError?: boolean };
@@ -18,13 +18,14 @@ const TREE = {
   'notes/todo.md': 'one\ntwo\nthree\n',
   'notes/dup.md': 'x = 1\nx = 1\n',
   'src/main.ts': 'export const main = () => 42;\n',
-  'ignored/keep.txt': 'kept\n',
+  'ignored/keep.txt': 'hidden-content\n',
 };
 
 const WRITE_TOOLS = ['write', 'edit', 'mkdir', 'move'];
 
 for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
-  const outside = tempDir('folder-mcp-outside-');
+  /** A folder beside the served one, not served: nothing may change in it. */
+  let outside: ReturnType<typeof tempDir>;
   const tree = serveTree(TREE, ({ root, state }) => [root, '--db', join(state, 'index.db'), '--write', '--max-write-bytes', '65536'], { era });
   const call = async (name: string, args: Record<string, unknown>) => (await tree.conn.request('tools/call', { name, arguments: args })) as ToolCall;
   const text = (result: ToolCall) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
@@ -36,8 +37,10 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
   };
 
   before(() => {
+    outside = tempDir('folder-mcp-outside-');
     writeFileSync(join(outside.path, 'secret.txt'), 'secret\n');
   });
+  after(() => outside.cleanup());
 
   test('tools/list has the four write tools, annotated as changing files; the instructions say writable', async () => {
     const { tools } = (await tree.conn.request('tools/list', {})) as { tools: LooseResult[] };
@@ -167,6 +170,9 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
     symlinkSync(join(outside.path, 'secret.txt'), join(tree.root, 'link.txt'));
     execFileSync('mkfifo', [join(tree.root, 'fifo')]);
     linkSync(join(outside.path, 'secret.txt'), join(tree.root, 'hard.txt'));
+    // An indexed file (written through the tool, so in the index at once) that then gets a second name outside.
+    assert.equal((await call('write', { path: 'linked.txt', content: 'linked\n' })).isError, undefined);
+    linkSync(join(tree.root, 'linked.txt'), join(outside.path, 'linked.txt'));
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [
       ['write', { path: '../outside.txt', content: 'x' }, /^Not found: \.\.\/outside\.txt \(not a path in the served folders\)/],
       ['write', { path: join(outside.path, 'secret.txt'), content: 'x' }, /^Not found: /],
@@ -177,7 +183,7 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
       ['edit', { path: 'link.txt', edits: [{ old_text: 'secret', new_text: 'x' }] }, /^Not found: link\.txt/],
       ['write', { path: 'fifo', content: 'x' }, /FIFO/],
       ['write', { path: 'hard.txt', content: 'x' }, /2 hard links/],
-      ['edit', { path: 'hard.txt', edits: [{ old_text: 'secret', new_text: 'x' }] }, /2 hard links/],
+      ['edit', { path: 'linked.txt', edits: [{ old_text: 'linked', new_text: 'x' }] }, /2 hard links/],
       ['move', { from: 'notes/todo.md', to: 'out/todo.md' }, /^Not found: /],
       ['write', { path: 'missing/dir/x.txt', content: 'x' }, /^Not found: missing\/dir\/x\.txt/],
     ];
@@ -187,6 +193,7 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
       assert.match(text(result), message, `${tool} ${JSON.stringify(args)}`);
     }
     assert.equal(readFileSync(join(outside.path, 'secret.txt'), 'utf8'), 'secret\n');
+    assert.equal(readFileSync(join(outside.path, 'linked.txt'), 'utf8'), 'linked\n');
     assert.equal(existsSync(join(outside.path, 'outside.txt')), false);
     assert.equal(existsSync(join(tree.root, '.git/config')), false);
   });
@@ -198,6 +205,10 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
     assert.equal(links(result).length, 0);
     assert.match(text(result), /not in the index \(ignored or excluded\)/);
     assert.equal(onDisk('ignored/new.txt'), 'quiet\n');
+    // An edit reads, and reads never reach ignored files: not even a dry run's diff.
+    const edit = await call('edit', { path: 'ignored/keep.txt', edits: [{ old_text: 'hidden', new_text: 'x' }], dry_run: true });
+    assert.match(text(edit), /^Not found: ignored\/keep\.txt/);
+    assert.doesNotMatch(JSON.stringify(edit), /hidden-content/);
   });
 
   test('a name with a newline is written, and printed on one line', async () => {
