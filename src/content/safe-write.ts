@@ -414,7 +414,9 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
         if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw moveError(error);
         await renameChecked(source.at(fromName), target.at(toName)); // a file system without hard links
       }
-      if (await lstatOrNull(source.at(fromName))) await unlink(source.at(fromName));
+      // Only the name that still is the file moved: a file put there meanwhile stays.
+      const left = await lstatOrNull(source.at(fromName));
+      if (left && left.ino === moving.ino && left.dev === moving.dev) await unlink(source.at(fromName));
     } else {
       await renameChecked(source.at(fromName), target.at(toName));
     }
