@@ -268,7 +268,9 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     await options.hooks?.afterCheck?.();
     const handle = await open(dir.at(tempName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     tempCreated = true;
+    let temp: BigIntStats;
     try {
+      temp = fstatSync(handle.fd, { bigint: true });
       await handle.writeFile(data);
       await handle.chmod(mode);
       await handle.sync();
@@ -277,6 +279,11 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     }
     await options.hooks?.beforeRename?.();
     dir.verify();
+    // The temp name must still be our file: renamed into place, anything else put there would take the target's name.
+    const ours = await lstatOrNull(dir.at(tempName));
+    if (!ours || !ours.isFile() || ours.ino !== temp.ino || ours.dev !== temp.dev) {
+      throw new WriteError('changed', 'its temp file was replaced while it was written; nothing was changed');
+    }
     // Looked at again right before the rename: a swap since the first look refuses here.
     const now = await lstatOrNull(dir.at(name));
     if (existing && !now) throw new WriteError('changed', 'it was removed while it was written; nothing was changed');

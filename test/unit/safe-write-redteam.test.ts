@@ -117,6 +117,21 @@ describe('red team: the write path', () => {
     assertOutsideUntouched();
   });
 
+  test('the temp file is swapped for a symlink to outside before the rename: refused, no symlink takes the name', async () => {
+    const error = await failure(
+      write('sub/a.txt', {
+        beforeRename: () => {
+          const [temp] = tempFilesIn(join(served, 'sub'));
+          unlinkSync(join(served, 'sub', temp!));
+          symlinkSync(join(outside, 'secret.txt'), join(served, 'sub', temp!));
+        },
+      }),
+    );
+    assert.equal(error.reason, 'changed');
+    assert.equal(readFileSync(join(served, 'sub/a.txt'), 'utf8'), 'a\n');
+    assertOutsideUntouched();
+  });
+
   test('create_only: the name is taken after the checks: refused, the new file kept', async () => {
     const error = await failure(
       writeFileSafely(join(served, 'sub/b.txt'), Buffer.from('mine\n'), roots, {
