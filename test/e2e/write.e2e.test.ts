@@ -115,8 +115,11 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
     assert.equal(done.structuredContent!.diff, diff);
     assert.equal(onDisk('notes/todo.md'), 'one\nTWO\nthree\n');
     assert.equal(links(done)[0]?.size, Buffer.byteLength('one\nTWO\nthree\n'));
-    const result = await call('search', { query: 'TWO', prefix: 'notes/' });
-    assert.ok(result.structuredContent || result.isError === undefined);
+    // The content index follows the index in the background: searchable soon after.
+    await waitFor(async () => {
+      const result = await call('search', { query: 'TWO', prefix: 'notes/' });
+      return (result.structuredContent?.results as LooseResult[] | undefined)?.some((r) => r.path === 'notes/todo.md');
+    }, 20_000, 'the edit to be searchable');
   });
 
   test('edit: an old_text that matches 0 or 2 times names the edit and the count, and nothing changes', async () => {
