@@ -42,6 +42,13 @@ for (const era of ERAS) describe(`several roots, one path language (${era})`, ()
     assert.deepEqual(await findPaths({ glob: '**/*.md' }), ['notes/ideas/plan.md', 'notes/todo.md', 'same/a.md', 'same~2/a.md']);
   });
 
+  test('mcp://groups/resources names the roots as the tools do', async () => {
+    const read = (await tree.conn.request('resources/read', { uri: 'mcp://groups/resources' })) as { contents: { text: string }[] };
+    const names = (JSON.parse(read.contents[0]!.text) as { groups: { name: string }[] }).groups.map((g) => g.name);
+    assert.deepEqual(names.filter((name) => !name.includes('/')), ['notes', 'code', 'same', 'same~2']);
+    assert.ok(names.includes('notes/ideas') && names.includes('code/src'));
+  });
+
   test('find: a printed prefix and a printed glob find what was printed', async () => {
     assert.deepEqual(await findPaths({ prefix: 'notes/' }), ['notes/ideas/plan.md', 'notes/todo.md']);
     assert.deepEqual(await findPaths({ glob: 'notes/*.md' }), ['notes/todo.md']);
