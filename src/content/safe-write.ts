@@ -158,15 +158,18 @@ class PinnedDir {
     const kernelName = this.viaProc ? procName(this.handle) : null;
     if (this.viaProc && kernelName !== this.path) throw changed();
     if (realOrNull(this.path) !== this.path) throw changed();
-    let now: BigIntStats;
-    try {
-      now = fstatSync(this.handle.fd, { bigint: true });
-    } catch {
-      throw changed();
-    }
-    // Where there is no /proc: the path's directory must be the held one.
+    // Where there is no /proc this is what holds: the path's directory must be the held one.
     const atPath = statOrNull(this.path);
-    if (atPath === null || atPath.dev !== this.identity.dev || atPath.ino !== this.identity.ino || now.ino !== this.identity.ino) throw changed();
+    if (atPath === null || atPath.dev !== this.identity.dev || atPath.ino !== this.identity.ino) throw changed();
+  }
+
+  /** verify() after the change is made: the message says it was. */
+  verifyAfter(): void {
+    try {
+      this.verify();
+    } catch {
+      throw new WriteError('changed', 'its folder was moved or replaced during the change, which was made in the folder as it was held (now elsewhere)');
+    }
   }
 
   async close(): Promise<void> {
@@ -305,7 +308,7 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     }
     tempCreated = false;
     await dir.handle.sync();
-    dir.verify();
+    dir.verifyAfter();
     return { created: existing === null, tempPath };
   } finally {
     if (tempCreated) await unlink(dir.at(tempName)).catch(() => {});
@@ -429,8 +432,8 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
     }
     await source.handle.sync();
     if (target.path !== source.path) await target.handle.sync();
-    source.verify();
-    target.verify();
+    source.verifyAfter();
+    target.verifyAfter();
     return { kind, replaced };
   } finally {
     await target?.close();
