@@ -14,7 +14,7 @@
 // moved meanwhile aborts the write (the temp file is removed) or, in the
 // nanoseconds after the last check, makes it fail loudly.
 import { randomBytes } from 'node:crypto';
-import { constants, fstatSync, lstatSync, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
+import { constants, fstatSync, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
 import { link, lstat, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { findRoot, type Root } from '../uri.ts';
@@ -461,17 +461,14 @@ function moveError(error: unknown): Error {
 /**
  * How many trailing segments of `path` do not exist (0 when it does): how a
  * relative path with several served folders picks its folder
- * (src/catalog/paths.ts resolveWritePath).
+ * (src/catalog/paths.ts resolveWritePath). A path reached through a symlink
+ * counts as missing, as for a write: what lies behind a link (maybe outside)
+ * never sways the choice.
  */
 export function missingSegments(path: string): number {
   let missing = 0;
   for (let at = path; at !== '/'; at = dirname(at), missing++) {
-    try {
-      lstatSync(at);
-      return missing;
-    } catch {
-      // not there: one more segment to create
-    }
+    if (realOrNull(at) === at) return missing;
   }
   return missing;
 }

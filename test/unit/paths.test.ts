@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { displayPath, prefixUris, relativeGlobs, resolveWritePath, rootLabels } from '../../src/catalog/paths.ts';
 import { scopeQuery } from '../../src/catalog/scope.ts';
 import { matchesQuery } from '../../src/query/plan.ts';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, realpathSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../helpers.ts';
 import { listingName } from '../../src/content/collection.ts';
@@ -111,14 +111,15 @@ describe('one path language: what tools print, every tool accepts', () => {
 describe('resolveWritePath', () => {
   test('one root: relative under it, `..` out of it names nothing; URIs and absolute paths as they are', () => {
     const dir = tempDir();
+    const real = realpathSync(dir.path);
     try {
-      const roots = [makeRoot(dir.path)];
-      assert.equal(resolveWritePath('a/b.txt', roots)?.path, join(dir.path, 'a/b.txt'));
-      assert.equal(resolveWritePath('./a/', roots)?.path, join(dir.path, 'a'));
+      const roots = [makeRoot(real)];
+      assert.equal(resolveWritePath('a/b.txt', roots)?.path, join(real, 'a/b.txt'));
+      assert.equal(resolveWritePath('./a/', roots)?.path, join(real, 'a'));
       assert.equal(resolveWritePath('../x.txt', roots), undefined);
       assert.equal(resolveWritePath('/etc/passwd', roots), undefined);
-      assert.equal(resolveWritePath(`file://${dir.path}/caf%C3%A9.md`, roots)?.path, join(dir.path, 'café.md'));
-      assert.equal(resolveWritePath(`${dir.path}/n\nl.txt`, roots)?.shown, 'n\\u000al.txt');
+      assert.equal(resolveWritePath(`file://${real}/caf%C3%A9.md`, roots)?.path, join(real, 'café.md'));
+      assert.equal(resolveWritePath(`${real}/n\nl.txt`, roots)?.shown, 'n\\u000al.txt');
     } finally {
       dir.cleanup();
     }
@@ -127,8 +128,8 @@ describe('resolveWritePath', () => {
   test('several roots: the printed form, else the root where the most of the path exists; a tie is ambiguous', () => {
     const dir = tempDir();
     try {
-      const a = join(dir.path, 'x/same');
-      const b = join(dir.path, 'y/same');
+      const a = join(realpathSync(dir.path), 'x/same');
+      const b = join(realpathSync(dir.path), 'y/same');
       mkdirSync(join(a, 'docs'), { recursive: true });
       mkdirSync(join(b, 'src'), { recursive: true });
       const roots = [makeRoot(a), makeRoot(b)];
@@ -137,6 +138,10 @@ describe('resolveWritePath', () => {
       assert.equal(resolveWritePath('docs/new.md', roots)?.path, join(a, 'docs/new.md'));
       assert.equal(resolveWritePath('src/new.ts', roots)?.shown, 'same~2/src/new.ts');
       assert.throws(() => resolveWritePath('new.txt', roots), /Ambiguous path new\.txt.*same\/new\.txt, same~2\/new\.txt/);
+      // What lies behind a symlink (here: outside both roots) does not make a reading win.
+      mkdirSync(join(realpathSync(dir.path), 'outside/deep'), { recursive: true });
+      symlinkSync(join(realpathSync(dir.path), 'outside'), join(a, 'link'));
+      assert.throws(() => resolveWritePath('link/deep/x.txt', roots), /Ambiguous path/);
     } finally {
       dir.cleanup();
     }
