@@ -269,6 +269,8 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     if (options.expect) checkIdentity(existing, options.expect);
     const mode = existing ? Number(existing.mode) & 0o777 : NEW_FILE_MODE;
     await options.hooks?.afterCheck?.();
+    // On Linux the descriptor already holds the folder; without /proc this narrows the window the path is trusted.
+    dir.verify();
     const handle = await open(dir.at(tempName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     tempCreated = true;
     let temp: BigIntStats;
