@@ -173,6 +173,8 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     // A shared key (replicas behind one load balancer) wins; else the index's own, always written with the schema.
     cursorSecret: config.cursorKey ?? getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
     convert: convert.convert,
+    writes: config.write ? { maxBytes: config.maxWriteBytes } : null,
+    refresh: (paths) => live.refresh(paths),
   };
   // The same conversions (converters, budgets, conversion process) as a read, up to the size a read converts.
   const search = config.search

@@ -50,8 +50,8 @@ async function main(): Promise<void> {
     return;
   }
   log.info(`serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile})`);
-  const app = createApp(config, roots, dbFile, log, { name: 'folder-mcp', version: VERSION });
-  if (config.http) return serveOverHttp(app, config.http, config.allowedHosts ?? [], secrets.token, log);
+  const app = createApp(config, roots, dbFile, log, { name: 'folder-mcp', version: VERSION, write: config.write });
+  if (config.http) return serveOverHttp(app, config.http, config.allowedHosts ?? [], secrets.token, log, config.write);
   const session = app.openSession();
   let closing = false;
   const shutdown = async (reason: string) => {
@@ -80,8 +80,8 @@ async function main(): Promise<void> {
 }
 
 /** Streamable HTTP until SIGTERM or SIGINT: then stop accepting, drain (bounded), end listen streams, close the index, exit 0. */
-async function serveOverHttp(app: App, listen: HttpListen, allowedHosts: string[], token: string | undefined, log: Logger): Promise<void> {
-  const info = { name: 'folder-mcp', version: VERSION };
+async function serveOverHttp(app: App, listen: HttpListen, allowedHosts: string[], token: string | undefined, log: Logger, write: boolean): Promise<void> {
+  const info = { name: 'folder-mcp', version: VERSION, write };
   const policy = { allowedHosts: allowedHostsFor(listen.host, allowedHosts), token };
   // Lazy: the HTTP stack (node:http, @modelcontextprotocol/node, hono) loads only with --http; stdio starts without it.
   const { serveHttp } = await import('./http/serve.ts');

@@ -14,6 +14,10 @@ export interface Config {
   gitignore: boolean;
   followSymlinks: boolean;
   maxReadBytes: number;
+  /** `--write`: the tools that change files (write, edit, mkdir, move); off by default. */
+  write: boolean;
+  /** `--max-write-bytes`: the largest file the write tools write (an edit's result included). */
+  maxWriteBytes: number;
   logLevel: LogLevel;
   watcher: WatcherKind;
   /** `--poll-interval`: with the poll watcher, the shortest pause between two walks of the tree. */
@@ -48,6 +52,8 @@ export const DEFAULT_POLL_INTERVAL_MS = 2000;
 
 /** Keeps a whole read well under the SDK's 10 MiB stdio message limit, even as base64. */
 export const DEFAULT_MAX_READ_BYTES = 4 * 1024 * 1024;
+/** The largest file `write` or `edit` produces: a model's whole-file write, well under the stdio message limit. */
+export const DEFAULT_MAX_WRITE_BYTES = 4 * 1024 * 1024;
 /**
  * 2,000: a v2 SDK client's listResources() follows at most 64 pages, so this
  * lists a 128,000-entry folder whole, while a page stays near 20 ms
@@ -73,6 +79,9 @@ Options:
   --follow-symlinks      resolve URIs through symlinks whose target is inside a
                          served folder (links out of the folders never resolve)
   --max-read-bytes N     largest file resources/read returns (default ${DEFAULT_MAX_READ_BYTES})
+  --write                add the tools that change files: write, edit, mkdir,
+                         move (default: read-only)
+  --max-write-bytes N    largest file the write tools write (default ${DEFAULT_MAX_WRITE_BYTES})
   --watcher KIND         auto | chokidar | parcel | dirs | poll | none (default auto)
   --poll-interval MS     with the poll watcher, at least MS between two walks of the tree (default ${DEFAULT_POLL_INTERVAL_MS})
   --no-search            no full-text content index and no search tool
@@ -110,6 +119,8 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
         'no-gitignore': { type: 'boolean' },
         'follow-symlinks': { type: 'boolean' },
         'max-read-bytes': { type: 'string' },
+        write: { type: 'boolean' },
+        'max-write-bytes': { type: 'string' },
         watcher: { type: 'string' },
         'poll-interval': { type: 'string' },
         'no-search': { type: 'boolean' },
@@ -138,6 +149,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
   if (!(WATCHER_KINDS as readonly string[]).includes(watcher)) {
     throw new UsageError(`--watcher must be one of ${WATCHER_KINDS.join(', ')}`);
   }
+  if (values['max-write-bytes'] !== undefined && !values.write) throw new UsageError('--max-write-bytes applies to --write only');
   const http = values.http === undefined ? undefined : parseHttpListen(values.http);
   if (!http && (values['allowed-host'] || values['token-file'])) {
     throw new UsageError(`--${values['allowed-host'] ? 'allowed-host' : 'token-file'} applies to --http only`);
@@ -152,6 +164,8 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       gitignore: !values['no-gitignore'],
       followSymlinks: values['follow-symlinks'] ?? false,
       maxReadBytes: positiveInt(values['max-read-bytes'], '--max-read-bytes', DEFAULT_MAX_READ_BYTES),
+      write: values.write ?? false,
+      maxWriteBytes: positiveInt(values['max-write-bytes'], '--max-write-bytes', DEFAULT_MAX_WRITE_BYTES),
       logLevel: logLevel as LogLevel,
       watcher: watcher as WatcherKind,
       pollIntervalMs: positiveInt(values['poll-interval'], '--poll-interval', DEFAULT_POLL_INTERVAL_MS, 3_600_000),
@@ -171,6 +185,7 @@ const OPTION_VALUES: Record<string, string> = {
   '--page-size': `a whole number from 1 to ${MAX_PAGE_SIZE}`,
   '--exclude': 'a .gitignore-style pattern',
   '--max-read-bytes': 'a positive whole number of bytes',
+  '--max-write-bytes': 'a positive whole number of bytes',
   '--watcher': WATCHER_KINDS.join(' | '),
   '--poll-interval': 'a whole number of milliseconds, from 1 to 3600000',
   '--search-budget-ms': 'a whole number of milliseconds, from 1 to 60000',

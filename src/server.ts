@@ -15,12 +15,21 @@ export interface HandlerServices {
 export interface ServerInfo {
   name: string;
   version: string;
+  /** `--write`: the write tools are listed, and the instructions say so (not sent as serverInfo). */
+  write?: boolean;
 }
 
-const INSTRUCTIONS =
-  'Files and folders of the served project as MCP resources: every file a document, every directory a collection. ' +
-  'List with resources/list (params: prefix, filters.uri_paths, filter.namePatterns/uriPatterns, uri for the children of a collection). ' +
-  'Tools find, search, read and tree reach the same files; group discovery at mcp://groups/tools, mcp://groups/prompts, mcp://groups/resources.';
+/** What the server says of itself in `instructions`: read-only unless started with --write. */
+export function instructionsFor(write: boolean): string {
+  return (
+    'Files and folders of the served project as MCP resources: every file a document, every directory a collection. ' +
+    'List with resources/list (params: prefix, filters.uri_paths, filter.namePatterns/uriPatterns, uri for the children of a collection). ' +
+    'Tools find, search, read and tree reach the same files; group discovery at mcp://groups/tools, mcp://groups/prompts, mcp://groups/resources. ' +
+    (write
+      ? 'Writable (--write): tools write, edit, mkdir and move change files in the served folders (no tool deletes), and the index follows at once.'
+      : 'Read-only: no tool changes a file (the server was not started with --write).')
+  );
+}
 
 /**
  * Builds one SDK server instance for one connection: capabilities and the
@@ -29,7 +38,8 @@ const INSTRUCTIONS =
  * first request that needs them (`services`).
  */
 export function createServer(services: () => HandlerServices, connection: Connection, info: ServerInfo): Server {
-  const server = new FolderServer(info, { capabilities: SERVER_CAPABILITIES, instructions: INSTRUCTIONS, cacheHints: CACHE_HINTS });
+  const { write = false, ...identity } = info;
+  const server = new FolderServer(identity, { capabilities: SERVER_CAPABILITIES, instructions: instructionsFor(write), cacheHints: CACHE_HINTS });
   for (const [method, handler] of Object.entries(REQUEST_HANDLERS)) {
     // Three-argument form with loose params: the proposals' params reach the handler (src/protocol/sdk.ts).
     server.setRequestHandler(method, { params: LOOSE_PARAMS }, async (params, request) => {

@@ -16,6 +16,7 @@ import { readTool } from './read-tool.ts';
 import { searchTool } from './search.ts';
 import { failure, jsonSchema, toolUri, ToolFailure, type ToolContext, type ToolDefinition, type ToolResult } from './tool.ts';
 import { treeTool } from './tree.ts';
+import { WRITE_TOOLS } from './write-tools.ts';
 
 /** The protocol layer's CatalogHandlers, with the tool result typed. */
 export interface Catalog extends CatalogHandlers {
@@ -31,13 +32,20 @@ function describeTool(tool: ToolDefinition) {
     description: tool.description,
     inputSchema: jsonSchema(tool.input, 'input'),
     outputSchema: jsonSchema(tool.output, 'output'),
-    annotations: { title: tool.title, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    annotations: {
+      title: tool.title,
+      readOnlyHint: tool.changes === undefined,
+      destructiveHint: tool.changes?.destructiveHint ?? false,
+      idempotentHint: tool.changes?.idempotentHint ?? true,
+      openWorldHint: false,
+    },
   };
 }
 
 /** `search`: the full-text content index behind the search tool; null with --no-search (no tool). */
 export function createCatalog(ctx: ServerContext, search: ContentSearch | null): Catalog {
-  const tools: ToolDefinition[] = [findTool, ...(search ? [searchTool] : []), readTool, treeTool];
+  // Write tools only with --write: without it they are neither listed nor callable.
+  const tools: ToolDefinition[] = [findTool, ...(search ? [searchTool] : []), readTool, treeTool, ...(ctx.writes ? WRITE_TOOLS : [])];
   const described = tools.map(describeTool);
   const byKey = new Map<string, ToolDefinition>();
   for (const tool of tools) {

@@ -7,6 +7,7 @@ import { EntryKind } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { resourceNotFound } from '../protocol/errors.ts';
 import type { ResourceObject } from '../resource.ts';
+import { labelsOf } from './paths.ts';
 import { CATALOG_GROUP } from './tool.ts';
 
 export const GROUP_URIS = ['mcp://groups/prompts', 'mcp://groups/resources', 'mcp://groups/tools'] as const;
@@ -44,12 +45,15 @@ export function catalogGroups(kind: 'tools' | 'prompts'): GroupsDocument {
 export async function resourceGroups(ctx: ServerContext): Promise<GroupsDocument> {
   await ctx.index.ready;
   const doc: GroupsDocument = { groups: [] };
-  for (const root of ctx.roots) {
-    doc.groups.push({ name: root.name, description: `Everything in ${root.path}`, uri_paths: [root.uri] });
+  // Named as the tools print paths: two roots with one folder name are `same` and `same~2`, never two groups alike.
+  const labels = ctx.roots.length > 1 ? labelsOf(ctx.roots) : ctx.roots.map((root) => root.name);
+  for (const [i, root] of ctx.roots.entries()) {
+    const label = labels[i]!;
+    doc.groups.push({ name: label, description: `Everything in ${root.path}`, uri_paths: [root.uri] });
     // (parent, uri) index: the folders among the root's children, at most the cap, then a count of the rest.
     const dirs = ctx.index.store.subfolders(root.uri, MAX_FOLDER_GROUPS + 1);
     for (const dir of dirs.slice(0, MAX_FOLDER_GROUPS)) {
-      doc.groups.push({ name: `${root.name}/${dir.name}`, description: `The ${dir.name} folder of ${root.name}`, uri_paths: [dir.uri] });
+      doc.groups.push({ name: `${label}/${dir.name}`, description: `The ${dir.name} folder of ${label}`, uri_paths: [dir.uri] });
     }
     if (dirs.length > MAX_FOLDER_GROUPS) {
       (doc.omitted ??= {})[root.uri] = ctx.index.store.countSubfolders(root.uri) - MAX_FOLDER_GROUPS;

@@ -4,11 +4,13 @@
 // index membership, so nothing here can reach outside the roots.
 import { posix } from 'node:path';
 import { listingName } from '../content/collection.ts';
+import { missingSegments } from '../content/safe-write.ts';
 import type { EntryRow } from '../entry.ts';
 import { lookupEntry } from '../index/lookup.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { relativeTitle } from '../resource.ts';
-import { canonicalUriText, pathToUri, type Root } from '../uri.ts';
+import { compileGlob } from '../query/glob.ts';
+import { canonicalUriText, findRoot, parseFileUri, pathToUri, type Root } from '../uri.ts';
 import { ToolFailure } from './tool.ts';
 
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
@@ -36,44 +38,78 @@ export function isUriText(text: string): boolean {
 
 /**
  * The URI prefixes a `prefix`-style argument stands for: a URI prefix as it is
- * (canonical spelling), or a relative path under every root.
+ * (canonical spelling), or a relative path under every root; with several
+ * roots also as the tools print paths, the root's label first (`notes/to`
+ * under the root labelled `notes`; a text the label itself starts with, such
+ * as `no`, names that whole root).
  */
 export function prefixUris(text: string, roots: readonly Root[]): string[] {
   if (isUriText(text)) return [canonicalUriText(text)];
   const rel = text.replace(/^\.?\/+/, '');
-  return roots.map((root) => root.uri + encodeRelative(rel));
+  const uris = roots.map((root) => root.uri + encodeRelative(rel));
+  if (roots.length > 1 && rel !== '') {
+    labelsOf(roots).forEach((label, i) => {
+      const root = roots[i]!;
+      if (rel.startsWith(`${label}/`)) uris.push(root.uri + encodeRelative(rel.slice(label.length + 1)));
+      else if (label.startsWith(rel)) uris.push(root.uri);
+    });
+  }
+  return [...new Set(uris)];
+}
+
+/**
+ * The (root, relative glob) pairs a relative glob stands for: the glob under
+ * every root, and with several roots also as printed paths are matched: when
+ * its first segment (a glob itself, `**` aside) matches a root's label, the
+ * rest under that root (`notes/*.md`, `*\/todo.md`).
+ */
+export function relativeGlobs(glob: string, roots: readonly Root[]): Array<{ root: Root; glob: string }> {
+  const rel = glob.replace(/^\.?\/+/, '');
+  const out = roots.map((root) => ({ root, glob: rel }));
+  const slash = rel.indexOf('/');
+  if (roots.length < 2 || slash <= 0) return out;
+  const head = rel.slice(0, slash);
+  const rest = rel.slice(slash + 1);
+  if (head.includes('**') || rest === '') return out;
+  let matchesHead: (label: string) => boolean;
+  try {
+    const compiled = compileGlob(head);
+    matchesHead = (label) => compiled.match(label);
+  } catch {
+    return out; // a head that is no glob alone (a brace or class spanning the '/'): the glob as written only
+  }
+  labelsOf(roots).forEach((label, i) => {
+    if (matchesHead(label)) out.push({ root: roots[i]!, glob: rest });
+  });
+  return out;
 }
 
 /**
  * How each root is named in text for a model, parallel to `rootPaths`: its
- * folder name, or where two roots share one, the shortest run of trailing
- * path segments that tells them apart (`/w/a/proj`, `/w/b/proj` are `a/proj`
- * and `b/proj`). Pure.
+ * folder name; where two roots share one, the later ones on the command line
+ * get `~2`, `~3`, ... (the first suffix no root's own name and no earlier
+ * label uses), so `/w/a/same /w/b/same` are `same` and `same~2`. One path
+ * segment each: a printed path's first segment is its root's label. The
+ * file-system root is `/`. Pure.
  */
 export function rootLabels(rootPaths: readonly string[]): string[] {
-  const segments = rootPaths.map((path) => path.split('/').filter(Boolean));
-  const depth = rootPaths.map(() => 1);
-  const label = (i: number) => (segments[i]!.length === 0 ? '/' : segments[i]!.slice(-depth[i]!).join('/'));
-  for (;;) {
-    const byLabel = new Map<string, number[]>();
-    rootPaths.forEach((_, i) => byLabel.set(label(i), [...(byLabel.get(label(i)) ?? []), i]));
-    let grew = false;
-    for (const same of byLabel.values()) {
-      if (same.length < 2) continue;
-      for (const i of same) {
-        if (depth[i]! < segments[i]!.length) {
-          depth[i]!++;
-          grew = true;
-        }
-      }
+  const names = rootPaths.map((path) => path.split('/').filter(Boolean).at(-1) ?? '/');
+  const taken = new Set<string>();
+  const own = new Set(names);
+  return names.map((name) => {
+    let label = name;
+    for (let k = 2; taken.has(label); k++) {
+      label = `${name}~${k}`;
+      if (own.has(label)) label = name; // another root is called that: try the next suffix
     }
-    if (!grew) return rootPaths.map((_, i) => label(i));
-  }
+    taken.add(label);
+    return label;
+  });
 }
 
 const labelCache = new WeakMap<readonly Root[], string[]>();
 
-function labelsOf(roots: readonly Root[]): string[] {
+export function labelsOf(roots: readonly Root[]): string[] {
   let labels = labelCache.get(roots);
   if (!labels) labelCache.set(roots, (labels = rootLabels(roots.map((r) => r.path))));
   return labels;
@@ -127,4 +163,53 @@ export async function resolveTarget(ctx: ServerContext, text: string): Promise<E
   }
   if (found.size > 1) throw new AmbiguousPath(text, [...found.values()].map((row) => displayPath(row, ctx.roots)));
   return found.values().next().value;
+}
+
+/** Where a write tool's path argument points: an absolute path, normalised, that may not exist yet. */
+export interface WritePath {
+  path: string;
+  /** How tools print it back (`displayPath`'s form, for an entry that may not be indexed). */
+  shown: string;
+}
+
+/**
+ * The path a write tool's argument names, in the same path language as every
+ * other tool: a `file:` URI, an absolute path, or a relative path. With one
+ * root a relative path is under it. With several, it may start with a root's
+ * label (as tools print paths) or be relative to any root; of these readings
+ * the one whose folders exist deepest on disk wins (fewest segments left to
+ * create); a tie is AmbiguousPath. Undefined when it names nothing inside the
+ * roots (the caller says "Not found", as for reads). Looks at the disk, never
+ * outside the roots; safe-write checks everything again when it writes.
+ */
+export function resolveWritePath(text: string, roots: readonly Root[]): WritePath | undefined {
+  const show = (path: string) => {
+    const root = findRoot(roots, path);
+    if (!root) return listingName(path);
+    const rel = path === root.path ? '' : path.slice(root.path === '/' ? 1 : root.path.length + 1);
+    if (roots.length === 1) return listingName(rel === '' ? root.name : rel);
+    const label = labelsOf(roots)[roots.indexOf(root)]!;
+    return listingName(rel === '' ? label : `${label}/${rel}`);
+  };
+  const inside = (path: string) => (findRoot(roots, path) ? { path, shown: show(path) } : undefined);
+  if (isUriText(text)) {
+    const parsed = parseFileUri(text);
+    return parsed ? inside(parsed.path.replace(/(.)\/+$/, '$1')) : undefined;
+  }
+  if (text.includes('\0')) return undefined;
+  if (text.startsWith('/')) return inside(posix.normalize(text).replace(/(.)\/+$/, '$1'));
+  const rel = text.replace(/^(\.\/+)+/, '').replace(/\/+$/, '');
+  const readings = roots.map((root) => posix.join(root.path, rel));
+  if (roots.length > 1) {
+    labelsOf(roots).forEach((label, i) => {
+      if (rel === label || rel.startsWith(`${label}/`)) readings.push(posix.join(roots[i]!.path, rel.slice(label.length + 1)));
+    });
+  }
+  const candidates = [...new Set(readings)].filter((path) => findRoot(roots, path) !== undefined);
+  if (candidates.length <= 1) return candidates[0] === undefined ? undefined : inside(candidates[0]);
+  const missing = candidates.map(missingSegments);
+  const fewest = Math.min(...missing);
+  const best = candidates.filter((_, i) => missing[i] === fewest);
+  if (best.length > 1) throw new AmbiguousPath(text, best.map(show));
+  return inside(best[0]!);
 }

@@ -5,7 +5,7 @@
 import type { ListQuery } from '../query/filter.ts';
 import { compileGlob, GlobSyntaxError, mapGlobLiterals } from '../query/glob.ts';
 import type { Root } from '../uri.ts';
-import { encodeRelative, escapeGlob, isUriText, prefixUris } from './paths.ts';
+import { encodeRelative, escapeGlob, isUriText, prefixUris, relativeGlobs } from './paths.ts';
 import { ToolFailure } from './tool.ts';
 import { canonicalUriText } from '../uri.ts';
 
@@ -34,22 +34,23 @@ export function scopeQuery(args: ScopeArgs, roots: readonly Root[]): ListQuery {
   if (globs.length > 0) {
     const uriPatterns = globs.flatMap((g) => {
       if (isUriText(g)) return [mapGlobLiterals(g, canonicalUriText)];
-      const rel = g.replace(/^\.?\/+/, '');
       // Literal text of a relative glob is a decoded path: encode it as the index spells it.
-      return roots.map((root) => escapeGlob(root.uri) + mapGlobLiterals(rel, encodeRelative));
+      return relativeGlobs(g, roots).map(({ root, glob }) => escapeGlob(root.uri) + mapGlobLiterals(glob, encodeRelative));
     });
     query.uriPatterns = [...new Set(uriPatterns)].sort();
   }
   if (args.prefix) {
     const prefixes = prefixUris(args.prefix, roots);
-    // One root: a plain prefix. Several: a relative prefix names one place in
+    // One URI: a plain prefix. Several (several roots): a relative prefix names one place in
     // each, which the filter model says as a glob (`**` inside a segment crosses '/').
     if (prefixes.length === 1) query.prefix = prefixes[0]!;
+    // Folder prefixes (`notes/`) are uri_paths, which AND with the globs given.
+    else if (prefixes.every((p) => p.endsWith('/'))) query.uriPaths = prefixes.sort();
     else {
       const asGlobs = prefixes.map((p) => `${escapeGlob(p)}**`);
       // AND with the globs given: a prefix glob list and user globs cannot share one OR-ed field.
       if (query.uriPatterns) {
-        throw new ToolFailure('With several served folders, give either a relative prefix or globs, not both');
+        throw new ToolFailure('With several served folders, give either a relative prefix that names a folder (ending in /) or globs, not both');
       }
       query.uriPatterns = asGlobs.sort();
     }

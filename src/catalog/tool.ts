@@ -35,6 +35,8 @@ export interface ToolDefinition<A = any> {
   description: string;
   input: z.ZodType<A>;
   output: z.ZodType;
+  /** Set for a tool that changes files (readOnlyHint false): what a host may tell its user before it runs. Absent: read-only. */
+  changes?: { destructiveHint: boolean; idempotentHint: boolean };
   run(tc: ToolContext, args: A): Promise<ToolResult>;
 }
 

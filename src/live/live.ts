@@ -22,6 +22,8 @@ export interface Live {
   start(): Promise<void>;
   /** Stops the watcher first, then waits for the write in progress. */
   close(): Promise<void>;
+  /** Looks at these absolute paths on the serial write queue; resolves once what they show is committed. */
+  refresh(paths: readonly string[]): Promise<void>;
 }
 
 /** Wires disk -> index (one watcher for the process) -> notifications for each attached connection. */
@@ -49,6 +51,7 @@ export function createLive(options: LiveOptions): Live {
       };
     },
     start: () => sync.start(),
+    refresh: (paths) => sync.refresh(paths),
     async close() {
       await sync.close();
       stopListening();

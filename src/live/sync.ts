@@ -220,6 +220,11 @@ export class LiveSync {
     });
   }
 
+  /** Looks at `paths` (absolute) on the write queue; resolves once what they show is committed (the write tools). */
+  refresh(paths: readonly string[]): Promise<void> {
+    return this.reconcilePaths(paths);
+  }
+
   /** Looks at `paths` on the queue. */
   private reconcilePaths(paths: readonly string[]): Promise<void> {
     return this.enqueue(() => this.reconciler.paths(paths));

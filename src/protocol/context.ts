@@ -22,6 +22,14 @@ export interface ServerContext {
   pager: Pager;
   /** Signs cursors, so a tampered one is refused (persisted: cursors survive restarts). */
   cursorSecret: string;
+  /** `--write`: the write tools, and the largest file they write (`--max-write-bytes`); null when read-only. */
+  writes: { maxBytes: number } | null;
+  /**
+   * Brings the index up to date with these absolute paths now, on the live
+   * sync's serial write queue, rather than when the watcher reports them;
+   * resolves once committed (and `updated`/`list_changed` are on their way).
+   */
+  refresh(paths: readonly string[]): Promise<void>;
   /** Format alternatives of a document, after its primary content. */
   convert(entry: EntryRow, content: FileContent): Promise<Alternative[]>;
   /**

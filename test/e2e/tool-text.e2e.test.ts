@@ -45,7 +45,7 @@ for (const era of ERAS) {
   });
 
   describe(`tool text: two roots with one name (${era})`, () => {
-    // Two roots named proj, under a/ and b/ of the temp tree.
+    // Two roots named proj, under a/ and b/ of the temp tree: proj and proj~2, in command-line order.
     const served = serveTree(
       { 'a/proj/common.txt': 'from a\n', 'a/proj/only-a.txt': 'a\n', 'b/proj/common.txt': 'from b\n' },
       ({ root }) => [join(root, 'a', 'proj'), join(root, 'b', 'proj'), '--db', ':memory:', '--watcher', 'none'],
@@ -55,10 +55,10 @@ for (const era of ERAS) {
     test('find and tree tell the roots apart', async () => {
       const find = await served.conn.request('tools/call', { name: 'find', arguments: { glob: '**/common.txt' } });
       const paths = (find.structuredContent as { matches: { path: string }[] }).matches.map((m) => m.path).sort();
-      assert.deepEqual(paths, ['a/proj/common.txt', 'b/proj/common.txt']);
+      assert.deepEqual(paths, ['proj/common.txt', 'proj~2/common.txt']);
       const tree = textOf(await served.conn.request('tools/call', { name: 'tree', arguments: {} }));
-      assert.match(tree, /^a\/proj\/$/m);
-      assert.match(tree, /^b\/proj\/$/m);
+      assert.match(tree, /^proj\/$/m);
+      assert.match(tree, /^proj~2\/$/m);
     });
 
     test('an ambiguous relative path is an error listing the candidates; a labelled one reads the right file', async () => {
@@ -66,16 +66,16 @@ for (const era of ERAS) {
       assert.equal(ambiguous.isError, true);
       const message = textOf(ambiguous);
       assert.match(message, /Ambiguous path common\.txt/);
-      assert.match(message, /a\/proj\/common\.txt/);
-      assert.match(message, /b\/proj\/common\.txt/);
-      const fromB = await served.conn.request('tools/call', { name: 'read', arguments: { uri: 'b/proj/common.txt' } });
+      assert.match(message, /proj\/common\.txt/);
+      assert.match(message, /proj~2\/common\.txt/);
+      const fromB = await served.conn.request('tools/call', { name: 'read', arguments: { uri: 'proj~2/common.txt' } });
       assert.match(JSON.stringify(fromB.content), /from b/);
       const onlyA = await served.conn.request('tools/call', { name: 'read', arguments: { uri: 'only-a.txt' } });
       assert.match(JSON.stringify(onlyA.content), /"text":"a\\n"/, 'a path in one root only is not ambiguous');
       const byUri = await served.conn.request('tools/call', { name: 'read', arguments: { uri: pathToFileURL(join(served.root, 'a', 'proj', 'common.txt')).href } });
       assert.match(JSON.stringify(byUri.content), /from a/);
       const prompt = await rejectsWith(served.conn.request('prompts/get', { name: 'explain', arguments: { uri: 'common.txt' } }), -32602, 'Ambiguous path');
-      assert.deepEqual((prompt.data as { candidates: string[] }).candidates.sort(), ['a/proj/common.txt', 'b/proj/common.txt']);
+      assert.deepEqual((prompt.data as { candidates: string[] }).candidates.sort(), ['proj/common.txt', 'proj~2/common.txt']);
     });
   });
 }

@@ -130,7 +130,7 @@ describe('scopeQuery', () => {
     assert.throws(() => scopeQuery({ glob: ['a/[b'] }, one), (e: Error) => e instanceof ToolFailure && e.message.startsWith("Invalid pattern in glob: 'a/[b'"));
     assert.throws(() => scopeQuery({ name: ['{a,b'] }, one), /Invalid pattern in name/);
     assert.throws(() => scopeQuery({ glob: Array.from({ length: 101 }, () => '*') }, one), /Too many patterns/);
-    assert.throws(() => scopeQuery({ glob: ['*.md'], prefix: 'docs/' }, two), /either a relative prefix or globs/);
+    assert.throws(() => scopeQuery({ glob: ['*.md'], prefix: 'docs/x' }, two), /either a relative prefix that names a folder/);
   });
 });
 

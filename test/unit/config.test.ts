@@ -16,6 +16,9 @@ describe('command-line mistakes: one line that says what was wrong and what is a
     [['/p', '--db'], /^--db needs a file path, or :memory:, and none was given$/],
     [['/p', '--exclude'], /^--exclude needs a \.gitignore-style pattern, and none was given$/],
     [[], /^no folder given$/],
+    [['--write', '--max-write-bytes', '0', '/p'], /^--max-write-bytes must be between 1 and/],
+    [['--write', '--max-write-bytes', '4M', '/p'], /^--max-write-bytes needs a positive whole number of bytes, got '4M'$/],
+    [['--max-write-bytes', '100', '/p'], /^--max-write-bytes applies to --write only$/],
   ];
   for (const [argv, message] of rows) {
     test(argv.join(' ') || '(nothing)', () => {
@@ -30,6 +33,11 @@ describe('command-line mistakes: one line that says what was wrong and what is a
       assert.equal(parsed.config.pageSize, 7);
       assert.equal(parsed.config.pollIntervalMs, 250);
       assert.deepEqual(parsed.config.exclude, ['*.log']);
+      assert.equal(parsed.config.write, false, 'read-only unless asked');
     }
+    const writable = parseCliArgs(['--write', '--max-write-bytes', '1024', '/p']);
+    assert.ok(writable.kind === 'run' && writable.config.write && writable.config.maxWriteBytes === 1024);
+    const defaults = parseCliArgs(['--write', '/p']);
+    assert.ok(defaults.kind === 'run' && defaults.config.maxWriteBytes === 4 * 1024 * 1024);
   });
 });

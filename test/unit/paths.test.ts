@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { displayPath, rootLabels } from '../../src/catalog/paths.ts';
+import { displayPath, prefixUris, relativeGlobs, resolveWritePath, rootLabels } from '../../src/catalog/paths.ts';
+import { scopeQuery } from '../../src/catalog/scope.ts';
+import { matchesQuery } from '../../src/query/plan.ts';
+import { mkdirSync, realpathSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../helpers.ts';
 import { listingName } from '../../src/content/collection.ts';
 import { makeRoot } from '../../src/uri.ts';
 
@@ -8,11 +13,12 @@ describe('rootLabels', () => {
   const rows: Array<[string[], string[], string]> = [
     [['/w/proj'], ['proj'], 'one root: its folder name'],
     [['/w/proj', '/w/notes'], ['proj', 'notes'], 'distinct names stay short'],
-    [['/w/a/proj', '/w/b/proj'], ['a/proj', 'b/proj'], 'same names: one parent more'],
-    [['/x/a/proj', '/y/a/proj', '/z/notes'], ['x/a/proj', 'y/a/proj', 'notes'], 'as many parents as it takes, only where needed'],
-    [['/proj', '/w/proj'], ['proj', 'w/proj'], 'a root at the top keeps what it has'],
+    [['/w/a/same', '/w/b/same'], ['same', 'same~2'], 'same names: the later one on the command line gets ~2'],
+    [['/w/b/same', '/w/a/same'], ['same', 'same~2'], 'by command-line order, not by path'],
+    [['/x/p', '/y/p', '/z/notes', '/q/p'], ['p', 'p~2', 'notes', 'p~3'], 'one suffix per repeat, other names untouched'],
+    [['/x/same', '/y/same', '/z/same~2'], ['same', 'same~3', 'same~2'], 'a suffix another root is named is skipped'],
     [['/', '/w'], ['/', 'w'], 'the file-system root'],
-    [['/w/proj', '/w/proj/sub/proj'], ['w/proj', 'sub/proj'], 'nested roots'],
+    [['/w/proj', '/w/proj/sub/proj'], ['proj', 'proj~2'], 'nested roots'],
   ];
   for (const [paths, labels, why] of rows) test(why, () => assert.deepEqual(rootLabels(paths), labels));
   test('labels are unique whenever the paths are', () => {
@@ -24,13 +30,15 @@ describe('rootLabels', () => {
 describe('displayPath', () => {
   const one = [makeRoot('/w/proj')];
   const two = [makeRoot('/w/a/proj'), makeRoot('/w/b/proj')];
+  const labelled = [makeRoot('/w/notes'), makeRoot('/w/code')];
   test('one root: the path relative to it; the root by its name', () => {
     assert.equal(displayPath({ uri: 'file:///w/proj/src/a.ts', root: 0 }, one), 'src/a.ts');
     assert.equal(displayPath({ uri: 'file:///w/proj/', root: 0 }, one), 'proj');
   });
   test('several roots: the label first', () => {
-    assert.equal(displayPath({ uri: 'file:///w/b/proj/src/a.ts', root: 1 }, two), 'b/proj/src/a.ts');
-    assert.equal(displayPath({ uri: 'file:///w/a/proj/', root: 0 }, two), 'a/proj');
+    assert.equal(displayPath({ uri: 'file:///w/b/proj/src/a.ts', root: 1 }, two), 'proj~2/src/a.ts');
+    assert.equal(displayPath({ uri: 'file:///w/a/proj/', root: 0 }, two), 'proj');
+    assert.equal(displayPath({ uri: 'file:///w/notes/todo.md', root: 0 }, labelled), 'notes/todo.md');
   });
   test('control characters in a name are escaped: one entry, one line', () => {
     assert.equal(displayPath({ uri: 'file:///w/proj/a%0Ab.txt', root: 0 }, one), 'a\\u000ab.txt');
@@ -52,4 +60,90 @@ describe('listingName', () => {
     ['café ✓', 'café ✓'],
   ];
   for (const [name, shown] of rows) test(JSON.stringify(name), () => assert.equal(listingName(name), shown));
+});
+
+describe('one path language: what tools print, every tool accepts', () => {
+  const roots = [makeRoot('/w/notes'), makeRoot('/w/code'), makeRoot('/v/code')];
+  const row = (uri: string) => ({ uri, name: decodeURIComponent(uri.replace(/\/$/, '').split('/').pop()!) });
+  const printed = (uri: string, root: number) => displayPath({ uri, root }, roots);
+
+  test('prefixUris: a printed prefix names its root; a relative one every root', () => {
+    assert.deepEqual(prefixUris('notes/', roots), ['file:///w/notes/notes/', 'file:///w/code/notes/', 'file:///v/code/notes/', 'file:///w/notes/']);
+    assert.ok(prefixUris('code~2/src', roots).includes('file:///v/code/src'));
+    assert.ok(prefixUris('no', roots).includes('file:///w/notes/'), 'a prefix of a label names that whole root');
+  });
+
+  test('relativeGlobs: a first segment that matches a label applies the rest under that root', () => {
+    const under = (glob: string) => relativeGlobs(glob, roots).map((g) => `${g.root.path}:${g.glob}`);
+    assert.deepEqual(under('notes/*.md'), ['/w/notes:notes/*.md', '/w/code:notes/*.md', '/v/code:notes/*.md', '/w/notes:*.md']);
+    assert.deepEqual(under('code*/src/**').slice(3), ['/w/code:src/**', '/v/code:src/**']);
+    assert.equal(under('**/x.md').length, 3, '** is under every root already');
+  });
+
+  test('every printed path matches find\'s prefix and glob built from it', () => {
+    const cases: Array<[string, number]> = [
+      ['file:///w/notes/todo.md', 0],
+      ['file:///w/code/src/a.ts', 1],
+      ['file:///v/code/src/a.ts', 2],
+      ['file:///v/code/caf%C3%A9/x%20y.md', 2],
+    ];
+    for (const [uri, root] of cases) {
+      const path = printed(uri, root);
+      const others = cases.filter(([u]) => u !== uri).map(([u]) => u);
+      const byPrefix = scopeQuery({ prefix: path }, roots);
+      const byGlob = scopeQuery({ glob: [path] }, roots);
+      assert.ok(matchesQuery(byPrefix, row(uri)), `prefix ${path}`);
+      assert.ok(matchesQuery(byGlob, row(uri)), `glob ${path}`);
+      for (const other of others) assert.ok(!matchesQuery(byGlob, row(other)), `glob ${path} must not match ${other}`);
+    }
+  });
+
+  test('a folder prefix and globs together, with several roots: AND-ed', () => {
+    const q = scopeQuery({ prefix: 'notes/', name: ['*.md'] }, roots);
+    assert.ok(matchesQuery(q, row('file:///w/notes/todo.md')));
+    assert.ok(!matchesQuery(q, row('file:///w/code/todo.md')));
+    const both = scopeQuery({ prefix: 'code~2/', glob: ['**/*.ts'] }, roots);
+    assert.ok(matchesQuery(both, row('file:///v/code/src/a.ts')));
+    assert.ok(!matchesQuery(both, row('file:///w/code/src/a.ts')));
+  });
+});
+
+describe('resolveWritePath', () => {
+  test('one root: relative under it, `..` out of it names nothing; URIs and absolute paths as they are', () => {
+    const dir = tempDir();
+    const real = realpathSync(dir.path);
+    try {
+      const roots = [makeRoot(real)];
+      assert.equal(resolveWritePath('a/b.txt', roots)?.path, join(real, 'a/b.txt'));
+      assert.equal(resolveWritePath('./a/', roots)?.path, join(real, 'a'));
+      assert.equal(resolveWritePath('../x.txt', roots), undefined);
+      assert.equal(resolveWritePath('/etc/passwd', roots), undefined);
+      assert.equal(resolveWritePath(`file://${real}/caf%C3%A9.md`, roots)?.path, join(real, 'café.md'));
+      assert.equal(resolveWritePath(`${real}/n\nl.txt`, roots)?.shown, 'n\\u000al.txt');
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('several roots: the printed form, else the root where the most of the path exists; a tie is ambiguous', () => {
+    const dir = tempDir();
+    try {
+      const a = join(realpathSync(dir.path), 'x/same');
+      const b = join(realpathSync(dir.path), 'y/same');
+      mkdirSync(join(a, 'docs'), { recursive: true });
+      mkdirSync(join(b, 'src'), { recursive: true });
+      const roots = [makeRoot(a), makeRoot(b)];
+      assert.equal(resolveWritePath('same~2/new.txt', roots)?.path, join(b, 'new.txt'));
+      assert.equal(resolveWritePath('same/docs/new.md', roots)?.path, join(a, 'docs/new.md'));
+      assert.equal(resolveWritePath('docs/new.md', roots)?.path, join(a, 'docs/new.md'));
+      assert.equal(resolveWritePath('src/new.ts', roots)?.shown, 'same~2/src/new.ts');
+      assert.throws(() => resolveWritePath('new.txt', roots), /Ambiguous path new\.txt.*same\/new\.txt, same~2\/new\.txt/);
+      // What lies behind a symlink (here: outside both roots) does not make a reading win.
+      mkdirSync(join(realpathSync(dir.path), 'outside/deep'), { recursive: true });
+      symlinkSync(join(realpathSync(dir.path), 'outside'), join(a, 'link'));
+      assert.throws(() => resolveWritePath('link/deep/x.txt', roots), /Ambiguous path/);
+    } finally {
+      dir.cleanup();
+    }
+  });
 });

@@ -1,0 +1,349 @@
+// The tools that change files, listed only with --write: `write`, `edit`,
+// `mkdir`, `move` (no tool deletes). Paths are the other tools' path language
+// (src/catalog/paths.ts); every change goes through src/content/safe-write.ts;
+// then the index looks at what changed in the same call (ctx.refresh), so the
+// result's resource_link, `updated` and `list_changed` follow at once, not
+// when the watcher gets round to it.
+import { createTwoFilesPatch } from 'diff';
+import { z } from 'zod';
+import { ContentError } from '../content/read.ts';
+import { openVerified } from '../content/safe-open.ts';
+import { identityOf, makeDirectory, moveSafely, writeFileSafely, WriteError, type FileIdentity } from '../content/safe-write.ts';
+import type { ServerContext } from '../protocol/context.ts';
+import { echo } from '../protocol/errors.ts';
+import { pathToUri } from '../uri.ts';
+import { resolveWritePath, type WritePath } from './paths.ts';
+import { formatSize, resourceLink, ToolFailure, type ContentBlock, type ToolDefinition, type ToolResult } from './tool.ts';
+
+/** At most this many replacements in one edit call. */
+export const EDIT_MAX_EDITS = 100;
+/**
+ * A diff the line differ would need more than this many line edits for is
+ * written as one hunk instead (the changed lines, all removed then all
+ * added): Myers' diff is O(N·D), and a rewrite of a 1 MiB file must not
+ * stall the server.
+ */
+const DIFF_MAX_EDIT_LENGTH = 5000;
+
+const PATH_TEXT = 'A path as the other tools print it (`src/main.ts`; with several served folders `notes/todo.md`), an absolute path, or a file:// URI.';
+
+function writable(ctx: ServerContext): { maxBytes: number } {
+  // Not listed without --write; a call by name is already refused by the catalog. Belt and braces.
+  if (!ctx.writes) throw new ToolFailure('This server is read-only (start it with --write)');
+  return ctx.writes;
+}
+
+function target(ctx: ServerContext, text: string): WritePath {
+  const found = resolveWritePath(text, ctx.roots);
+  if (!found) throw new ToolFailure(`Not found: ${String(echo(text))} (not a path in the served folders)`);
+  return found;
+}
+
+function writeFailure(error: unknown, shown: string): ToolFailure {
+  if (error instanceof WriteError) {
+    if (error.reason === 'not-found') return new ToolFailure(`Not found: ${shown} (${error.message})`);
+    return new ToolFailure(`Cannot change ${shown}: ${error.message}`);
+  }
+  if (error instanceof ContentError) {
+    if (error.reason === 'not-found') return new ToolFailure(`Not found: ${shown} (not a file in the served folders)`);
+    return new ToolFailure(`Cannot edit ${shown}: ${error.message.replace(/^Cannot read resource: /, '')}`);
+  }
+  if (error instanceof ToolFailure) return error;
+  const code = (error as NodeJS.ErrnoException).code;
+  return new ToolFailure(`Cannot change ${shown}: ${code ?? (error as Error).message}`);
+}
+
+/** Runs `change`, then has the index look at `paths` before the result is built. */
+async function changing<T>(ctx: ServerContext, shown: string, change: () => Promise<T>, paths: (result: T) => string[]): Promise<T> {
+  // After the first scan: a change made while it runs could be half seen by it (a new folder without its subfolders).
+  await ctx.index.ready;
+  let result: T;
+  try {
+    result = await change();
+  } catch (error) {
+    throw writeFailure(error, shown);
+  }
+  await ctx.refresh(paths(result));
+  return result;
+}
+
+/** The resource_link of what is now at `path`, if the index holds it (an ignored path is written but not indexed). */
+function linkTo(ctx: ServerContext, path: string, directory: boolean): { block?: ContentBlock; uri: string; indexed: boolean } {
+  const uri = pathToUri(path, directory);
+  const row = ctx.index.store.get(uri);
+  return row ? { block: resourceLink(row, ctx), uri, indexed: true } : { uri, indexed: false };
+}
+
+function result(text: string, link: { block?: ContentBlock; indexed: boolean }, structured: Record<string, unknown>): ToolResult {
+  const note = link.indexed ? '' : ' It is not in the index (ignored or excluded), so no resource link.';
+  return {
+    content: [{ type: 'text', text: text + note }, ...(link.block ? [link.block] : [])],
+    structuredContent: { ...structured, indexed: link.indexed },
+  };
+}
+
+const changeOutput = {
+  uri: z.string(),
+  path: z.string(),
+  indexed: z.boolean().describe('false when the path is ignored or excluded: changed on disk, not in the index'),
+};
+
+// ---- write ----------------------------------------------------------------
+
+const writeInput = z.strictObject({
+  path: z.string().min(1).describe(PATH_TEXT),
+  content: z.string().describe('The whole new content of the file.'),
+  encoding: z.enum(['utf-8', 'base64']).default('utf-8').describe('How `content` is given: text (default), or base64 for binary files.'),
+  create_only: z.boolean().default(false).describe('Refuse if the file exists, rather than replace it.'),
+});
+
+export const writeTool: ToolDefinition<z.infer<typeof writeInput>> = {
+  name: 'write',
+  title: 'Write a file',
+  description:
+    'Create a file, or replace one whole, atomically (the old content is never half-overwritten); the file keeps its mode. ' +
+    'Its folder must exist (see mkdir). `create_only` refuses an existing file. To change part of a file, use edit.',
+  input: writeInput,
+  output: z.object({ ...changeOutput, created: z.boolean(), size: z.number() }),
+  changes: { destructiveHint: true, idempotentHint: true },
+  async run(tc, args) {
+    const { ctx } = tc;
+    const { maxBytes } = writable(ctx);
+    const where = target(ctx, args.path);
+    const data = Buffer.from(args.content, args.encoding === 'base64' ? 'base64' : 'utf8');
+    const outcome = await changing(
+      ctx,
+      where.shown,
+      () => writeFileSafely(where.path, data, ctx.roots, { maxBytes, createOnly: args.create_only }),
+      (done) => [where.path, done.tempPath],
+    );
+    const link = linkTo(ctx, where.path, false);
+    return result(`${outcome.created ? 'Created' : 'Replaced'} ${where.shown} (${formatSize(data.byteLength)}).`, link, {
+      uri: link.uri,
+      path: where.shown,
+      created: outcome.created,
+      size: data.byteLength,
+    });
+  },
+};
+
+// ---- edit -----------------------------------------------------------------
+
+const editInput = z.strictObject({
+  path: z.string().min(1).describe(PATH_TEXT),
+  edits: z
+    .array(
+      z.strictObject({
+        old_text: z.string().min(1).describe('Text to replace; it must occur exactly once (whitespace and line breaks included).'),
+        new_text: z.string().describe('What replaces it.'),
+      }),
+    )
+    .min(1)
+    .max(EDIT_MAX_EDITS)
+    .describe(`Replacements applied in order, each to the text the previous ones left (at most ${EDIT_MAX_EDITS}).`),
+  dry_run: z.boolean().default(false).describe('Return the diff without changing the file.'),
+});
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
+  name: 'edit',
+  title: 'Edit a file',
+  description:
+    'Replace exact text in a UTF-8 text file: each `old_text` must occur exactly once, or nothing is changed and the error says which edit matched how often. ' +
+    'Returns a unified diff of the change (with `dry_run`, only the diff). Atomic, like write.',
+  input: editInput,
+  output: z.object({ ...changeOutput, diff: z.string(), dry_run: z.boolean(), size: z.number().describe('bytes of the edited file') }),
+  changes: { destructiveHint: true, idempotentHint: false },
+  async run(tc, args) {
+    const { ctx } = tc;
+    const { maxBytes } = writable(ctx);
+    const where = target(ctx, args.path);
+    await ctx.index.ready;
+    // Security: an edit reads the file (its diff shows it, its match counts probe it), and reads reach
+    // only what the index holds: never an ignored, excluded or .git file. write can still replace one whole.
+    if (!ctx.index.store.get(pathToUri(where.path, false))) {
+      throw new ToolFailure(`Not found: ${where.shown} (not a file in the served folders; ignored and excluded files are not edited, only written whole)`);
+    }
+    let before: string;
+    let identity: FileIdentity;
+    try {
+      ({ before, identity } = await readForEdit(ctx, where.path, maxBytes));
+    } catch (error) {
+      throw writeFailure(error, where.shown);
+    }
+    const after = applyEdits(before, args.edits, where.shown);
+    const size = Buffer.byteLength(after);
+    if (size > maxBytes) throw new ToolFailure(`Cannot change ${where.shown}: the edited file would be ${size} bytes, more than the limit of ${maxBytes} (--max-write-bytes)`);
+    const diff = unifiedDiff(where.shown, before, after);
+    if (!args.dry_run && after !== before) {
+      await changing(
+        ctx,
+        where.shown,
+        // `expect`: a file changed since it was read is not overwritten with an edit of its old content.
+        () => writeFileSafely(where.path, Buffer.from(after), ctx.roots, { maxBytes, expect: identity }),
+        (done) => [where.path, done.tempPath],
+      );
+    }
+    const link = linkTo(ctx, where.path, false);
+    const what = args.dry_run ? 'Dry run, nothing written' : after === before ? 'No change' : `Edited ${where.shown}`;
+    return result(`${what} (${args.edits.length} edit${args.edits.length === 1 ? '' : 's'}):\n${diff}`, link, {
+      uri: link.uri,
+      path: where.shown,
+      diff,
+      dry_run: args.dry_run,
+      size,
+    });
+  },
+};
+
+/** The file's text and identity, read as every read is (openVerified), within the write limit. */
+async function readForEdit(ctx: ServerContext, path: string, maxBytes: number): Promise<{ before: string; identity: FileIdentity }> {
+  const file = await openVerified(path, ctx.roots);
+  try {
+    const identity = identityOf(file.handle);
+    if (identity.nlink > 1) throw new WriteError('refused', `it has ${identity.nlink} hard links (names); files with more than one are not written`);
+    if (file.size > maxBytes) throw new WriteError('too-large', `it is ${file.size} bytes, more than the limit of ${maxBytes} (--max-write-bytes)`);
+    const bytes = Buffer.alloc(file.size);
+    const { bytesRead } = await file.handle.read(bytes, 0, bytes.length, 0);
+    try {
+      return { before: strictUtf8.decode(bytes.subarray(0, bytesRead)), identity };
+    } catch {
+      throw new WriteError('refused', 'it is not UTF-8 text (use write to replace it whole)');
+    }
+  } finally {
+    await file.handle.close();
+  }
+}
+
+/** Applies each replacement in order; each must match exactly once in the text as the previous ones left it. Pure. */
+export function applyEdits(text: string, edits: readonly { old_text: string; new_text: string }[], shown: string): string {
+  let out = text;
+  edits.forEach((edit, i) => {
+    const at = out.indexOf(edit.old_text);
+    const again = at < 0 ? -1 : out.indexOf(edit.old_text, at + 1);
+    if (at < 0 || again >= 0) {
+      const count = at < 0 ? 0 : countMatches(out, edit.old_text);
+      const hint = count === 0 ? 'copy it exactly, whitespace and line breaks included' : 'add surrounding lines to make it unique';
+      throw new ToolFailure(
+        `Edit ${i + 1} of ${edits.length}: old_text matches ${count} times in ${shown}; it must match exactly once (${hint}). Nothing was changed.`,
+      );
+    }
+    out = out.slice(0, at) + edit.new_text + out.slice(at + edit.old_text.length);
+  });
+  return out;
+}
+
+/** Occurrences of `needle`, overlapping ones included (`aa` is twice in `aaa`): each is a place old_text could mean. */
+function countMatches(text: string, needle: string): number {
+  let count = 0;
+  for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) count++;
+  return count;
+}
+
+/** A unified diff (3 lines of context) of the edit, `a/` and `b/` named after the path as tools print it. */
+export function unifiedDiff(shown: string, before: string, after: string): string {
+  const patch = createTwoFilesPatch(`a/${shown}`, `b/${shown}`, before, after, undefined, undefined, {
+    context: 3,
+    maxEditLength: DIFF_MAX_EDIT_LENGTH,
+  });
+  // The library starts with a rule of '=' that is no part of a unified diff (patch(1) and git apply skip it; models need not read it).
+  if (patch !== undefined) return patch.replace(/^=+\n/, '');
+  return oneHunk(shown, before, after);
+}
+
+/** The diff as one hunk: the lines between the common head and tail, all removed, then all added. */
+function oneHunk(shown: string, before: string, after: string): string {
+  const a = before.split('\n');
+  const b = after.split('\n');
+  let head = 0;
+  while (head < a.length && head < b.length && a[head] === b[head]) head++;
+  let tail = 0;
+  while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
+  const from = Math.max(0, head - 3);
+  const aEnd = Math.min(a.length, a.length - tail + 3);
+  const bEnd = Math.min(b.length, b.length - tail + 3);
+  const lines = [
+    ...a.slice(from, head).map((l) => ` ${l}`),
+    ...a.slice(head, a.length - tail).map((l) => `-${l}`),
+    ...b.slice(head, b.length - tail).map((l) => `+${l}`),
+    ...a.slice(a.length - tail, aEnd).map((l) => ` ${l}`),
+  ];
+  return `--- a/${shown}\n+++ b/${shown}\n@@ -${from + 1},${aEnd - from} +${from + 1},${bEnd - from} @@\n${lines.join('\n')}\n`;
+}
+
+// ---- mkdir ----------------------------------------------------------------
+
+const mkdirInput = z.strictObject({
+  path: z.string().min(1).describe(PATH_TEXT),
+  parents: z.boolean().default(true).describe('Also create missing folders above it (default true); false refuses when its parent is missing.'),
+});
+
+export const mkdirTool: ToolDefinition<z.infer<typeof mkdirInput>> = {
+  name: 'mkdir',
+  title: 'Create a folder',
+  description: 'Create a folder (and, by default, the missing folders above it). A folder that exists already is no error.',
+  input: mkdirInput,
+  output: z.object({ ...changeOutput, created: z.array(z.string()).describe('the folders created, outermost first (empty when it existed)') }),
+  changes: { destructiveHint: false, idempotentHint: true },
+  async run(tc, args) {
+    const { ctx } = tc;
+    writable(ctx);
+    const where = target(ctx, args.path);
+    const created = await changing(
+      ctx,
+      where.shown,
+      () => makeDirectory(where.path, ctx.roots, args.parents),
+      // Each one: a folder the index already holds is only looked at, not walked.
+      (made) => made,
+    );
+    const link = linkTo(ctx, where.path, true);
+    const shownCreated = created.map((path) => resolveWritePath(path, ctx.roots)?.shown ?? path);
+    return result(created.length === 0 ? `${where.shown} exists already.` : `Created ${shownCreated.join(', ')}.`, link, {
+      uri: link.uri,
+      path: where.shown,
+      created: shownCreated,
+    });
+  },
+};
+
+// ---- move -----------------------------------------------------------------
+
+const moveInput = z.strictObject({
+  from: z.string().min(1).describe(`The file or folder to move. ${PATH_TEXT}`),
+  to: z.string().min(1).describe('Its new path (not the folder to move it into), in the same path language; its folder must exist.'),
+  overwrite: z.boolean().default(false).describe('Replace a file at `to` (files only: a folder never replaces anything).'),
+});
+
+export const moveTool: ToolDefinition<z.infer<typeof moveInput>> = {
+  name: 'move',
+  title: 'Move or rename',
+  description:
+    'Move or rename a file or folder within the served folders (a folder moves with everything in it). ' +
+    'Refuses when `to` exists, unless `overwrite` is true and both are files.',
+  input: moveInput,
+  output: z.object({ ...changeOutput, from: z.string(), type: z.enum(['document', 'collection']), replaced: z.boolean() }),
+  changes: { destructiveHint: true, idempotentHint: false },
+  async run(tc, args) {
+    const { ctx } = tc;
+    writable(ctx);
+    const from = target(ctx, args.from);
+    const to = target(ctx, args.to);
+    const moved = await changing(
+      ctx,
+      from.shown,
+      () => moveSafely(from.path, to.path, ctx.roots, { overwrite: args.overwrite }),
+      () => [from.path, to.path],
+    );
+    const link = linkTo(ctx, to.path, moved.kind === 'directory');
+    return result(`Moved ${from.shown} to ${to.shown}${moved.replaced ? ' (replacing the file there)' : ''}.`, link, {
+      uri: link.uri,
+      path: to.shown,
+      from: from.shown,
+      type: moved.kind === 'directory' ? 'collection' : 'document',
+      replaced: moved.replaced,
+    });
+  },
+};
+
+export const WRITE_TOOLS: ToolDefinition[] = [writeTool, editTool, mkdirTool, moveTool];

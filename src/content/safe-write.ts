@@ -1,0 +1,476 @@
+// Changing a served folder so that what is changed is what the tool named:
+// inside a served root, reached through no symlink, never a FIFO, socket,
+// device or a file with another name elsewhere (a hard link). The write tools
+// (src/catalog/write-tools.ts) change the disk only through this module.
+//
+// Node has no openat(2)/renameat(2), so a directory is pinned by an open
+// descriptor instead: on Linux every later step names its entries through
+// /proc/self/fd/N/<name>, which the kernel resolves from the directory the
+// descriptor holds, whatever became of its path since (a folder swapped for
+// a symlink between two system calls changes nothing). Where there is no
+// /proc the path itself is used, checked by realpath plus device and inode
+// before and after each step. On both, the pinned directory is looked at
+// again after the temp file is written and after the rename: a folder that
+// moved meanwhile aborts the write (the temp file is removed) or, in the
+// nanoseconds after the last check, makes it fail loudly.
+import { randomBytes } from 'node:crypto';
+import { constants, fstatSync, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
+import { link, lstat, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import { findRoot, type Root } from '../uri.ts';
+
+/** Path segments a write never creates, changes or passes through, whatever the ignore rules say. */
+export const NEVER_WRITTEN = new Set(['.git', 'node_modules']);
+/** A new file's mode (before nothing: the temp file is created 0600 and set to this, or to the replaced file's mode). */
+export const NEW_FILE_MODE = 0o644;
+/** A new folder's mode, less the process umask (mkdir(2) applies it). */
+export const NEW_DIR_MODE = 0o777;
+
+export type WriteReason = 'not-found' | 'refused' | 'exists' | 'too-large' | 'changed';
+
+/** A write the module will not do; `reason` says why. The catalog turns it into a tool error. */
+export class WriteError extends Error {
+  override name = 'WriteError';
+  constructor(
+    readonly reason: WriteReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Steps a test can act at (swap a folder, make a FIFO) to prove the checks after them hold. */
+export interface WriteHooks {
+  /** After the parent folder is pinned and the target looked at, before the temp file is created. */
+  afterCheck?(): void | Promise<void>;
+  /** After the temp file is written and synced, before it is renamed into place. */
+  beforeRename?(): void | Promise<void>;
+}
+
+export type Refusal = { ok: false; reason: WriteReason; message: string };
+export type Verdict = { ok: true; root: Root } | Refusal;
+
+/**
+ * May `path` (absolute) be created, replaced or moved? Lexical and pure: it
+ * must be normalised, inside a served root and not the root itself, and no
+ * segment below the root may be one of NEVER_WRITTEN. Outside is not-found,
+ * as for reads: never tell a client what lies outside the roots.
+ */
+export function judgeTarget(path: string, roots: readonly Root[]): Verdict {
+  const root = findRoot(roots, path);
+  if (root === undefined) return { ok: false, reason: 'not-found', message: 'not in the served folders' };
+  if (path === root.path) return { ok: false, reason: 'refused', message: 'it is a served folder itself' };
+  const below = path.slice(root.path === '/' ? 1 : root.path.length + 1).split('/');
+  const never = below.find((segment) => NEVER_WRITTEN.has(segment));
+  if (never !== undefined) return { ok: false, reason: 'refused', message: `writes never go into ${never}/` };
+  return { ok: true, root };
+}
+
+function check(verdict: Verdict): Root {
+  if (!verdict.ok) throw new WriteError(verdict.reason, verdict.message);
+  return verdict.root;
+}
+
+function refuse(refusal: Refusal | null, prefix = ''): void {
+  if (refusal) throw new WriteError(refusal.reason, prefix + refusal.message);
+}
+
+export type EntryKind = 'file' | 'directory' | 'symlink' | 'FIFO' | 'socket' | 'device' | 'unknown';
+
+export function kindOf(stats: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean; isFIFO(): boolean; isSocket(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean }): EntryKind {
+  if (stats.isFile()) return 'file';
+  if (stats.isDirectory()) return 'directory';
+  if (stats.isSymbolicLink()) return 'symlink';
+  if (stats.isFIFO()) return 'FIFO';
+  if (stats.isSocket()) return 'socket';
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'device';
+  return 'unknown';
+}
+
+const KIND_TEXT: Record<EntryKind, string> = {
+  file: 'a file',
+  directory: 'a folder',
+  symlink: 'a symlink',
+  FIFO: 'a FIFO (named pipe)',
+  socket: 'a socket',
+  device: 'a device',
+  unknown: 'not a regular file',
+};
+
+/** What an existing target must be for a write to replace it: a regular file with no other name. Pure. */
+export function judgeReplace(existing: { kind: EntryKind; nlink: number }): Refusal | null {
+  if (existing.kind !== 'file') return { ok: false, reason: 'refused', message: `it is ${KIND_TEXT[existing.kind]}, not a regular file` };
+  // Security: another name of this file may be outside the served folders; a
+  // replace would leave it the old bytes, an in-place write would change it there.
+  if (existing.nlink > 1) return { ok: false, reason: 'refused', message: `it has ${existing.nlink} hard links (names); files with more than one are not written` };
+  return null;
+}
+
+/** A directory held open, and how to name its entries so that they are found in it and nowhere else. */
+class PinnedDir {
+  private constructor(
+    readonly handle: FileHandle,
+    readonly path: string,
+    private readonly identity: { dev: bigint; ino: bigint },
+    /** Whether /proc/self/fd names the descriptor (Linux). */
+    private readonly viaProc: boolean,
+  ) {}
+
+  /**
+   * Opens the directory `path` (absolute, normalised) and checks that it is
+   * one: reached through no symlink, inside a root. Throws a not-found
+   * WriteError otherwise.
+   */
+  static async open(path: string, roots: readonly Root[]): Promise<PinnedDir> {
+    if (findRoot(roots, path) === undefined) throw new WriteError('not-found', 'not in the served folders');
+    // Racy alone, but it keeps a folder that is a symlink for good from being opened at all.
+    if (realOrNull(path) !== path) throw new WriteError('not-found', 'its folder does not exist, or is reached through a symlink');
+    let handle: FileHandle;
+    try {
+      handle = await open(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    } catch (error) {
+      throw new WriteError('not-found', `its folder cannot be opened (${errnoCode(error) ?? 'error'})`);
+    }
+    try {
+      const stats = fstatSync(handle.fd, { bigint: true });
+      const kernelName = procName(handle);
+      const dir = new PinnedDir(handle, path, { dev: stats.dev, ino: stats.ino }, kernelName !== null);
+      if (!stats.isDirectory()) throw new WriteError('not-found', 'its folder is not a folder');
+      dir.verify();
+      return dir;
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
+  /** The name to give system calls for `name` inside this directory. */
+  at(name: string): string {
+    return this.viaProc ? `/proc/self/fd/${this.handle.fd}/${name}` : `${this.path}/${name}`;
+  }
+
+  /**
+   * Is the held directory still the one at `path`, inside a root? Its own
+   * name (the kernel's, on Linux) must be `path`, and `path` must still
+   * resolve, through no symlink, to it. Throws a `changed` WriteError.
+   */
+  verify(): void {
+    const kernelName = this.viaProc ? procName(this.handle) : null;
+    if (this.viaProc && kernelName !== this.path) throw changed();
+    if (realOrNull(this.path) !== this.path) throw changed();
+    // Where there is no /proc this is what holds: the path's directory must be the held one.
+    const atPath = statOrNull(this.path);
+    if (atPath === null || atPath.dev !== this.identity.dev || atPath.ino !== this.identity.ino) throw changed();
+  }
+
+  /** verify() after the change is made: the message says it was. */
+  verifyAfter(): void {
+    try {
+      this.verify();
+    } catch {
+      throw new WriteError('changed', 'its folder was moved or replaced during the change, which was made in the folder as it was held (now elsewhere)');
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.handle.close();
+  }
+}
+
+function changed(): WriteError {
+  return new WriteError('changed', 'its folder was moved or replaced while it was written; nothing was changed');
+}
+
+function procName(handle: FileHandle): string | null {
+  try {
+    return readlinkSync(`/proc/self/fd/${handle.fd}`);
+  } catch {
+    return null;
+  }
+}
+
+function realOrNull(path: string): string | null {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return null;
+  }
+}
+
+function statOrNull(path: string): { dev: bigint; ino: bigint } | null {
+  try {
+    // stat, not lstat: realpath has just said the path has no symlink in it.
+    return statSync(path, { bigint: true });
+  } catch {
+    return null;
+  }
+}
+
+async function lstatOrNull(path: string): Promise<BigIntStats | null> {
+  try {
+    return await lstat(path, { bigint: true });
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+function errnoCode(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | null)?.code;
+}
+
+/** What the target was before a write: the identity an edit read, to refuse a write over a file changed since. */
+export interface FileIdentity {
+  dev: bigint;
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+}
+
+export interface WriteOptions {
+  /** Refuse when the target exists (atomically: the temp file is linked to the name, which fails if it is taken). */
+  createOnly?: boolean;
+  /** Largest content accepted, in bytes. */
+  maxBytes: number;
+  /** The target must still be this file (an edit's read), or the write is refused as `changed`. */
+  expect?: FileIdentity;
+  hooks?: WriteHooks;
+}
+
+export interface WriteOutcome {
+  created: boolean;
+  /** The temp file's path (gone after the write): the index is told to look at it too. */
+  tempPath: string;
+}
+
+/**
+ * Creates or replaces the regular file at `path` (absolute, normalised) with
+ * `data`, atomically: a temp file in the same folder (O_EXCL, 0600), written,
+ * given the kept mode, fsynced, renamed over the target; then the folder is
+ * fsynced. Throws a WriteError when it may not (see judgeTarget,
+ * judgeReplace), or when the folder changed meanwhile.
+ */
+export async function writeFileSafely(path: string, data: Uint8Array, roots: readonly Root[], options: WriteOptions): Promise<WriteOutcome> {
+  check(judgeTarget(path, roots));
+  if (data.byteLength > options.maxBytes) {
+    throw new WriteError('too-large', `${data.byteLength} bytes is more than the limit of ${options.maxBytes} (--max-write-bytes)`);
+  }
+  const name = basename(path);
+  const dir = await PinnedDir.open(dirname(path), roots);
+  const tempName = `.folder-mcp-${randomBytes(8).toString('hex')}.tmp`;
+  const tempPath = `${dir.path}/${tempName}`;
+  let tempCreated = false;
+  try {
+    const existing = await lstatOrNull(dir.at(name));
+    if (existing) {
+      refuse(judgeReplace({ kind: kindOf(existing), nlink: Number(existing.nlink) }));
+      if (options.createOnly) throw new WriteError('exists', 'it already exists (create_only)');
+    }
+    if (options.expect) checkIdentity(existing, options.expect);
+    const mode = existing ? Number(existing.mode) & 0o777 : NEW_FILE_MODE;
+    await options.hooks?.afterCheck?.();
+    // On Linux the descriptor already holds the folder; without /proc this narrows the window the path is trusted.
+    dir.verify();
+    const handle = await open(dir.at(tempName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    tempCreated = true;
+    let temp: BigIntStats;
+    try {
+      temp = fstatSync(handle.fd, { bigint: true });
+      await handle.writeFile(data);
+      await handle.chmod(mode);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await options.hooks?.beforeRename?.();
+    dir.verify();
+    // The temp name must still be our file: renamed into place, anything else put there would take the target's name.
+    const ours = await lstatOrNull(dir.at(tempName));
+    if (!ours || !ours.isFile() || ours.ino !== temp.ino || ours.dev !== temp.dev) {
+      throw new WriteError('changed', 'its temp file was replaced while it was written; nothing was changed');
+    }
+    // Looked at again right before the rename: a swap since the first look refuses here.
+    const now = await lstatOrNull(dir.at(name));
+    if (existing && !now) throw new WriteError('changed', 'it was removed while it was written; nothing was changed');
+    if (now) {
+      refuse(judgeReplace({ kind: kindOf(now), nlink: Number(now.nlink) }));
+      if (existing && (now.ino !== existing.ino || now.dev !== existing.dev)) throw new WriteError('changed', 'it was replaced while it was written; nothing was changed');
+    }
+    if (options.createOnly) {
+      // link(2) fails with EEXIST if the name was taken meanwhile: create-only without a window.
+      try {
+        await link(dir.at(tempName), dir.at(name));
+      } catch (error) {
+        if (errnoCode(error) === 'EEXIST') throw new WriteError('exists', 'it already exists (create_only)');
+        throw error;
+      }
+      await unlink(dir.at(tempName));
+    } else {
+      await rename(dir.at(tempName), dir.at(name));
+    }
+    tempCreated = false;
+    await dir.handle.sync();
+    dir.verifyAfter();
+    return { created: existing === null, tempPath };
+  } finally {
+    if (tempCreated) await unlink(dir.at(tempName)).catch(() => {});
+    await dir.close();
+  }
+}
+
+function checkIdentity(existing: BigIntStats | null, expect: FileIdentity): void {
+  if (!existing || existing.dev !== expect.dev || existing.ino !== expect.ino || existing.size !== expect.size || existing.mtimeNs !== expect.mtimeNs) {
+    throw new WriteError('changed', 'it changed after it was read for this edit; read it again');
+  }
+}
+
+/** The identity to pass as `expect` for the file behind an open handle. */
+export function identityOf(handle: FileHandle): FileIdentity & { nlink: number } {
+  const stats = fstatSync(handle.fd, { bigint: true });
+  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, nlink: Number(stats.nlink) };
+}
+
+/**
+ * Creates the folder `path` and, with `parents`, every missing folder above
+ * it, each one inside the folder pinned before it. An existing folder is no
+ * error. Resolves to the folders created, outermost first.
+ */
+export async function makeDirectory(path: string, roots: readonly Root[], parents: boolean, hooks?: WriteHooks): Promise<string[]> {
+  const root = check(judgeTarget(path, roots));
+  const segments = path.slice(root.path === '/' ? 1 : root.path.length + 1).split('/');
+  const created: string[] = [];
+  let dir = await PinnedDir.open(root.path, roots);
+  try {
+    for (const [i, segment] of segments.entries()) {
+      const childPath = `${dir.path === '/' ? '' : dir.path}/${segment}`;
+      const last = i === segments.length - 1;
+      const existing = await lstatOrNull(dir.at(segment));
+      if (existing && kindOf(existing) === 'symlink') {
+        // As for a write through a symlinked folder: not found, whatever it points at.
+        throw new WriteError('not-found', `${last ? 'it' : 'a folder on its path'} is a symlink`);
+      }
+      if (existing && kindOf(existing) !== 'directory') {
+        throw new WriteError(last ? 'exists' : 'refused', `${last ? 'it' : 'a folder on its path'} exists as ${KIND_TEXT[kindOf(existing)]}`);
+      }
+      if (!existing) {
+        if (!last && !parents) throw new WriteError('not-found', 'its parent folder does not exist (pass parents: true to create it)');
+        await hooks?.afterCheck?.();
+        dir.verify();
+        try {
+          await mkdir(dir.at(segment), NEW_DIR_MODE);
+          created.push(childPath);
+        } catch (error) {
+          if (errnoCode(error) !== 'EEXIST') throw error; // made meanwhile: opened and checked below like any other
+        }
+        await dir.handle.sync();
+      }
+      const next = await PinnedDir.open(childPath, roots);
+      await dir.close();
+      dir = next;
+    }
+    return created;
+  } finally {
+    await dir.close();
+  }
+}
+
+export interface MoveOptions {
+  /** Replace an existing file at the destination (files only: a folder never replaces anything). */
+  overwrite?: boolean;
+  hooks?: WriteHooks;
+}
+
+/**
+ * Renames the file or folder `from` to `to` (both absolute, normalised,
+ * inside the served folders; their folders must exist). A folder moves whole,
+ * with what is inside it: one rename, nothing inside is opened. Resolves to
+ * what moved.
+ */
+export async function moveSafely(from: string, to: string, roots: readonly Root[], options: MoveOptions = {}): Promise<{ kind: 'file' | 'directory'; replaced: boolean }> {
+  check(judgeTarget(from, roots));
+  check(judgeTarget(to, roots));
+  if (to === from) throw new WriteError('refused', 'the source and the destination are the same');
+  if (to.startsWith(`${from}/`)) throw new WriteError('refused', 'a folder cannot move into itself');
+  const source = await PinnedDir.open(dirname(from), roots);
+  let target: PinnedDir | undefined;
+  try {
+    target = await PinnedDir.open(dirname(to), roots);
+    const fromName = basename(from);
+    const toName = basename(to);
+    const moving = await lstatOrNull(source.at(fromName));
+    if (!moving) throw new WriteError('not-found', 'it does not exist');
+    const kind = kindOf(moving);
+    if (kind !== 'file' && kind !== 'directory') throw new WriteError('refused', `it is ${KIND_TEXT[kind]}; only files and folders move`);
+    const judgeDestination = async () => {
+      const existing = await lstatOrNull(target!.at(toName));
+      if (!existing) return false;
+      if (!options.overwrite) throw new WriteError('exists', 'the destination exists (pass overwrite: true to replace a file)');
+      if (kind !== 'file') throw new WriteError('refused', 'a folder never replaces anything');
+      refuse(judgeReplace({ kind: kindOf(existing), nlink: Number(existing.nlink) }), 'the destination: ');
+      return true;
+    };
+    const replaced = await judgeDestination();
+    await options.hooks?.afterCheck?.();
+    source.verify();
+    target.verify();
+    const again = await lstatOrNull(source.at(fromName));
+    if (!again || again.ino !== moving.ino || again.dev !== moving.dev) throw new WriteError('changed', 'it was replaced while it was moved; nothing was changed');
+    await judgeDestination();
+    if (kind === 'file' && !options.overwrite) {
+      // link(2) refuses a taken name atomically; then the old name goes.
+      try {
+        await link(source.at(fromName), target.at(toName));
+      } catch (error) {
+        const code = errnoCode(error);
+        if (code === 'EEXIST') throw new WriteError('exists', 'the destination exists (pass overwrite: true to replace a file)');
+        if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw moveError(error);
+        await renameChecked(source.at(fromName), target.at(toName)); // a file system without hard links
+      }
+      // Only the name that still is the file moved: a file put there meanwhile stays.
+      const left = await lstatOrNull(source.at(fromName));
+      if (left && left.ino === moving.ino && left.dev === moving.dev) await unlink(source.at(fromName));
+    } else {
+      await renameChecked(source.at(fromName), target.at(toName));
+    }
+    await source.handle.sync();
+    if (target.path !== source.path) await target.handle.sync();
+    source.verifyAfter();
+    target.verifyAfter();
+    return { kind, replaced };
+  } finally {
+    await target?.close();
+    await source.close();
+  }
+}
+
+async function renameChecked(from: string, to: string): Promise<void> {
+  try {
+    await rename(from, to);
+  } catch (error) {
+    throw moveError(error);
+  }
+}
+
+function moveError(error: unknown): Error {
+  const code = errnoCode(error);
+  if (code === 'EXDEV') return new WriteError('refused', 'the source and the destination are on different file systems');
+  if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'EISDIR' || code === 'ENOTDIR') {
+    return new WriteError('exists', 'the destination exists');
+  }
+  return error as Error;
+}
+
+/**
+ * How many trailing segments of `path` do not exist (0 when it does): how a
+ * relative path with several served folders picks its folder
+ * (src/catalog/paths.ts resolveWritePath). A path reached through a symlink
+ * counts as missing, as for a write: what lies behind a link (maybe outside)
+ * never sways the choice.
+ */
+export function missingSegments(path: string): number {
+  let missing = 0;
+  for (let at = path; at !== '/'; at = dirname(at), missing++) {
+    if (realOrNull(at) === at) return missing;
+  }
+  return missing;
+}
