@@ -60,9 +60,18 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
   let services: (Services & { close(): Promise<void> }) | undefined;
   const sessions = new Set<ClientSession & { attach(live: Live): void }>();
 
+  // A failed start (the index cannot be opened) is told once, and each request then answers with that error.
+  let startFailure: Error | undefined;
   const start = (): Services => {
     if (services) return services;
-    services = startServices(config, roots, dbFile, log);
+    if (startFailure) throw startFailure;
+    try {
+      services = startServices(config, roots, dbFile, log);
+    } catch (error) {
+      startFailure = new Error(`the server cannot start: ${(error as Error).message}`);
+      log.error(startFailure.message);
+      throw startFailure;
+    }
     for (const session of sessions) session.attach(services.live);
     return services;
   };
@@ -86,10 +95,8 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
           let ctx;
           try {
             ({ ctx } = start());
-          } catch (error) {
-            // Reported to the request itself, which calls start() again; the process stays up.
-            log.error(`cannot start: ${(error as Error).message}`);
-            return;
+          } catch {
+            return; // logged once by start(); the request itself answers with the error
           }
           listens ??= trackListens(ctx, connection.subscriptions);
           listens(message);
@@ -152,15 +159,23 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     );
     dbFile = ':memory:';
   }
-  const index = new FolderIndex({
-    roots,
-    dbFile,
-    log,
-    gitignore: config.gitignore,
-    exclude: config.exclude,
-    // The live sync takes what changed behind a cold scan from its watches instead of diffing the tree again.
-    watchScan: process.platform === 'linux',
-  });
+  let index: FolderIndex;
+  try {
+    index = new FolderIndex({
+      roots,
+      dbFile,
+      log,
+      gitignore: config.gitignore,
+      exclude: config.exclude,
+      // The live sync takes what changed behind a cold scan from its watches instead of diffing the tree again.
+      watchScan: process.platform === 'linux',
+      dbInOwnCache: config.db === undefined && dbFile === requestedDb,
+    });
+  } catch (error) {
+    // No index, no server: the lock must not outlive this attempt.
+    if (lock?.acquired) lock.release();
+    throw error;
+  }
   const convert = createConvert(index, log);
   const ctx: ServerContext = {
     index,

@@ -8,6 +8,7 @@ import { USAGE, UsageError, parseCliArgs, type HttpListen } from './config.ts';
 import { allowedHostsFor, isLoopbackHost } from './http/guard.ts';
 import { loadSecrets, TOKEN_ENV, type Secrets } from './http/secrets.ts';
 import type { HttpEndpoint } from './http/serve.ts';
+import { assertSqliteLoads, dbFileProblem, NativeModuleError } from './index/db-file.ts';
 import { createLogger, type Logger } from './log.ts';
 import { StdioTransport } from './protocol/stdio-transport.ts';
 import { defaultDbPath, isInsideRoots } from './index/location.ts';
@@ -46,6 +47,22 @@ async function main(): Promise<void> {
   // Judged by real paths: a --db spelled through a symlinked folder is where it really lands.
   if (isInsideRoots(dbFile, roots.map((r) => r.path))) {
     process.stderr.write(`folder-mcp: --db ${dbFile} is inside a served folder; the server never writes there\n`);
+    process.exitCode = 2;
+    return;
+  }
+  // Before anything is served: a native module built for another Node, a --db typo that would
+  // overwrite a file, an unwritable place are each one line and exit 2, not an error on every request.
+  try {
+    assertSqliteLoads();
+  } catch (error) {
+    if (!(error instanceof NativeModuleError)) throw error;
+    process.stderr.write(`folder-mcp: ${error.message}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const unusable = dbFileProblem(dbFile, config.db === undefined);
+  if (unusable !== null) {
+    process.stderr.write(`folder-mcp: ${unusable}\n`);
     process.exitCode = 2;
     return;
   }

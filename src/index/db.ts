@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '../log.ts';
+import { APP_MARK, inspectDbFile } from './db-file.ts';
 
 export type Db = Database.Database;
 
@@ -141,23 +142,44 @@ export interface OpenedDb {
   warm: boolean;
 }
 
+/** An index of ours written by another schema version: rebuilt, never migrated. */
+class SchemaVersionError extends Error {
+  override name = 'SchemaVersionError';
+}
+
 /**
- * Opens (or creates) the index database. A file that is not a database, is
- * corrupt, or has another schema version is deleted and rebuilt with a warning:
- * the index is a cache of the disk, so nothing is lost.
+ * Opens (or creates) the index database. An index of ours with another
+ * schema version, or one SQLite finds corrupt, is deleted and rebuilt with
+ * a warning: the index is a cache of the disk, so nothing is lost. Only a
+ * file this program made is ever deleted (`rebuildAnything`: the file is in
+ * our own cache folder, so whatever is there is ours); any other failure
+ * (the native module, a full disk, a file that is not ours) is thrown as it
+ * is. cli.ts has checked the path at start-up (src/index/db-file.ts).
  */
-export function openDb(file: string, log: Logger): OpenedDb {
+export function openDb(file: string, log: Logger, rebuildAnything = false): OpenedDb {
   if (file !== ':memory:') {
+    // Security: SQLite would open any database and a new schema would drop its tables.
+    const found = inspectDbFile(file);
+    if (found.kind === 'refuse' && !rebuildAnything) throw new Error(`index file ${file} ${found.reason}: not touching it`);
     // Readable by the owner only: the index holds the text of every served file and the cursor key.
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    if (found.kind === 'refuse') {
+      log.warn(`index at ${file} ${found.reason}; it is in folder-mcp's own cache folder, so it is rebuilt`);
+      removeDbFiles(file);
+    }
     makePrivate(file);
   }
   try {
     return openExisting(file);
   } catch (error) {
+    const unusable = error instanceof Database.SqliteError || error instanceof SchemaVersionError;
+    if (!unusable || file === ':memory:') throw error;
+    if (!rebuildAnything && inspectDbFile(file).kind !== 'index') {
+      throw new Error(`index file ${file} cannot be opened (${(error as Error).message}) and is not known to be a folder-mcp index: not touching it`);
+    }
     log.warn(`index at ${file} is unusable (${(error as Error).message}); rebuilding it`);
     removeDbFiles(file);
-    if (file !== ':memory:') makePrivate(file);
+    makePrivate(file);
     return openExisting(file);
   }
 }
@@ -194,7 +216,7 @@ function openExisting(file: string): OpenedDb {
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version === SCHEMA_VERSION && scanCompleted(db)) return { db, warm: true };
     if (version !== 0 && version !== SCHEMA_VERSION) {
-      throw new Error(`schema version ${version}, expected ${SCHEMA_VERSION}`);
+      throw new SchemaVersionError(`schema version ${version}, expected ${SCHEMA_VERSION}`);
     }
     resetSchema(db);
     return { db, warm: false };
@@ -222,6 +244,8 @@ function resetSchema(db: Db): void {
     db.prepare(`INSERT INTO meta (key, value) VALUES ('cursor_secret', ?)`).run(
       randomBytes(32).toString('hex'),
     );
+    // What tells a later start-up (and a --db typo) that this file is ours to rebuild: src/index/db-file.ts.
+    db.prepare(`INSERT INTO meta (key, value) VALUES (?, ?)`).run(APP_MARK.key, APP_MARK.value);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   })();
 }

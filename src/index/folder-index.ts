@@ -33,6 +33,8 @@ export interface FolderIndexOptions extends IgnoreOptions {
    * diffed again once a watcher is up. Linux only (see ScanWatch).
    */
   watchScan?: boolean;
+  /** The index file is at its default place in our own cache folder: whatever is there is ours to rebuild (see openDb). */
+  dbInOwnCache?: boolean;
 }
 
 /**
@@ -62,7 +64,7 @@ export class FolderIndex {
   private scanChanges: ScanChangeRecord | null;
 
   constructor(readonly options: FolderIndexOptions) {
-    const opened = openDb(options.dbFile, options.log);
+    const opened = openDb(options.dbFile, options.log, options.dbInOwnCache ?? false);
     this.db = opened.db;
     this.store = new Store(this.db);
     this.rules = new IgnoreRules(options.roots, options);

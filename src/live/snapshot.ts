@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import type { Statement } from 'better-sqlite3';
 import type { IndexChange } from '../entry.ts';
 import { getMeta, setMeta, type Db } from '../index/db.ts';
@@ -104,7 +104,14 @@ export class TreeSnapshots {
     const takenAt = this.seq;
     const next = this.files.map(({ root, file }) => ({ root, file, taken: `${file}.next` }));
     try {
-      for (const { root, taken } of next) await parcel.writeSnapshot(root.path, taken, { ignore: SNAPSHOT_IGNORE });
+      for (const { root, taken } of next) {
+        // Security: a snapshot names every path, ignored ones too: the owner's alone, like the index.
+        // Made 0600 before parcel writes it (a file it truncates keeps its mode), and narrowed after.
+        closeSync(openSync(taken, 'w', 0o600));
+        chmodSync(taken, 0o600);
+        await parcel.writeSnapshot(root.path, taken, { ignore: SNAPSHOT_IGNORE });
+        chmodSync(taken, 0o600);
+      }
     } catch (error) {
       for (const { taken } of next) rmSync(taken, { force: true });
       this.log.debug(`cannot write a watcher snapshot: ${(error as Error).message}`);

@@ -1,0 +1,156 @@
+// May folder-mcp use this path as its index file? Decided once at start-up,
+// before anything is served, so that a typo on the command line never
+// destroys a file: the index is a cache the server deletes and rebuilds at
+// will, so it may only ever delete and rebuild a file that it made.
+import Database from 'better-sqlite3';
+import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, readSync, statSync, unlinkSync, type Stats } from 'node:fs';
+import { dirname } from 'node:path';
+
+/** The first 16 bytes of every SQLite 3 database file. */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/** The `meta` row that marks a database as a folder-mcp index (written with the schema, see db.ts). */
+export const APP_MARK = { key: 'app', value: 'folder-mcp' } as const;
+
+/** A failure to load the native SQLite module: never a property of the index file. */
+export class NativeModuleError extends Error {
+  override name = 'NativeModuleError';
+}
+
+/**
+ * Loads better-sqlite3's native module (an in-memory database, opened and
+ * closed: ~20 ms). A module built for another Node.js (NODE_MODULE_VERSION),
+ * or missing, fails here with what to do, instead of failing the first open
+ * of the index file, which would take it for a corrupt index.
+ */
+export function assertSqliteLoads(): void {
+  try {
+    new Database(':memory:').close();
+  } catch (error) {
+    const detail = (error as Error).message.split('\n')[0];
+    throw new NativeModuleError(
+      `better-sqlite3 cannot be loaded by this Node.js ${process.version} (${detail}); rebuild better-sqlite3 for this Node: npm rebuild better-sqlite3`,
+    );
+  }
+}
+
+/**
+ * What the file at `path` is, as an index: absent or empty (a new index may
+ * be made there), a folder-mcp index (possibly of another schema version,
+ * which is rebuilt), or something to refuse, with why.
+ */
+export type DbFileKind = { kind: 'absent' | 'empty' | 'index' } | { kind: 'refuse'; reason: string };
+
+export function inspectDbFile(path: string): DbFileKind {
+  let stats: Stats;
+  try {
+    stats = statSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      // A dangling symlink names a file that SQLite would create somewhere else.
+      if (isSymlink(path)) return { kind: 'refuse', reason: 'is a symbolic link to nothing' };
+      return { kind: 'absent' };
+    }
+    return { kind: 'refuse', reason: `cannot be examined (${code ?? (error as Error).message})` };
+  }
+  if (stats.isDirectory()) return { kind: 'refuse', reason: 'is a folder, not a file' };
+  if (!stats.isFile()) return { kind: 'refuse', reason: 'is not a regular file' };
+  if (stats.size === 0) return { kind: 'empty' };
+  const head = Buffer.alloc(SQLITE_HEADER.length);
+  let fd: number | undefined;
+  try {
+    // O_NONBLOCK: a file swapped for a FIFO since the stat does not hang start-up.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    readSync(fd, head, 0, head.length, 0);
+  } catch (error) {
+    return { kind: 'refuse', reason: `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  if (!head.equals(SQLITE_HEADER)) return { kind: 'refuse', reason: 'is not an SQLite database, so not a folder-mcp index' };
+  return isOurs(path) ? { kind: 'index' } : { kind: 'refuse', reason: 'is an SQLite database that folder-mcp did not make' };
+}
+
+/**
+ * A folder-mcp index has a `meta` table with our mark, or (an index written
+ * before the mark existed) a `meta` table holding `cursor_secret` beside an
+ * `entries` table. Read-only: nothing is written to a file not known to be ours.
+ */
+function isOurs(path: string): boolean {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    const tables = new Set((db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map((t) => t.name));
+    if (!tables.has('meta')) return false;
+    const keys = new Map((db.prepare(`SELECT key, value FROM meta`).all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+    return keys.get(APP_MARK.key) === APP_MARK.value || (keys.has('cursor_secret') && tables.has('entries'));
+  } catch {
+    // Unreadable as a database (corrupt, locked, encrypted): nothing says it is ours.
+    return false;
+  } finally {
+    db?.close();
+  }
+}
+
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether a new index file can be made at `path`: its folder is made if
+ * missing (private), and a probe file is created there and removed at once,
+ * so that the server writes nothing at start-up yet an unwritable place is
+ * known before anything is served. Returns why not, or null.
+ */
+export function cannotCreate(path: string): string | null {
+  const dir = dirname(path);
+  const probe = `${path}.${process.pid}.probe`;
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    closeSync(openSync(probe, 'wx', 0o600));
+    unlinkSync(probe);
+    return null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return `cannot be created (${code ?? (error as Error).message} in ${dir})`;
+  }
+}
+
+function cannotWrite(path: string): string | null {
+  try {
+    accessSync(path, constants.W_OK);
+    return null;
+  } catch (error) {
+    return `is not writable (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`;
+  }
+}
+
+/**
+ * The start-up check of the index path: null when the server may use it, or
+ * the one line to print before exiting with 2. `ownedLocation`: the default
+ * place in our own cache folder, where whatever is there is ours to rebuild
+ * (a corrupt index included); a path given with --db must prove it.
+ */
+export function dbFileProblem(path: string, ownedLocation: boolean): string | null {
+  if (path === ':memory:') return null;
+  const what = ownedLocation ? `the index file ${path}` : `--db ${path}`;
+  const found = inspectDbFile(path);
+  switch (found.kind) {
+    case 'absent':
+    case 'empty':
+    case 'index': {
+      // SQLite writes the file and, beside it, its -wal and -shm files.
+      const why = cannotCreate(path) ?? (found.kind === 'absent' ? null : cannotWrite(path));
+      return why === null ? null : `${what} ${why}${ownedLocation ? '; give a writable place with --db PATH (or --db :memory:)' : ''}`;
+    }
+    case 'refuse':
+      // Our own cache folder: a file there that is no index of ours (corrupt, or an old format) is rebuilt.
+      if (ownedLocation && !found.reason.startsWith('is a folder') && !found.reason.startsWith('is not a regular')) return null;
+      return `${what} ${found.reason}; refusing to overwrite it: give another path, or remove it yourself`;
+  }
+}
