@@ -15,8 +15,15 @@ export interface Root {
   name: string;
 }
 
-/** Longest URI we accept from a client; longer ones name nothing (not found). */
-export const MAX_URI_LENGTH = 8192;
+/**
+ * Longest URI we accept from a client; longer ones name nothing (not found).
+ * Whatever the server lists must be readable by its URI: the longest path
+ * Linux can stat is PATH_MAX (4,096 bytes), each byte of it at most three
+ * characters once percent-encoded (`%C3`), plus `file://` and a collection's
+ * trailing slash.
+ */
+export const PATH_MAX_BYTES = 4096;
+export const MAX_URI_LENGTH = 'file://'.length + 3 * PATH_MAX_BYTES + 1;
 
 function stripTrailingSlashes(p: string): string {
   const stripped = p.replace(/\/+$/, '');

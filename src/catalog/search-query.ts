@@ -29,8 +29,12 @@ export const MAX_PREFIX_TERMS = 4;
 /** What unicode61 keeps as token characters; a term without any names no token and matches nothing. */
 const TOKEN_CHAR = /[\p{L}\p{N}\p{Co}]/u;
 
-export function parseSearchQuery(text: string): SearchExpression {
-  if (text.length > MAX_QUERY_LENGTH) throw new SearchQueryError(`Query is longer than ${MAX_QUERY_LENGTH} characters`);
+export function parseSearchQuery(query: string): SearchExpression {
+  if (query.length > MAX_QUERY_LENGTH) throw new SearchQueryError(`Query is longer than ${MAX_QUERY_LENGTH} characters`);
+  // Control characters separate words, as spaces do: SQLite would end a quoted term at a NUL
+  // ("unterminated string"), and no indexed word holds one.
+  // eslint-disable-next-line no-control-regex
+  const text = query.replace(/[\u0000-\u001f\u007f]/g, ' ');
   const quotes = (text.match(/"/g) ?? []).length;
   if (quotes % 2 !== 0) {
     throw new SearchQueryError('Unbalanced quote in query: close the phrase with a second " (or remove the quote)');

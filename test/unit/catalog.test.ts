@@ -39,6 +39,9 @@ describe('parseSearchQuery', () => {
     ['word"phrase here"', '"word" "phrase here"', ['word', '"phrase here"']],
     ['café', '"café"', ['café']],
     ['foo.*', '"foo.*"', ['foo.*']],
+    // Control characters separate words: a NUL inside a quoted term ended SQLite's string.
+    ['a\u0000b', '"a" "b"', ['a', 'b']],
+    ['"x\u0000y" z\tw', '"x y" "z" "w"', ['"x y"', 'z', 'w']],
   ];
   for (const [input, match, terms] of cases) {
     test(`${JSON.stringify(input)} -> ${match}`, () => {
