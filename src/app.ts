@@ -13,6 +13,7 @@ import { Connection } from './protocol/connection.ts';
 import type { ServerContext } from './protocol/context.ts';
 import { trackListens } from './protocol/listen.ts';
 import { relayLogLine } from './protocol/logging.ts';
+import type { Era, ErrorResponse } from './protocol/wire.ts';
 import { createPager } from './query/page.ts';
 import { createServer, type HandlerServices, type ServerInfo } from './server.ts';
 import type { Root } from './uri.ts';
@@ -30,8 +31,12 @@ export interface ClientSession {
   readonly connection: Connection;
   /** The factory the SDK's serving entry calls (once per instance it builds). */
   createServer(): Server;
-  /** Every well-formed inbound message, seen before the SDK: starts the services, follows listen streams. */
-  onInbound(message: Record<string, unknown>): void;
+  /**
+   * Every well-formed inbound message, seen before the SDK: starts the
+   * services, follows listen streams. An error returned is the answer to
+   * send instead of passing the message on (a listen over its bound).
+   */
+  onInbound(message: Record<string, unknown>, era?: Era): ErrorResponse | undefined;
   /** The client went away: its subscriptions and notifications end. */
   close(): void;
 }
@@ -86,20 +91,22 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
       let detach = () => {};
       // The server's log lines, as MCP log messages to this client (at the level it asked for).
       const stopRelay = log.listen((level, message) => relayLogLine(connection, level, message));
-      let listens: ((message: Record<string, unknown>) => void) | undefined;
+      let listens: ((message: Record<string, unknown>) => ErrorResponse | undefined) | undefined;
       const session = {
         connection,
         createServer: () => createServer(() => start(), connection, info),
-        onInbound(message: Record<string, unknown>) {
-          if (typeof message.method !== 'string' || PROBES.has(message.method)) return;
+        onInbound(message: Record<string, unknown>, era?: Era) {
+          if (typeof message.method !== 'string' || PROBES.has(message.method)) return undefined;
           let ctx;
           try {
             ({ ctx } = start());
           } catch {
-            return; // logged once by start(); the request itself answers with the error
+            return undefined; // logged once by start(); the request itself answers with the error
           }
+          // A 2025-era connection has no listen streams: the SDK answers "Method not found", so nothing is kept.
+          if (era === 'legacy') return undefined;
           listens ??= trackListens(ctx, connection.subscriptions);
-          listens(message);
+          return listens(message);
         },
         attach(live: Live) {
           detach = live.attach(connection);

@@ -3,6 +3,7 @@ import type { Live } from '../live/live.ts';
 import { Connection } from '../protocol/connection.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { trackListens } from '../protocol/listen.ts';
+import type { ErrorResponse } from '../protocol/wire.ts';
 
 /**
  * The HTTP endpoint's `subscriptions/listen` streams, as one notification
@@ -20,7 +21,7 @@ import { trackListens } from '../protocol/listen.ts';
  */
 export class HttpListeners {
   private readonly connection = new Connection();
-  private readonly track: (message: Record<string, unknown>) => void;
+  private readonly track: (message: Record<string, unknown>) => ErrorResponse | undefined;
   private readonly detach: () => void;
   private readonly streams = new Set<string>();
   private next = 0;
@@ -35,12 +36,22 @@ export class HttpListeners {
     this.detach = live.attach(this.connection);
   }
 
-  /** A listen request arrived: returns the id its stream is known by, for `release`. */
-  open(message: Record<string, unknown>): string {
+  /**
+   * A listen request arrived: returns the id its stream is known by, for
+   * `release`, or the error to answer instead (over MAX_LISTEN_URIS), with
+   * nothing kept. The request's own `resourceSubscriptions` are folded in
+   * place, before the SDK reads them (see trackListens).
+   */
+  open(message: Record<string, unknown>): { stream: string } | { refused: ErrorResponse } {
     const stream = `http-listen-${++this.next}`;
+    // The same params object: folding it folds the request the SDK then serves.
+    const refused = this.track({ ...message, id: stream });
+    if (refused) {
+      this.connection.subscriptions.release({ listen: stream });
+      return { refused: { ...refused, id: message.id as string | number } };
+    }
     this.streams.add(stream);
-    this.track({ ...message, id: stream });
-    return stream;
+    return { stream };
   }
 
   /** The stream ended (closed by the client, cut, refused, or the server shut down); harmless twice. */

@@ -96,7 +96,7 @@ export class LegacySessions {
 
   private async serve(entry: Entry, request: Request, body: unknown): Promise<Response> {
     for (const message of Array.isArray(body) ? body : [body]) {
-      if (typeof message === 'object' && message !== null) entry.session.onInbound(message as Record<string, unknown>);
+      if (typeof message === 'object' && message !== null) entry.session.onInbound(message as Record<string, unknown>, 'legacy');
     }
     entry.active++;
     entry.lastSeen = Date.now();

@@ -2,35 +2,83 @@ import { EntryKind } from '../entry.ts';
 import { relativeTitle } from '../resource.ts';
 import { findRoot, parseFileUri, pathToUri } from '../uri.ts';
 import type { ServerContext } from './context.ts';
+import { ErrorCode } from './errors.ts';
 import type { Subscriptions } from './subscriptions.ts';
+import { errorResponse, PROTOCOL_VERSION_META_KEY, type ErrorResponse } from './wire.ts';
+
+/**
+ * Most URIs one `subscriptions/listen` may name. Every URI a stream names is
+ * matched by the SDK against every event published, and each change
+ * publishes one event per listened spelling it concerns: without a bound,
+ * one request of 30,000 spellings of the root (`file:///r/1/../`, inside the
+ * 1 MiB body) cost 2 s of CPU per change with one stream and 38.7 s with
+ * four, and 50 such streams held 1.3 GB. A larger listen is refused whole.
+ */
+export const MAX_LISTEN_URIS = 1000;
+
+const MODERN_REVISION = '2026-07-28';
 
 /**
  * The 2026-07-28 era's resource subscriptions, read off the wire. The SDK
  * answers `subscriptions/listen` itself and delivers `updated {uri}` to a
  * stream only when `uri` is, character for character, one its
  * `resourceSubscriptions` named; it does not tell the server what is
- * listened to. So the transport shows us each listen request and each
- * cancellation, and we keep them in the connection's Subscriptions: a
- * listened collection hears of changes beneath it, and a spelling other than
- * the canonical one (`café` for `caf%C3%A9`) still hears, as with
- * `resources/subscribe`.
+ * listened to. So the transport shows us each listen request (before the
+ * SDK sees it) and each cancellation, and we keep them in the connection's
+ * Subscriptions: a listened collection hears of changes beneath it, and a
+ * spelling other than the canonical one (`café` for `caf%C3%A9`) still
+ * hears, as with `resources/subscribe`.
+ *
+ * Bounded: a listen naming more than MAX_LISTEN_URIS is refused (the
+ * returned error is sent instead of passing the request on); the spellings
+ * that name one resource fold to the first of them, and URIs outside the
+ * roots are dropped, in the request itself, so the SDK's own filter holds
+ * at most one spelling per resource and each change is published once per
+ * resource. Nothing is kept for a listen the SDK will refuse for its era (no
+ * 2026-07-28 envelope: a 2025 session answers "Method not found").
  */
 export function trackListens(ctx: Pick<ServerContext, 'index' | 'roots'>, subscriptions: Subscriptions) {
-  return (message: Record<string, unknown>): void => {
+  return (message: Record<string, unknown>): ErrorResponse | undefined => {
     const id = message.id;
     const params = (message.params ?? {}) as Record<string, unknown>;
     if (message.method === 'subscriptions/listen' && (typeof id === 'string' || typeof id === 'number')) {
-      const wanted = (params.notifications as { resourceSubscriptions?: unknown } | undefined)?.resourceSubscriptions;
-      if (!Array.isArray(wanted)) return;
-      for (const spelling of wanted) {
-        const canonical = canonicalListenUri(ctx, spelling);
-        if (canonical) subscriptions.add(canonical.uri, canonical.title, { listen: id }, spelling as string);
+      if (!carriesModernEnvelope(params)) return undefined;
+      const notifications = params.notifications as { resourceSubscriptions?: unknown } | undefined;
+      const wanted = notifications?.resourceSubscriptions;
+      // Not a list of strings: the SDK refuses it (-32602); nothing to keep.
+      if (!Array.isArray(wanted) || !wanted.every((u) => typeof u === 'string')) return undefined;
+      if (wanted.length > MAX_LISTEN_URIS) {
+        return errorResponse(
+          id,
+          ErrorCode.InvalidParams,
+          `Too many resourceSubscriptions: ${wanted.length} exceeds maximum of ${MAX_LISTEN_URIS} (open several listen streams, or listen to a folder: it hears of everything beneath it)`,
+        );
       }
+      const folded: string[] = [];
+      const seen = new Set<string>();
+      for (const spelling of wanted as string[]) {
+        const canonical = canonicalListenUri(ctx, spelling);
+        if (!canonical || seen.has(canonical.uri)) continue;
+        seen.add(canonical.uri);
+        folded.push(spelling);
+        subscriptions.add(canonical.uri, canonical.title, { listen: id }, spelling);
+      }
+      // In place: the SDK reads the same object after us (stdio transport, HTTP parsed body).
+      notifications!.resourceSubscriptions = folded;
     } else if (message.method === 'notifications/cancelled') {
       const requestId = params.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') subscriptions.release({ listen: requestId });
     }
+    return undefined;
   };
+}
+
+/** A 2026-07-28 request: its `_meta` names the protocol revision (the SDK serves nothing else a listen). */
+function carriesModernEnvelope(params: Record<string, unknown>): boolean {
+  const meta = params._meta;
+  if (typeof meta !== 'object' || meta === null) return false;
+  const revision = (meta as Record<string, unknown>)[PROTOCOL_VERSION_META_KEY];
+  return typeof revision === 'string' && revision >= MODERN_REVISION;
 }
 
 /**

@@ -18,7 +18,8 @@ export interface StdioTransportOptions {
   /** Called once when the input ends or fails, or the transport closes: the connection is over. */
   onEnd?: (reason: string) => void;
   /** Sees every well-formed inbound message before the SDK does (the modern era's listen streams, src/live). */
-  onInbound?: (message: Record<string, unknown>) => void;
+  /** An error returned is sent as the answer, and the message is not passed on (a listen over its bound). */
+  onInbound?: (message: Record<string, unknown>, era: Era) => ErrorResponse | undefined | void;
 }
 
 /**
@@ -123,7 +124,8 @@ export class StdioTransport implements Transport {
     const step = lifecycleStep(this.era, message);
     this.era = step.era;
     if (step.refuse) return this.reply(step.refuse);
-    this.options.onInbound?.(message);
+    const refused = this.options.onInbound?.(message, this.era);
+    if (refused) return this.reply(refused);
     this.onmessage?.(message as JSONRPCMessage);
   }
 

@@ -24,6 +24,8 @@ function holderKey(holder: Holder): string {
  */
 export class Subscriptions {
   private readonly byUri = new Map<string, Subscribed>();
+  /** Holder key -> the URIs it holds: a stream that ends releases its own, not a walk of everyone's. */
+  private readonly byHolder = new Map<string, Set<string>>();
 
   /** Subscribing twice is one subscription. `spelling` is what `updated` will carry (the canonical URI by default). */
   add(uri: string, title: string, holder: Holder = 'subscribe', spelling: string = uri): void {
@@ -31,24 +33,47 @@ export class Subscriptions {
     if (!entry) this.byUri.set(uri, (entry = { title, spellings: new Map() }));
     let holders = entry.spellings.get(spelling);
     if (!holders) entry.spellings.set(spelling, (holders = new Set()));
-    holders.add(holderKey(holder));
+    const key = holderKey(holder);
+    holders.add(key);
+    let held = this.byHolder.get(key);
+    if (!held) this.byHolder.set(key, (held = new Set()));
+    held.add(uri);
   }
 
   /** `resources/unsubscribe`: removes the subscription; harmless when there was none. */
   delete(uri: string): void {
+    const entry = this.byUri.get(uri);
+    if (!entry) return;
     this.byUri.delete(uri);
+    for (const holders of entry.spellings.values()) {
+      for (const key of holders) {
+        const held = this.byHolder.get(key);
+        held?.delete(uri);
+        if (held?.size === 0) this.byHolder.delete(key);
+      }
+    }
   }
 
-  /** A listen stream ended: what only it asked for goes. */
+  /** A listen stream ended: what only it asked for goes. Costs its own URIs, not everyone's. */
   release(holder: Holder): void {
     const key = holderKey(holder);
-    for (const [uri, entry] of this.byUri) {
+    const held = this.byHolder.get(key);
+    if (!held) return;
+    this.byHolder.delete(key);
+    for (const uri of held) {
+      const entry = this.byUri.get(uri);
+      if (!entry) continue;
       for (const [spelling, holders] of entry.spellings) {
         holders.delete(key);
         if (holders.size === 0) entry.spellings.delete(spelling);
       }
       if (entry.spellings.size === 0) this.byUri.delete(uri);
     }
+  }
+
+  /** Holders (resources/subscribe, each open listen stream) holding anything: for tests, both return to 0. */
+  get holders(): number {
+    return this.byHolder.size;
   }
 
   has(uri: string): boolean {
@@ -70,6 +95,7 @@ export class Subscriptions {
 
   clear(): void {
     this.byUri.clear();
+    this.byHolder.clear();
   }
 
   /**

@@ -39,13 +39,13 @@ for (const era of ERAS) {
     });
 
     test('a search with a NUL in it is answered as if it were a space', async () => {
-      const result = await waitFor(async () => {
+      const result = (await waitFor(async () => {
         const r = (await tree.conn.request('tools/call', { name: 'search', arguments: { query: 'needle\u0000here' } })) as LooseResult & {
           structuredContent: { results: unknown[]; indexing?: unknown };
           isError?: boolean;
         };
         return r.isError || (r.structuredContent.indexing === undefined && r.structuredContent.results.length > 0) ? r : null;
-      }, 20_000, 'the content index');
+      }, 20_000, 'the content index'))!;
       assert.equal(result.isError, undefined, JSON.stringify(result.content));
       assert.deepEqual(result.structuredContent.results.length, 1);
     });
