@@ -35,6 +35,8 @@ const REALM = 'Bearer realm="folder-mcp"';
  */
 export function checkRequest(policy: GuardPolicy, headers: RequestHeaders): Refusal | null {
   const allowed = [...policy.allowedHosts];
+  // A host name and port, nothing else: `evil.com@localhost` parses as localhost with credentials.
+  if (headers.host !== undefined && !HOST_HEADER.test(headers.host)) return { status: 403, message: 'Forbidden: Host not allowed', headers: {} };
   if (!validateHostHeader(headers.host, allowed).ok) return { status: 403, message: 'Forbidden: Host not allowed', headers: {} };
   if (!validateOriginHeader(headers.origin, allowed).ok) return { status: 403, message: 'Forbidden: Origin not allowed', headers: {} };
   if (policy.token === undefined) return null;
@@ -45,6 +47,9 @@ export function checkRequest(policy: GuardPolicy, headers: RequestHeaders): Refu
   }
   return null;
 }
+
+/** A Host header as RFC 9110 has it: a name or an IPv4 address, or an IPv6 address in brackets, and an optional port. */
+const HOST_HEADER = /^(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 /** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, RFC 6750). */
 export function bearerToken(authorization: string | undefined): string | undefined {
@@ -74,7 +79,11 @@ export function isLoopbackHost(host: string): boolean {
 export function allowedHostsFor(bindHost: string, extra: readonly string[] = []): string[] {
   const names = new Set(localhostAllowedHostnames());
   const bare = bindHost.toLowerCase();
-  if (bare !== '0.0.0.0' && bare !== '::' && bare !== '') names.add(isIP(bare) === 6 ? `[${bare}]` : bare);
+  if (bare !== '0.0.0.0' && bare !== '::' && bare !== '') {
+    names.add(isIP(bare) === 6 ? `[${bare}]` : bare);
+    // As a Host header's parser spells it: [::ffff:127.0.0.1] is [::ffff:7f00:1], so the URL printed is accepted.
+    if (isIP(bare) === 6) names.add(new URL(`http://[${bare}]/`).hostname);
+  }
   for (const name of extra) names.add(name.toLowerCase());
   return [...names];
 }

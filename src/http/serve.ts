@@ -1,12 +1,14 @@
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, isLegacyRequest, type McpHandlerRequestOptions } from '@modelcontextprotocol/server';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo, Socket } from 'node:net';
 import type { App } from '../app.ts';
 import type { HttpListen } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { Connection } from '../protocol/connection.ts';
 import { MAX_REQUEST_LINE_BYTES } from '../protocol/stdio-transport.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../protocol/wire.ts';
 import { createServer, type ServerInfo } from '../server.ts';
 import { checkRequest, type GuardPolicy } from './guard.ts';
 import { toLegacyResponse } from './legacy.ts';
@@ -15,6 +17,7 @@ import { DEFAULT_SESSION_LIMITS, LegacySessions, type SessionLimits } from './se
 import { whenAnswered } from './streams.ts';
 
 export const MCP_PATH = '/mcp';
+const ALLOWED_METHODS = ['GET', 'POST', 'DELETE'];
 
 /** What one client may hold of the server, in bytes and time. */
 export interface HttpLimits {
@@ -30,6 +33,15 @@ export interface HttpLimits {
   idleTimeoutMs: number;
   /** On shutdown, requests in flight get this long to finish before they are cut. */
   drainMs: number;
+  /** Connections at once (each a descriptor); past it a new one is closed at once. */
+  maxConnections: number;
+  /**
+   * Connections that have not yet sent a whole request head at once: past
+   * it the oldest of them is closed. Half-sent requests need no token, so
+   * without this a flood of them (21,000 here) held every descriptor and an
+   * authenticated client was reset; with it they only evict each other.
+   */
+  maxPendingConnections: number;
 }
 
 export type HttpServeLimits = HttpLimits & SessionLimits;
@@ -41,7 +53,30 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   keepAliveTimeoutMs: 5_000,
   idleTimeoutMs: 120_000,
   drainMs: 5_000,
+  maxConnections: connectionCap(),
+  maxPendingConnections: 128,
 };
+
+/**
+ * How often Node checks the header and request timeouts: by default every
+ * 30 s, so a slow-header client lived ~30 s and a slow body ~60 s instead of
+ * the 10 s and 30 s set.
+ */
+const TIMEOUT_CHECK_MS = 1_000;
+
+/**
+ * 1,000, or half the process's descriptor limit when that is lower (Linux:
+ * /proc/self/limits), so the index, watchers and conversions keep theirs.
+ */
+function connectionCap(): number {
+  try {
+    const soft = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+    if (soft !== undefined) return Math.max(16, Math.min(1_000, Math.floor(Number(soft) / 2)));
+  } catch {
+    // no /proc: the default
+  }
+  return 1_000;
+}
 
 const DEFAULT_LIMITS: HttpServeLimits = { ...DEFAULT_HTTP_LIMITS, ...DEFAULT_SESSION_LIMITS };
 
@@ -127,6 +162,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, limits.headersTimeoutMs),
       maxHeaderSize: 16 * 1024,
     },
     (req, res) => {
@@ -137,6 +173,8 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
         authorization: req.headers.authorization,
       });
       if (refusal) return refuse(res, refusal.status, refusal.message, refusal.headers);
+      // Streamable HTTP has three methods; anything else (TRACE, PUT, ...) is 405, not an internal error.
+      if (!ALLOWED_METHODS.includes(req.method ?? '')) return refuse(res, 405, 'Method Not Allowed', { allow: ALLOWED_METHODS.join(', ') });
       if (pathOf(req.url) !== MCP_PATH) return refuse(res, 404, `Not Found: the MCP endpoint is ${MCP_PATH}`);
       serve(req, res).catch((error: unknown) => {
         // No stack and no path to the client: the log has the detail.
@@ -147,6 +185,19 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
     },
   );
   server.setTimeout(limits.idleTimeoutMs);
+  server.maxConnections = limits.maxConnections;
+  // Connections whose first request head is not in yet, oldest first (a Set keeps insertion order).
+  const pending = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    pending.add(socket);
+    socket.once('close', () => pending.delete(socket));
+    if (pending.size > limits.maxPendingConnections) {
+      const oldest = pending.values().next().value!;
+      pending.delete(oldest);
+      oldest.destroy();
+    }
+  });
+  server.on('request', (req: IncomingMessage) => pending.delete(req.socket));
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let parsed: unknown;
@@ -155,6 +206,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
       if (text === null) {
         return refuse(res, 413, `Payload Too Large: request bodies are limited to ${limits.maxBodyBytes} bytes`, { connection: 'close' });
       }
+      if (nestedDeeperThan(text, MAX_JSON_DEPTH)) return rpcError(res, 400, -32600, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
       try {
         parsed = JSON.parse(text);
       } catch {

@@ -39,6 +39,9 @@ export type LineRead = { message: Record<string, unknown> } | { reply: ErrorResp
  */
 export function readLine(line: string): LineRead | undefined {
   if (line === '') return undefined;
+  if (nestedDeeperThan(line, MAX_JSON_DEPTH)) {
+    return { reply: errorResponse(leadingRequestId(line), ErrorCode.InvalidRequest, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`) };
+  }
   let message: unknown;
   try {
     message = JSON.parse(line);
@@ -54,6 +57,31 @@ export function readLine(line: string): LineRead | undefined {
     return { reply: errorResponse(id, ErrorCode.InvalidParams, 'Invalid params: params must be an object') };
   }
   return { reply: errorResponse(id, ErrorCode.InvalidRequest, 'Invalid Request') };
+}
+
+/**
+ * Deepest JSON a message may nest. JSON.parse copes with any depth, but the
+ * SDK's validation recurses: a body of 5,000 nested brackets overflowed the
+ * stack (an internal error for every such request). No MCP message needs
+ * more than a few levels; tool arguments a few more.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether `text` opens more than `max` arrays or objects inside each other (strings skipped): one pass, no parse. */
+export function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
 }
 
 /**

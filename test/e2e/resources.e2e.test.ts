@@ -235,18 +235,23 @@ describe('index reuse', () => {
     }
   });
 
-  test('a corrupt database file is rebuilt with a warning', async () => {
+  test('a corrupt index in our own cache folder is rebuilt with a warning (a --db file is never: db-safety.e2e)', async () => {
     const root = tempDir();
     const state = tempDir('folder-mcp-state-');
     try {
       writeTree(root.path, { 'a.txt': 'a' });
-      const db = join(state.path, 'index.db');
+      const env = { XDG_CACHE_HOME: state.path };
+      const first = await connect([root.path], { env });
+      await first.request('resources/list', {});
+      await first.close();
+      const db = /\(index: (.+\.db)\)/.exec(first.stderr())![1]!;
+      assert.ok(db.startsWith(join(state.path, 'folder-mcp')), db);
       writeFileSync(db, 'this is not a database, just some bytes that SQLite will refuse'.repeat(100));
-      const conn = await connect([root.path, '--db', db]);
+      const conn = await connect([root.path], { env });
       const { items } = await listAll(conn, 'resources/list', 'resources');
       await conn.close();
       assert.equal(items.length, 2);
-      assert.match(conn.stderr(), /rebuilding/);
+      assert.match(conn.stderr(), /rebuilt/);
     } finally {
       root.cleanup();
       state.cleanup();

@@ -1,0 +1,87 @@
+// Connections an HTTP client may hold (issue 23, items 10 and 14), in process:
+// a real App and the endpoint on 127.0.0.1, raw sockets for what no client
+// library would send.
+import assert from 'node:assert/strict';
+import { connect as connectSocket, type Socket } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { createApp, type App } from '../../src/app.ts';
+import { parseCliArgs } from '../../src/config.ts';
+import { allowedHostsFor } from '../../src/http/guard.ts';
+import { serveHttp, type HttpEndpoint, type HttpServeLimits } from '../../src/http/serve.ts';
+import { silentLogger } from '../../src/log.ts';
+import { makeRoot } from '../../src/uri.ts';
+import { tempDir, waitFor, writeTree } from '../helpers.ts';
+import { rawPost } from '../http-helpers.ts';
+
+function serveInProcess(limits: Partial<HttpServeLimits>) {
+  const served = {} as { root: ReturnType<typeof tempDir>; app: App; endpoint: HttpEndpoint; port: number };
+  before(async () => {
+    served.root = tempDir();
+    writeTree(served.root.path, { 'a.txt': 'a\n' });
+    const parsed = parseCliArgs([served.root.path, '--watcher', 'none']);
+    if (parsed.kind !== 'run') throw new Error('bad args');
+    served.app = createApp(parsed.config, [makeRoot(served.root.path)], ':memory:', silentLogger, { name: 'folder-mcp', version: '0' });
+    served.endpoint = await serveHttp({
+      app: served.app,
+      info: { name: 'folder-mcp', version: '0' },
+      listen: { host: '127.0.0.1', port: 0 },
+      policy: { allowedHosts: allowedHostsFor('127.0.0.1'), token: undefined },
+      log: silentLogger,
+      limits,
+    });
+    served.port = Number(new URL(served.endpoint.url).port);
+  });
+  after(async () => {
+    await served.endpoint?.close();
+    await served.app?.close();
+    served.root?.cleanup();
+  });
+  return served;
+}
+
+/** A socket that sends the start of a request head and never the rest; resolves once connected. */
+function halfSent(port: number): Promise<Socket & { gone: boolean }> {
+  return new Promise((resolve, reject) => {
+    const socket = connectSocket(port, '127.0.0.1') as Socket & { gone: boolean };
+    socket.gone = false;
+    socket.on('close', () => (socket.gone = true));
+    socket.on('error', () => {});
+    socket.resume(); // read what the server answers (a 408), so that its close is seen
+    socket.once('connect', () => {
+      socket.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
+
+describe('half-sent requests evict each other, not the clients that finish theirs', () => {
+  const served = serveInProcess({ maxPendingConnections: 4, headersTimeoutMs: 60_000, requestTimeoutMs: 120_000 });
+
+  test('past the bound the oldest is closed, and a whole request is answered', async () => {
+    const sockets: (Socket & { gone: boolean })[] = [];
+    try {
+      for (let i = 0; i < 10; i++) sockets.push(await halfSent(served.port));
+      await waitFor(() => sockets.slice(0, 6).every((s) => s.gone), 10_000, 'the six oldest to be closed');
+      assert.deepEqual(sockets.slice(6).map((s) => s.gone), [false, false, false, false]);
+      const answer = await rawPost(served.endpoint.url, {});
+      assert.equal(answer.status, 200);
+    } finally {
+      for (const s of sockets) s.destroy();
+    }
+  });
+});
+
+describe('slow headers are cut at about the time set, not Node\'s 30 s check', () => {
+  const served = serveInProcess({ headersTimeoutMs: 300, requestTimeoutMs: 600 });
+
+  test('a head that never ends is closed', async () => {
+    const socket = await halfSent(served.port);
+    try {
+      // Node checks every 30 s by default: this ceiling fails unless it checks more often.
+      await waitFor(() => socket.gone, 10_000, 'the slow client to be cut');
+    } finally {
+      socket.destroy();
+    }
+  });
+});

@@ -1,0 +1,93 @@
+// The stdio transport's back-pressure and its end (issue 23, items 11 and 14),
+// on real Node streams: a client that sends without reading our answers, and
+// one whose last line has no newline.
+import assert from 'node:assert/strict';
+import { PassThrough, Writable } from 'node:stream';
+import { describe, test } from 'node:test';
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
+import { MAX_REQUESTS_IN_FLIGHT, StdioTransport } from '../../src/protocol/stdio-transport.ts';
+import { nestedDeeperThan } from '../../src/protocol/wire.ts';
+import { waitFor } from '../helpers.ts';
+
+const ping = (id: number) => `${JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' })}\n`;
+
+/** stdout of a client that reads nothing until `read()` is called: its buffer fills, then writes wait. */
+function stalledOutput() {
+  const lines: string[] = [];
+  let release: (() => void) | null = null;
+  let reading = false;
+  const output = new Writable({
+    highWaterMark: 1024,
+    write(chunk: Buffer, _encoding, callback) {
+      lines.push(chunk.toString());
+      if (reading) callback();
+      else release = callback;
+    },
+  });
+  return {
+    output,
+    lines,
+    read() {
+      reading = true;
+      release?.();
+    },
+  };
+}
+
+describe('stdio back-pressure', () => {
+  test('stdin is not read past MAX_REQUESTS_IN_FLIGHT while answers cannot be written; all are answered once they can', async () => {
+    const input = new PassThrough();
+    const out = stalledOutput();
+    const transport = new StdioTransport(input, out.output);
+    let received = 0;
+    // The server: answers each request on the next turn, with a large result.
+    transport.onmessage = (message) => {
+      received++;
+      const { id } = message as { id: number };
+      setImmediate(() => void transport.send({ jsonrpc: '2.0', id, result: { pad: 'x'.repeat(2048) } } as JSONRPCMessage).catch(() => {}));
+    };
+    await transport.start();
+    const total = 2000;
+    // In pieces, as a pipe delivers them: each piece is read whole, so the bound holds to within one piece.
+    for (let i = 0; i < total; i += 10) input.write(Array.from({ length: 10 }, (_, k) => ping(i + k)).join(''));
+    await waitFor(() => received >= MAX_REQUESTS_IN_FLIGHT, 10_000, 'the first requests');
+    // Give the loop many turns: nothing more is read while the output is stuck.
+    for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+    assert.ok(received <= MAX_REQUESTS_IN_FLIGHT + 10, `read ${received} requests while none could be answered`);
+    out.read();
+    await waitFor(() => out.lines.length >= total, 20_000, 'every answer');
+    assert.equal(received, total);
+    await transport.close();
+  });
+});
+
+describe('the end of stdin', () => {
+  test('a last line without its newline is answered, and the connection ends after the answer', async () => {
+    const input = new PassThrough();
+    const written: string[] = [];
+    const output = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        written.push(chunk.toString());
+        cb();
+      },
+    });
+    let ended = '';
+    const transport = new StdioTransport(input, output, { onEnd: (reason) => (ended = reason) });
+    transport.onmessage = (message) => {
+      const { id } = message as { id: number };
+      setTimeout(() => void transport.send({ jsonrpc: '2.0', id, result: {} } as JSONRPCMessage), 20);
+    };
+    await transport.start();
+    input.end(ping(1).trim()); // no newline
+    await waitFor(() => ended !== '', 10_000, 'the end');
+    assert.deepEqual(written.map((l) => JSON.parse(l).id), [1]);
+    assert.equal(ended, 'stdin closed');
+  });
+
+  test('JSON nested deeper than the bound is refused before it is parsed', () => {
+    assert.equal(nestedDeeperThan('['.repeat(64) + ']'.repeat(64), 64), false);
+    assert.equal(nestedDeeperThan('['.repeat(65) + ']'.repeat(65), 64), true);
+    assert.equal(nestedDeeperThan(`{"a":"${'['.repeat(500)}"}`, 64), false, 'brackets inside a string');
+    assert.equal(nestedDeeperThan(`{"a":"\\"${'{'.repeat(100)}`, 64), false, 'an escaped quote keeps the string open');
+  });
+});
