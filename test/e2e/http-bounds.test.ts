@@ -2,11 +2,12 @@
 // a real App and the endpoint on 127.0.0.1, raw sockets for what no client
 // library would send.
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { connect as connectSocket, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createApp, type App } from '../../src/app.ts';
 import { parseCliArgs } from '../../src/config.ts';
-import { allowedHostsFor } from '../../src/http/guard.ts';
+import { allowedHostsFor, checkRequest } from '../../src/http/guard.ts';
 import { serveHttp, type HttpEndpoint, type HttpServeLimits } from '../../src/http/serve.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
@@ -83,5 +84,33 @@ describe('slow headers are cut at about the time set, not Node\'s 30 s check', (
     } finally {
       socket.destroy();
     }
+  });
+});
+
+describe('what used to be 500 is a 4xx', () => {
+  const served = serveInProcess({});
+
+  test('JSON nested 5,000 deep is 400, a Host with credentials 403, TRACE 405; the server still answers', async () => {
+    const deep = await rawPost(served.endpoint.url, {}, '['.repeat(5000) + ']'.repeat(5000));
+    assert.equal(deep.status, 400);
+    assert.match(deep.body, /nested deeper than 64/);
+    const host = await rawPost(served.endpoint.url, { host: 'evil.com@localhost' });
+    assert.equal(host.status, 403);
+    const trace = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(served.endpoint.url, { method: 'TRACE' }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(trace, 405);
+    assert.equal((await rawPost(served.endpoint.url, {})).status, 200);
+  });
+
+  test('an IPv4-mapped IPv6 bind accepts the Host of the URL it prints', () => {
+    const allowed = allowedHostsFor('::ffff:127.0.0.1');
+    assert.equal(checkRequest({ allowedHosts: allowed, token: undefined }, { host: '[::ffff:7f00:1]:4321', origin: undefined, authorization: undefined }), null);
+    assert.equal(checkRequest({ allowedHosts: allowed, token: undefined }, { host: '[::ffff:127.0.0.1]:4321', origin: undefined, authorization: undefined }), null);
   });
 });
