@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Catalog } from './catalog/catalog.ts';
 import { ContentSearch } from './catalog/content-search.ts';
 import type { Config } from './config.ts';
+import { ReadBudget } from './content/read-budget.ts';
 import { createConvert } from './content/formats.ts';
 import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
@@ -195,6 +196,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     // A shared key (replicas behind one load balancer) wins; else the index's own, always written with the schema.
     cursorSecret: config.cursorKey ?? getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
     convert: convert.convert,
+    readBudget: new ReadBudget(),
     writes: config.write ? { maxBytes: config.maxWriteBytes } : null,
     refresh: (paths) => live.refresh(paths),
   };

@@ -7,6 +7,7 @@ import { echo } from '../protocol/errors.ts';
 import { z } from 'zod';
 import { formatListing } from '../content/collection.ts';
 import { ContentError, readOpenedContent, type FileContent } from '../content/read.ts';
+import { ReadBusyError } from '../content/read-budget.ts';
 import { openVerified, type OpenedFile } from '../content/safe-open.ts';
 import { detectTextEncoding, SNIFF_BYTES } from '../content/sniff.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
@@ -113,7 +114,7 @@ export const readTool: ToolDefinition<z.infer<typeof input>> = {
   output,
   async run(tc, args) {
     if (args.paths !== undefined) return readMany(tc.ctx, args.paths, args.length);
-    const read = await readOne(tc.ctx, args.uri!, args.offset, args.length, READ_MAX_TOTAL_BYTES);
+    const read = await budgeted(tc.ctx, () => readOne(tc.ctx, args.uri!, args.offset, args.length, READ_MAX_TOTAL_BYTES));
     return { content: read.blocks, structuredContent: read.result };
   },
 };
@@ -132,7 +133,7 @@ async function readMany(ctx: ServerContext, paths: readonly string[], length: nu
       continue;
     }
     try {
-      const read = await readOne(ctx, path, 0, Math.min(length, budget), budget);
+      const read = await budgeted(ctx, () => readOne(ctx, path, 0, Math.min(length, budget), budget));
       budget -= read.bytes;
       results.push(read.result);
       content.push(...read.blocks);
@@ -144,6 +145,20 @@ async function readMany(ctx: ServerContext, paths: readonly string[], length: nu
   }
   const failed = results.filter((r) => 'error' in r).length;
   return { content, structuredContent: { results }, ...(failed === results.length ? { isError: true } : {}) };
+}
+
+/**
+ * A read within the process's read budget (src/content/read-budget.ts), at
+ * what a whole-file read may hold (a file that is not UTF-8 text is read
+ * whole, up to --max-read-bytes, to be decoded or converted).
+ */
+async function budgeted<T>(ctx: ServerContext, read: () => Promise<T>): Promise<T> {
+  try {
+    return await ctx.readBudget.run(ctx.maxReadBytes, read);
+  } catch (error) {
+    if (error instanceof ReadBusyError) throw new ToolFailure(error.message);
+    throw error;
+  }
 }
 
 /** One file or folder: an image whole when it is one (and `imageBudget` allows), else a window. Throws ToolFailure. */

@@ -1,5 +1,6 @@
 import type { Alternative } from '../content/formats.ts';
 import type { FileContent } from '../content/read.ts';
+import type { ReadBudget } from '../content/read-budget.ts';
 import type { EntryRow } from '../entry.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
@@ -32,6 +33,8 @@ export interface ServerContext {
   refresh(paths: readonly string[]): Promise<void>;
   /** Format alternatives of a document, after its primary content. */
   convert(entry: EntryRow, content: FileContent): Promise<Alternative[]>;
+  /** The bytes of files being read at once, for every client together (src/content/read-budget.ts). */
+  readBudget: ReadBudget;
   /**
    * Set on a warm start of a small index: settles once the index has caught
    * up with the disk (or the wait's bound is over). Requests that read the

@@ -7,6 +7,8 @@ export const ErrorCode = {
   InternalError: -32603,
   /** Resource not found on 2025-11-25 and older; 2026-07-28 says -32602 with `data.uri` (SEP-2164). */
   LegacyResourceNotFound: -32002,
+  /** Implementation-defined server error (-32000 to -32099): busy, retry later. */
+  ServerBusy: -32000,
 } as const;
 
 export const RESOURCE_NOT_FOUND_MESSAGE = 'Resource not found';

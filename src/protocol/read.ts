@@ -5,7 +5,8 @@ import { EntryKind, type EntryRow } from '../entry.ts';
 import { lookupEntry } from '../index/lookup.ts';
 import { toResource, type ResourceObject } from '../resource.ts';
 import { uriToPath } from '../uri.ts';
-import { internalError, invalidParams, resourceNotFound } from './errors.ts';
+import { ErrorCode, internalError, invalidParams, ProtocolError, resourceNotFound } from './errors.ts';
+import { ReadBusyError } from '../content/read-budget.ts';
 import type { ServerContext } from './context.ts';
 
 export type ContentItem = ResourceObject & ({ text: string } | { blob: string });
@@ -34,8 +35,16 @@ export async function resourceMetadata(ctx: ServerContext, params: unknown): Pro
 export async function readResource(ctx: ServerContext, params: unknown): Promise<{ contents: ContentItem[] }> {
   const uri = uriParam(params);
   const entry = await findEntry(ctx, uri);
-  if (entry.kind === EntryKind.collection) return { contents: await readCollection(ctx, entry) };
-  return { contents: await readDocument(ctx, entry) };
+  // The file's bytes (and its alternatives) are held until the answer is built: within the process's read budget.
+  const bytes = entry.kind === EntryKind.collection ? DEFAULT_COLLECTION_LIMITS.childBytes : Math.min(entry.size, ctx.maxReadBytes);
+  try {
+    return await ctx.readBudget.run(bytes, async () => ({
+      contents: entry.kind === EntryKind.collection ? await readCollection(ctx, entry) : await readDocument(ctx, entry),
+    }));
+  } catch (error) {
+    if (error instanceof ReadBusyError) throw new ProtocolError(ErrorCode.ServerBusy, error.message, { uri: entry.uri });
+    throw error;
+  }
 }
 
 export async function findEntry(ctx: ServerContext, uri: unknown): Promise<EntryRow> {

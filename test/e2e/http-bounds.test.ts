@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { createApp, type App } from '../../src/app.ts';
 import { parseCliArgs } from '../../src/config.ts';
 import { allowedHostsFor, checkRequest } from '../../src/http/guard.ts';
-import { serveHttp, type HttpEndpoint, type HttpServeLimits } from '../../src/http/serve.ts';
+import { MAX_BATCH_MESSAGES, serveHttp, type HttpEndpoint, type HttpServeLimits } from '../../src/http/serve.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { tempDir, waitFor, writeTree } from '../helpers.ts';
@@ -106,6 +106,13 @@ describe('what used to be 500 is a 4xx', () => {
     });
     assert.equal(trace, 405);
     assert.equal((await rawPost(served.endpoint.url, {})).status, 200);
+  });
+
+  test('a batch of more than MAX_BATCH_MESSAGES is refused before any of it runs', async () => {
+    const batch = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' })));
+    const refused = await rawPost(served.endpoint.url, {}, batch(MAX_BATCH_MESSAGES + 1));
+    assert.equal(refused.status, 400);
+    assert.match(refused.body, new RegExp(`a batch of ${MAX_BATCH_MESSAGES + 1} messages exceeds the maximum of ${MAX_BATCH_MESSAGES}`));
   });
 
   test('an IPv4-mapped IPv6 bind accepts the Host of the URL it prints', () => {

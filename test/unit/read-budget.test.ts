@@ -1,0 +1,69 @@
+// The process's read budget (src/content/read-budget.ts): bytes in flight
+// never pass it, a read larger than all of it still runs (alone), and past
+// the queue's bound a read is refused as busy.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ReadBudget, ReadBusyError } from '../../src/content/read-budget.ts';
+
+/** A read that takes `bytes` and finishes when told. */
+function gatedRead(budget: ReadBudget, bytes: number, log: { peak: number }) {
+  let finish!: () => void;
+  const gate = new Promise<void>((resolve) => (finish = resolve));
+  let started = false;
+  const done = budget.run(bytes, async () => {
+    started = true;
+    log.peak = Math.max(log.peak, budget.inUse);
+    await gate;
+    return bytes;
+  });
+  return { done, finish: () => finish(), started: () => started };
+}
+
+const turns = async (n = 5) => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+};
+
+describe('ReadBudget', () => {
+  test('reads start while their bytes fit, the rest in order as bytes come back', async () => {
+    const budget = new ReadBudget(100, 10);
+    const log = { peak: 0 };
+    const reads = [40, 40, 40, 10].map((b) => gatedRead(budget, b, log));
+    await turns();
+    assert.deepEqual(reads.map((r) => r.started()), [true, true, false, false], 'first come, first served: 10 waits behind 40');
+    reads[0]!.finish();
+    await turns();
+    assert.deepEqual(reads.map((r) => r.started()), [true, true, true, true]);
+    for (const r of reads) r.finish();
+    assert.deepEqual(await Promise.all(reads.map((r) => r.done)), [40, 40, 40, 10]);
+    assert.ok(log.peak <= 100, String(log.peak));
+    assert.equal(budget.inUse, 0);
+  });
+
+  test('a read larger than the budget runs alone', async () => {
+    const budget = new ReadBudget(100, 10);
+    const log = { peak: 0 };
+    const small = gatedRead(budget, 10, log);
+    const big = gatedRead(budget, 500, log);
+    await turns();
+    assert.equal(big.started(), false);
+    small.finish();
+    await turns();
+    assert.equal(big.started(), true);
+    big.finish();
+    await Promise.all([small.done, big.done]);
+  });
+
+  test('past the bound on waiting reads, busy; a failed read gives its bytes back', async () => {
+    const budget = new ReadBudget(10, 2);
+    const log = { peak: 0 };
+    const holding = gatedRead(budget, 10, log);
+    const waiting = [gatedRead(budget, 10, log), gatedRead(budget, 10, log)];
+    await turns();
+    await assert.rejects(budget.run(1, async () => 1), ReadBusyError);
+    holding.finish();
+    for (const w of waiting) w.finish();
+    await Promise.all([holding.done, ...waiting.map((w) => w.done)]);
+    await assert.rejects(budget.run(5, async () => { throw new Error('read failed'); }), /read failed/);
+    assert.equal(budget.inUse, 0);
+  });
+});
