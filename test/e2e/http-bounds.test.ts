@@ -121,3 +121,35 @@ describe('what used to be 500 is a 4xx', () => {
     assert.equal(checkRequest({ allowedHosts: allowed, token: undefined }, { host: '[::ffff:127.0.0.1]:4321', origin: undefined, authorization: undefined }), null);
   });
 });
+
+describe('shutdown drains: every request already sent is answered', () => {
+  const served = serveInProcess({});
+
+  test('25 requests written just before close each get a status line (200 or 503), none a reset', async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } });
+    const head =
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+    const sockets = await Promise.all(
+      Array.from({ length: 25 }, () => new Promise<Socket>((resolve, reject) => {
+        const socket = connectSocket(served.port, '127.0.0.1', () => resolve(socket));
+        socket.once('error', reject);
+      })),
+    );
+    const answers = sockets.map(
+      (socket) =>
+        new Promise<string>((resolve) => {
+          let text = '';
+          socket.removeAllListeners('error');
+          socket.on('data', (d) => (text += String(d)));
+          socket.on('error', (error: NodeJS.ErrnoException) => resolve(`error ${error.code}`));
+          socket.on('close', () => resolve(text.split('\r\n')[0] ?? ''));
+        }),
+    );
+    for (const socket of sockets) socket.write(head + body);
+    const closed = served.endpoint.close();
+    const lines = await Promise.all(answers);
+    await closed;
+    for (const line of lines) assert.match(line, /^HTTP\/1\.1 (200|503) /, lines.join('\n'));
+  });
+});
