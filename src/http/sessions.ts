@@ -1,6 +1,7 @@
-import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
+import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import { randomUUID } from 'node:crypto';
 import type { App, ClientSession } from '../app.ts';
+import { BoundedEventStore, SSE_RETRY_MS } from './event-store.ts';
 import { whenAnswered } from './streams.ts';
 import { toLegacyResponse } from './legacy.ts';
 
@@ -18,6 +19,7 @@ export const DEFAULT_SESSION_LIMITS: SessionLimits = { maxSessions: 1_000, idleM
 
 interface Entry {
   readonly transport: WebStandardStreamableHTTPServerTransport;
+  readonly events: BoundedEventStore;
   readonly session: ClientSession;
   /** Requests being answered and streams open (the GET notification stream, SSE answers). */
   active: number;
@@ -73,11 +75,17 @@ export class LegacySessions {
 
   private async open(request: Request, body: unknown): Promise<Response> {
     const session = this.app.openSession();
+    const events = new BoundedEventStore();
     const entry: Entry = {
       session,
+      events,
+      // With an event store the SDK primes each SSE answer with an event id and `retry:`, and replays
+      // what a stream missed when the client comes back with Last-Event-ID.
       transport: new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => void this.sessions.set(id, entry),
+        eventStore: events,
+        retryInterval: SSE_RETRY_MS,
       }),
       active: 0,
       lastSeen: Date.now(),
@@ -113,6 +121,7 @@ export class LegacySessions {
     let response: Response;
     try {
       response = await toLegacyResponse(await entry.transport.handleRequest(request, { parsedBody: body }));
+      if (notificationStream && request.headers.get('last-event-id') === null) response = await primed(response, entry.events);
     } catch (error) {
       release();
       throw error;
@@ -166,4 +175,33 @@ function jsonError(status: number, code: number, message: string, headers: Recor
     status,
     headers: { 'content-type': 'application/json', ...headers },
   });
+}
+
+/** The SDK's id of a session's GET stream, under which its events are stored. */
+const GET_STREAM_ID = '_GET_stream';
+
+/**
+ * A session's GET stream, opened with a priming event (an id to resume from,
+ * and `retry:`), as the SDK opens its POST streams: the SDK sends nothing on
+ * it until the first keep-alive, 15 s later, and until then the client had
+ * not even its headers.
+ */
+async function primed(response: Response, events: BoundedEventStore): Promise<Response> {
+  if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream') || response.body === null) return response;
+  const id = await events.storeEvent(GET_STREAM_ID, {} as JSONRPCMessage);
+  const reader = response.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode(`id: ${id}\nretry: ${SSE_RETRY_MS}\ndata: \n\n`));
+    },
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }

@@ -1,7 +1,11 @@
-/** The same bytes, and `done` once when the stream ends, fails or is cancelled by its reader. */
-function onEnd(body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> {
+/**
+ * The same bytes, and `done` once when the stream ends, fails or is cancelled
+ * by its reader; `abandon` cancels the source (the client went away).
+ */
+function onEnd(body: ReadableStream<Uint8Array>, done: () => void): { stream: ReadableStream<Uint8Array>; abandon: () => void } {
   const reader = body.getReader();
-  return new ReadableStream<Uint8Array>({
+  const abandon = () => void reader.cancel(new Error('the client went away')).catch(() => {});
+  const stream = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         const { done: finished, value } = await reader.read();
@@ -21,6 +25,7 @@ function onEnd(body: ReadableStream<Uint8Array>, done: () => void): ReadableStre
       return reader.cancel(reason);
     },
   });
+  return { stream, abandon };
 }
 
 /**
@@ -33,6 +38,17 @@ export function whenAnswered(request: Request, response: Response, done: () => v
     done();
     return response;
   }
-  request.signal.addEventListener('abort', done, { once: true });
-  return new Response(onEnd(response.body, done), { status: response.status, statusText: response.statusText, headers: response.headers });
+  const { stream, abandon } = onEnd(response.body, done);
+  // The client went away: the source stream is cancelled too, so the SDK forgets it at once (a 2025
+  // session's GET stream was otherwise held until its next keep-alive failed, 15 s later, and the
+  // client's reconnection refused meanwhile: one GET stream per session).
+  request.signal.addEventListener(
+    'abort',
+    () => {
+      done();
+      abandon();
+    },
+    { once: true },
+  );
+  return new Response(stream, { status: response.status, statusText: response.statusText, headers: response.headers });
 }

@@ -153,3 +153,54 @@ describe('shutdown drains: every request already sent is answered', () => {
     for (const line of lines) assert.match(line, /^HTTP\/1\.1 (200|503) /, lines.join('\n'));
   });
 });
+
+describe('a 2025 session\'s streams can resume (2025-11-25 transport)', () => {
+  const served = serveInProcess({});
+
+  /** Opens the session's GET stream; resolves with its status and first chunk, and the request to end it. */
+  function openGet(session: string, lastEventId?: string) {
+    return new Promise<{ status: number; first: string; end: () => void }>((resolve, reject) => {
+      const req = httpRequest(
+        served.endpoint.url,
+        {
+          method: 'GET',
+          headers: {
+            accept: 'text/event-stream',
+            'mcp-session-id': session,
+            'mcp-protocol-version': '2025-11-25',
+            ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
+          },
+        },
+        (res) => {
+          const end = () => req.destroy();
+          if ((res.headers['content-type'] ?? '') !== 'text/event-stream' || lastEventId) return resolve({ status: res.statusCode ?? 0, first: '', end });
+          res.once('data', (chunk) => resolve({ status: res.statusCode ?? 0, first: String(chunk), end }));
+        },
+      );
+      req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' ? undefined : reject(error)));
+      req.end();
+    });
+  }
+
+  test('the GET stream sends its headers and a priming event (id, retry) at once; Last-Event-ID resumes it', async () => {
+    const init = await rawPost(served.endpoint.url, {});
+    assert.equal(init.status, 200);
+    assert.match(init.body, /retry: 3000/, 'the answer stream is primed too');
+    const session = init.headers['mcp-session-id'] as string;
+    await rawPost(served.endpoint.url, { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    // The SDK's first byte on this stream is its keep-alive, 15 s in: the ceiling fails without the priming event.
+    const get = await Promise.race([openGet(session), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no headers within 10 s')), 10_000))]);
+    assert.equal(get.status, 200);
+    const primed = /^id: (\S+)\nretry: 3000\ndata: \n\n/.exec(get.first);
+    assert.ok(primed, JSON.stringify(get.first));
+    get.end();
+    // Once the server has seen the stream go (until then a second one is 409), the client resumes from the priming id.
+    const resumed = (await waitFor(async () => {
+      const attempt = await openGet(session, primed[1]);
+      if (attempt.status === 409) attempt.end();
+      return attempt.status === 409 ? null : attempt;
+    }, 10_000, 'the resumed stream'))!;
+    assert.equal(resumed.status, 200);
+    resumed.end();
+  });
+});
