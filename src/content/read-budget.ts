@@ -3,8 +3,13 @@
 // when done. Without it, 100 concurrent reads of a 4 MiB file held 0.9 GB
 // (the bytes, their base64 or text, and the JSON of the answer).
 
-/** File bytes read at once by every client together (each read costs about three times this in memory while it is answered). */
-export const READ_BUDGET_BYTES = 64 * 1024 * 1024;
+/**
+ * File bytes read at once by every client together. A read holds about six
+ * times its file in memory while it is answered (the bytes, base64, the JSON
+ * of the answer and its copies): at 64 MiB the bench's 100 reads of a 4 MiB
+ * file peaked at 571 MiB, at 16 MiB at 405 MiB (bench table 16).
+ */
+export const READ_BUDGET_BYTES = 16 * 1024 * 1024;
 /** Reads that may wait for the budget; past it a read is refused as busy (the client retries). */
 export const MAX_WAITING_READS = 256;
 

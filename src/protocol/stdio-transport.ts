@@ -66,6 +66,8 @@ export class StdioTransport implements Transport {
   /** Ids (typed: 1 and "1" differ) of requests passed on and not yet answered; listen streams are not counted. */
   private readonly inFlight = new Set<string>();
   private paused = false;
+  /** The part of a chunk not yet read when the transport paused (at most one chunk). */
+  private backlog: Buffer | null = null;
   private inputEnded = false;
   private endTimer: NodeJS.Timeout | undefined;
 
@@ -109,7 +111,14 @@ export class StdioTransport implements Transport {
       this.input.pause();
     } else if (!hold && this.paused) {
       this.paused = false;
-      this.input.resume();
+      // What was read before the pause first, then stdin again (unless that refilled the hold).
+      const backlog = this.backlog;
+      this.backlog = null;
+      if (backlog) this.onData(backlog);
+      if (!this.paused && !this.closed) {
+        this.input.resume();
+        if (this.inputEnded) this.finishInput();
+      }
     }
   }
 
@@ -120,6 +129,12 @@ export class StdioTransport implements Transport {
   private readonly onData = (chunk: Buffer): void => {
     let start = 0;
     for (;;) {
+      // Held (see updateFlow): the rest of this chunk waits with stdin paused. A chunk of
+      // 64 KiB holds hundreds of small requests, so pausing between chunks bounds nothing.
+      if (this.paused) {
+        this.backlog = chunk.subarray(start);
+        return;
+      }
       const newline = chunk.indexOf(0x0a, start);
       if (newline === -1) {
         this.accumulate(chunk.subarray(start));
@@ -205,10 +220,15 @@ export class StdioTransport implements Transport {
   private readonly onInputEnd = (): void => {
     if (this.closed || this.inputEnded) return;
     this.inputEnded = true;
+    // Paused with a backlog: it is read first, when the transport resumes (updateFlow).
+    if (!this.paused) this.finishInput();
+  };
+
+  private finishInput(): void {
     if (this.pendingBytes > 0 || this.oversizeHead !== null) this.lineEnded();
     if (this.inFlight.size === 0) return this.end('stdin closed');
-    this.endTimer = setTimeout(() => this.end('stdin closed'), END_GRACE_MS);
-  };
+    this.endTimer ??= setTimeout(() => this.end('stdin closed'), END_GRACE_MS);
+  }
 
   private readonly onInputError = (error: Error): void => {
     this.onerror?.(error);

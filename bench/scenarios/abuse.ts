@@ -1,0 +1,277 @@
+// The attacks of issue 23, each against a fresh server on a small tree of its
+// own: the server's peak RSS during the attack, and the round-trip time of
+// another client's pings meanwhile. Loopback only; every count and wait is
+// bounded. Runs once per bench run (the tree size does not matter here).
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect as connectSocket, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { CLI, Loose } from '../client.ts';
+import { isSkipped, type Scenario, type SizeContext, type Skipped } from '../context.ts';
+import { fmtMs, summarize } from '../stats.ts';
+
+export interface AttackResult {
+  attack: string;
+  /** What it did, in one line. */
+  what: string;
+  peakRssMiB: number | null;
+  /** Another client's pings during the attack (none for the stdio attack: its own process). */
+  victimP50Ms: number | null;
+  victimP99Ms: number | null;
+  victimErrors: number;
+  wallMs: number;
+}
+
+export interface AbuseResult {
+  attacks: AttackResult[];
+}
+
+const PIN = { versionNegotiation: { mode: { pin: '2026-07-28' as const } } };
+const MIB = 1024 * 1024;
+
+function rssMiB(pid: number): number | null {
+  try {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+interface Server {
+  child: ChildProcess;
+  url: string;
+  token: string;
+  stop(): Promise<void>;
+}
+
+async function startHttp(root: string): Promise<Server> {
+  const token = randomBytes(24).toString('hex');
+  const child = spawn(process.execPath, [CLI, '--http', '127.0.0.1:0', '--db', ':memory:', '--no-search', root], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, FOLDER_MCP_TOKEN: token },
+  });
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-20_000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const deadline = performance.now() + 30_000;
+  for (;;) {
+    const url = /http:\/\/127\.0\.0\.1:\d+\/mcp/.exec(stderr)?.[0];
+    if (url) return { child, url, token, stop: async () => void (child.kill('SIGKILL'), await exited) };
+    if (child.exitCode !== null || performance.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not start: ${stderr.slice(-500)}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function modernClient(server: Server): Promise<Client> {
+  const client = new Client({ name: 'abuse', version: '0' }, PIN);
+  await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { authorization: `Bearer ${server.token}` } } }));
+  return client;
+}
+
+/** A 2025-era session by hand (initialize, initialized): returns a POST of one message on it. */
+async function legacySession(server: Server): Promise<(message: Record<string, unknown>) => Promise<Response>> {
+  const headers = { authorization: `Bearer ${server.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const init = await fetch(server.url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'abuse', version: '0' } } }),
+  });
+  const session = init.headers.get('mcp-session-id')!;
+  await init.text();
+  const post = async (message: Record<string, unknown>) =>
+    fetch(server.url, { method: 'POST', headers: { ...headers, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, body: JSON.stringify(message) });
+  await (await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).text();
+  return post;
+}
+
+/** Runs `attack` while sampling the server's RSS every 20 ms and a second client's pings back to back. */
+async function measureAttack(server: Server, attack: string, what: string, run: () => Promise<void>): Promise<AttackResult> {
+  const pid = server.child.pid!;
+  const victim = await legacySession(server);
+  let peak = rssMiB(pid) ?? 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid) ?? 0)), 20);
+  const pings: number[] = [];
+  let errors = 0;
+  let running = true;
+  const pinging = (async () => {
+    for (let id = 1; running; id++) {
+      const t0 = performance.now();
+      try {
+        const res = await victim({ jsonrpc: '2.0', id, method: 'ping' });
+        await res.text();
+        if (!res.ok) errors++;
+      } catch {
+        errors++;
+      }
+      pings.push(performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
+  const t0 = performance.now();
+  try {
+    await run();
+  } finally {
+    running = false;
+    await pinging;
+    clearInterval(sampler);
+  }
+  const stat = summarize(pings);
+  return { attack, what, peakRssMiB: Math.round(peak), victimP50Ms: stat.p50, victimP99Ms: stat.p99, victimErrors: errors, wallMs: Math.round(performance.now() - t0) };
+}
+
+async function onFreshServer(root: string, attack: string, what: string, run: (server: Server) => Promise<void>): Promise<AttackResult> {
+  const server = await startHttp(root);
+  try {
+    // The index opens on the first request: measure the attack, not the start.
+    const warm = await modernClient(server);
+    await warm.request({ method: 'resources/list', params: {} } as never, Loose as never);
+    await warm.close();
+    return await measureAttack(server, attack, what, () => run(server));
+  } finally {
+    await server.stop();
+  }
+}
+
+/** The stdio attack: 3,000 list requests from a client that reads nothing for 3 s. Peak RSS of that server. */
+async function stdioUnread(root: string): Promise<AttackResult> {
+  const child = spawn(process.execPath, [CLI, '--db', ':memory:', '--no-search', '--page-size', '2000', root], { stdio: ['pipe', 'pipe', 'ignore'] });
+  child.stdout!.pause();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const pid = child.pid!;
+  let peak = 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid) ?? 0)), 20);
+  const t0 = performance.now();
+  try {
+    child.stdin!.on('error', () => {});
+    child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'abuse', version: '0' } } })}\n`);
+    child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+    for (let id = 1; id <= 3000; id++) child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id, method: 'resources/list', params: {} })}\n`);
+    await new Promise((r) => setTimeout(r, 3000));
+    let answers = 0;
+    child.stdout!.on('data', (chunk: Buffer) => (answers += chunk.toString().split('\n').length - 1));
+    child.stdout!.resume();
+    const deadline = performance.now() + 60_000;
+    while (answers < 3001 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    clearInterval(sampler);
+    child.kill('SIGKILL');
+    await exited;
+  }
+  return {
+    attack: '11 stdio, not read',
+    what: '3,000 list requests (2,000-item pages) from a client that reads nothing for 3 s, then everything',
+    peakRssMiB: Math.round(peak),
+    victimP50Ms: null,
+    victimP99Ms: null,
+    victimErrors: 0,
+    wallMs: Math.round(performance.now() - t0),
+  };
+}
+
+async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
+  if (process.platform !== 'linux') return { skipped: 'needs /proc for RSS' };
+  const root = mkdtempSync(join(ctx.work, 'abuse-'));
+  try {
+    writeFileSync(join(root, 'big.bin'), randomBytes(4 * MIB));
+    mkdirSync(join(root, 'notes'));
+    for (let i = 0; i < 1500; i++) writeFileSync(join(root, 'notes', `n${i}.md`), `note ${i}\n`);
+    const rootUri = pathToFileURL(root).href + '/';
+    const attacks: AttackResult[] = [];
+    const log = (r: AttackResult) => {
+      attacks.push(r);
+      ctx.log(`  abuse ${r.attack}: peak ${r.peakRssMiB} MiB, victim ping p99 ${fmtMs(r.victimP99Ms)}`);
+    };
+
+    log(await onFreshServer(root, '6 listen spellings', '4 listen streams of 1,000 spellings of the root (the cap), 10 changes', async (server) => {
+      const clients = await Promise.all(Array.from({ length: 4 }, () => modernClient(server)));
+      const spellings = [rootUri, ...Array.from({ length: 999 }, (_, n) => `${rootUri}${n}/../`)];
+      const streams = await Promise.all(clients.map((c) => c.listen({ resourceSubscriptions: spellings })));
+      for (let i = 0; i < 10; i++) {
+        writeFileSync(join(root, 'notes', 'n0.md'), `change ${i}\n`);
+        await new Promise((r) => setTimeout(r, 150));
+      }
+      await Promise.all(streams.map((s) => s.close()));
+      await Promise.all(clients.map((c) => c.close()));
+    }));
+
+    log(await onFreshServer(root, '7 many listen streams', '50 listen streams of 1,000 URIs each, then all closed', async (server) => {
+      const clients = await Promise.all(Array.from({ length: 50 }, () => modernClient(server)));
+      const streams = await Promise.all(
+        clients.map((c, k) => c.listen({ resourceSubscriptions: Array.from({ length: 1000 }, (_, i) => `${rootUri}notes/n${(i + k) % 1500}.md`) })),
+      );
+      await Promise.all(streams.map((s) => s.close()));
+      await Promise.all(clients.map((c) => c.close()));
+    }));
+
+    log(await onFreshServer(root, '8 refused listens', '60 subscriptions/listen on a 2025 session (Method not found)', async (server) => {
+      const post = await legacySession(server);
+      const uris = Array.from({ length: 1000 }, (_, i) => `${rootUri}notes/n${i}.md`);
+      for (let id = 1; id <= 60; id++) await (await post({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications: { resourceSubscriptions: uris } } })).text();
+    }));
+
+    log(await onFreshServer(root, '9 reads of 4 MiB', '100 concurrent resources/read of a 4 MiB file, then 4 batches of 16', async (server) => {
+      const client = await modernClient(server);
+      const uri = `${rootUri}big.bin`;
+      await Promise.all(Array.from({ length: 100 }, () => client.request({ method: 'resources/read', params: { uri } } as never, Loose as never)));
+      await client.close();
+      const post = await legacySession(server);
+      const batch = Array.from({ length: 16 }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'resources/read', params: { uri } }));
+      await Promise.all(Array.from({ length: 4 }, async () => void (await (await fetch(server.url, { method: 'POST', headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(batch) })).arrayBuffer())));
+      void post;
+    }));
+
+    log(await onFreshServer(root, '10 half-sent requests', '2,000 connections that send half a request head (no token), held 2 s', async (server) => {
+      const port = Number(new URL(server.url).port);
+      const sockets: Socket[] = [];
+      for (let i = 0; i < 2000; i++) {
+        const socket = connectSocket(port, '127.0.0.1', () => socket.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n'));
+        socket.on('error', () => {});
+        socket.resume();
+        sockets.push(socket);
+      }
+      await new Promise((r) => setTimeout(r, 2000));
+      for (const s of sockets) s.destroy();
+    }));
+
+    log(await stdioUnread(root));
+    return { attacks };
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+let ran = false;
+
+export const abuse: Scenario<AbuseResult> = {
+  name: 'abuse',
+  async run(ctx) {
+    // Its own small tree: once per bench run is enough.
+    if (ran) return { skipped: 'runs once per bench run, at the first size' };
+    ran = true;
+    return runAbuse(ctx);
+  },
+  tables(bySize) {
+    const rows: string[][] = [];
+    for (const { result } of bySize) {
+      if (isSkipped(result)) continue;
+      for (const a of result.attacks) {
+        rows.push([a.attack, a.what, a.peakRssMiB === null ? 'n/a' : `${a.peakRssMiB} MiB`, fmtMs(a.victimP50Ms), fmtMs(a.victimP99Ms), String(a.victimErrors), `${(a.wallMs / 1000).toFixed(1)} s`]);
+      }
+    }
+    return [
+      {
+        title: '16. Under abuse (issue 23): peak RSS of the server, and another client\'s ping round trip during each attack',
+        header: ['attack', 'what', 'peak RSS', 'ping p50', 'ping p99', 'ping errors', 'wall'],
+        rows,
+        note: 'Targets: peak RSS <= 400 MiB, ping p99 <= 50 ms. A fresh HTTP server (token set) on a tree of 1,500 notes and a 4 MiB file per attack; attack 11 is its own stdio server.',
+      },
+    ];
+  },
+};
