@@ -216,13 +216,13 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
       for (let id = 1; id <= 60; id++) await (await post({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications: { resourceSubscriptions: uris } } })).text();
     }));
 
-    log(await onFreshServer(root, '9 reads of 4 MiB', '100 concurrent resources/read of a 4 MiB file, then 4 batches of 16', async (server) => {
+    log(await onFreshServer(root, '9 reads of 4 MiB', '100 concurrent resources/read of a 4 MiB file, then 4 batches of 8', async (server) => {
       const client = await modernClient(server);
       const uri = `${rootUri}big.bin`;
       await Promise.all(Array.from({ length: 100 }, () => client.request({ method: 'resources/read', params: { uri } } as never, Loose as never)));
       await client.close();
       const post = await legacySession(server);
-      const batch = Array.from({ length: 16 }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'resources/read', params: { uri } }));
+      const batch = Array.from({ length: 8 }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'resources/read', params: { uri } }));
       await Promise.all(Array.from({ length: 4 }, async () => void (await (await fetch(server.url, { method: 'POST', headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(batch) })).arrayBuffer())));
       void post;
     }));

@@ -6,10 +6,10 @@
 /**
  * File bytes read at once by every client together. A read holds about six
  * times its file in memory while it is answered (the bytes, base64, the JSON
- * of the answer and its copies): at 64 MiB the bench's 100 reads of a 4 MiB
- * file peaked at 571 MiB, at 16 MiB at 405 MiB (bench table 16).
+ * of the answer and its copies): the bench's 100 reads of a 4 MiB file
+ * peaked at 571 MiB with 64 MiB, 405 MiB with 16, 347 MiB with 8 (table 16).
  */
-export const READ_BUDGET_BYTES = 16 * 1024 * 1024;
+export const READ_BUDGET_BYTES = 8 * 1024 * 1024;
 /** Reads that may wait for the budget; past it a read is refused as busy (the client retries). */
 export const MAX_WAITING_READS = 256;
 

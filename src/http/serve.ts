@@ -19,7 +19,7 @@ import { whenAnswered } from './streams.ts';
 export const MCP_PATH = '/mcp';
 const ALLOWED_METHODS = ['GET', 'POST', 'DELETE'];
 /** Messages one JSON-RPC batch may carry (2025-03-26 clients still send them). */
-export const MAX_BATCH_MESSAGES = 16;
+export const MAX_BATCH_MESSAGES = 8;
 
 /** What one client may hold of the server, in bytes and time. */
 export interface HttpLimits {
