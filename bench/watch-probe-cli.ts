@@ -1,4 +1,4 @@
-// `node --import tsx bench/watch-probe-cli.ts <chokidar|parcel|dirs|poll|none> <folder>` prints one
+// `node --import tsx bench/watch-probe-cli.ts <chokidar|dirs|poll|none> <folder>` prints one
 // JSON line: {backend, readyMs, inotifyWatches, rssDeltaMiB}. One backend per
 // process, since watches and RSS are per process (for bench/ and the auto threshold).
 import { probeWatcher } from './watch-probe.ts';

@@ -3,7 +3,7 @@
  * an MCP Bundle that Claude Desktop installs with a double-click.
  *
  * The bundle carries its own production node_modules, and two of them are
- * native (better-sqlite3, @parcel/watcher), so a bundle runs only on the
+ * native (better-sqlite3), so a bundle runs only on the
  * platform and architecture it was built on, with a Node.js of the same ABI:
  * build on each platform you ship (docs/install.md).
  *

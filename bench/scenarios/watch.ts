@@ -4,7 +4,7 @@ import { inotifyWatches, listAll, peakRssMiB, settled, settleTimeout, spawnFolde
 import { isSkipped, sizeLabel, uriOf, type Scenario, type SizeContext } from '../context.ts';
 import { fmtMs, summarize, type Stat } from '../stats.ts';
 
-export const BACKENDS = ['chokidar', 'parcel', 'dirs', 'poll'] as const;
+export const BACKENDS = ['chokidar', 'dirs', 'poll'] as const;
 const BURST_DIR = 'bench-burst';
 const PROBE_PREFIX = 'bench-live-';
 

@@ -11,7 +11,7 @@ export type Db = Database.Database;
  * Bump when the schema or the meaning of a column changes: an index file with
  * another version is rebuilt from the disk, never migrated in place.
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 // Keyset order: `uri` is TEXT with BINARY collation, and canonical URIs are
 // ASCII, so SQLite order == JS string order == byte order. Every ordering in the
@@ -46,14 +46,6 @@ CREATE TABLE search_docs (
 );
 -- prefix = '3': three-letter prefix queries (word*) come from an index, not a scan of the vocabulary.
 CREATE VIRTUAL TABLE search_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2', prefix = '3');
-
--- Paths the index changed after the watcher snapshot was taken (src/live/snapshot.ts): a warm
--- start looks at them beside what parcel reports (a file made after the snapshot and removed
--- while no server ran is no change to parcel, but is one to the index).
-CREATE TABLE snapshot_changes (
-  path TEXT PRIMARY KEY,         -- absolute path
-  seq  INTEGER NOT NULL          -- order of the change; a kept snapshot drops those up to its own
-) WITHOUT ROWID;
 
 -- Format conversions, cached by the file's (mtime, size) (src/content/formats.ts).
 CREATE TABLE conversions (

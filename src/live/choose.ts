@@ -3,20 +3,18 @@ import type { WatcherKind } from '../config.ts';
 import { startChokidarWatcher } from './watch-chokidar.ts';
 import { startDirsWatcher } from './watch-dirs.ts';
 import { startNoneWatcher } from './watch-none.ts';
-import { startParcelWatcher } from './watch-parcel.ts';
 import { startPollWatcher } from './watch-poll.ts';
 import type { StartWatcher, WatcherBackend } from './watcher.ts';
 
 export const BACKEND_STARTERS: Record<WatcherBackend, StartWatcher> = {
   chokidar: startChokidarWatcher,
-  parcel: startParcelWatcher,
   dirs: startDirsWatcher,
   poll: startPollWatcher,
   none: startNoneWatcher,
 };
 
 /**
- * Up to this many indexed entries `auto` runs chokidar, above it dirs (then parcel, then poll, as fallbacks).
+ * Up to this many indexed entries `auto` runs chokidar, above it dirs (then poll, as the fallback).
  * Measured with bench/watch-probe.ts (npm run build, then node --import tsx bench/watch-probe-cli.ts) (2 vCPU Linux VM, Node 20, 20 files per
  * directory; time to ready / inotify watches / RSS growth):
  *
@@ -28,11 +26,10 @@ export const BACKEND_STARTERS: Record<WatcherBackend, StartWatcher> = {
  *   105,251   9.89 s / 105,251 / +910 MiB  0.86 s / 5,251 / +29 MiB
  *
  * chokidar holds a watch per file and directory and ~9 KiB of heap per
- * entry; parcel a watch per directory and next to no heap. parcel wins on
- * every count, but it is native code with a known gap (nested new
- * directories, see watch-parcel.ts) that we patch; chokidar is plain JS
- * and reports every path itself. On a small tree its cost does not matter
- * (a fifth of a second, ~20 MiB), so it runs there.
+ * entry; parcel (a backend until issue 22) a watch per directory and next to
+ * no heap. chokidar is plain JS and reports every path itself; on a small
+ * tree its cost does not matter (a fifth of a second, ~20 MiB), so it runs
+ * there.
  *
  * Above it dirs: the same watch per directory as parcel, but no record of
  * each file. The bench trees (bench/tree.ts, 20 files per directory), medians
@@ -57,7 +54,10 @@ export interface WatcherPlan {
  * Which backend to run for `--watcher kind` on an index of `entries`
  * entries (counted up to one past the chokidar limit at most: past it the
  * exact number does not matter). Every plan ends in `poll`, which needs no OS watch and always
- * starts, so the server degrades instead of falling over.
+ * starts, so the server degrades instead of falling over. @parcel/watcher
+ * was a backend and the fallback of both: it is gone, because its subscribe
+ * blocks the main thread for good when the user's inotify instances are
+ * used up (EMFILE), and its tree snapshots missed offline changes (issue 22).
  */
 export function planWatchers(kind: WatcherKind, entries: number, maxUserWatches = readMaxUserWatches()): WatcherPlan {
   switch (kind) {
@@ -67,17 +67,15 @@ export function planWatchers(kind: WatcherKind, entries: number, maxUserWatches 
       return { candidates: ['poll'], reason: '--watcher poll' };
     case 'chokidar':
       return { candidates: ['chokidar', 'poll'], reason: '--watcher chokidar' };
-    case 'parcel':
-      return { candidates: ['parcel', 'poll'], reason: '--watcher parcel' };
     case 'dirs':
       return { candidates: ['dirs', 'poll'], reason: '--watcher dirs' };
     case 'auto': {
       // chokidar needs a watch per entry; leave most of the per-user limit to everyone else.
       const limit = Math.min(AUTO_CHOKIDAR_MAX_ENTRIES, Math.floor(maxUserWatches / 4));
       if (entries <= limit) {
-        return { candidates: ['chokidar', 'parcel', 'poll'], reason: `auto: ${entries} entries <= ${limit}` };
+        return { candidates: ['chokidar', 'poll'], reason: `auto: ${entries} entries <= ${limit}` };
       }
-      return { candidates: ['dirs', 'parcel', 'poll'], reason: `auto: more than ${limit} entries` };
+      return { candidates: ['dirs', 'poll'], reason: `auto: more than ${limit} entries` };
     }
   }
 }

@@ -3,7 +3,6 @@ import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import { DEFAULT_NOTIFY_TIMINGS, ResourceNotifier, type NotifyTimings } from './notify.ts';
 import type { Connection } from '../protocol/connection.ts';
-import { TreeSnapshots } from './snapshot.ts';
 import { LiveSync } from './sync.ts';
 
 export interface LiveOptions {
@@ -38,7 +37,6 @@ export function createLive(options: LiveOptions): Live {
     log,
     watcher: options.watcher,
     pollIntervalMs: options.pollIntervalMs,
-    snapshots: TreeSnapshots.for(index.roots, index.options.dbFile, index.db, log),
   });
   return {
     sync,

@@ -5,7 +5,6 @@ import type { Store } from '../index/store.ts';
 import { pathToUri, uriToPath } from '../uri.ts';
 import { AUTO_CHOKIDAR_MAX_ENTRIES, BACKEND_STARTERS, planWatchers, type WatcherPlan } from './choose.ts';
 import { Reconciler } from './reconcile.ts';
-import type { TreeSnapshots } from './snapshot.ts';
 import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatcherBackend, type WatchSink } from './watcher.ts';
 
 /**
@@ -47,25 +46,8 @@ export interface LiveSyncOptions {
   maxBatchDelayMs?: number;
   /** The backends' start functions (injected so a test can make one fail like an exhausted inotify). */
   starters?: Record<WatcherBackend, StartWatcher>;
-  /** The watcher's record of the trees, beside the index file (none for an index in memory). */
-  snapshots?: TreeSnapshots | null;
-  /** SNAPSHOT_MAX_ENTRIES, unless a test says otherwise. */
-  snapshotMaxEntries?: number;
 }
 
-/**
- * With a backend other than parcel, watcher snapshots are taken and used only
- * up to this many entries. parcel builds its record of the tree for them
- * (the parcel backend's watch already holds one, which they share): about
- * 38 MiB at 100k entries, but 389 MiB resident and 42-49 s at 1M, which
- * alone would break the 400 MiB budget of a 1M-file server. Past it a warm
- * start diffs the tree instead (on the scan's worker thread: about 1.5 s at
- * 100k entries against 0.35 s from a snapshot).
- */
-export const SNAPSHOT_MAX_ENTRIES = 250_000;
-
-/** How long a watcher may take to report a change (parcel waits 50 ms; poll longer): a new snapshot is kept only after this. */
-const SNAPSHOT_SETTLE_MS = 1000;
 
 /**
  * Keeps the index equal to the disk while the server runs: starts a watcher
@@ -113,13 +95,18 @@ export class LiveSync {
 
   /**
    * Starts live updates. A warm index starts the watcher at once, then
-   * catches up with what changed while the server was down: from the
-   * watcher's snapshot when there is one (src/live/snapshot.ts), else by
-   * diffing the roots with the disk, in the background. A cold one starts it
-   * after the first scan (whose size `auto` needs), then looks at what
-   * changed behind the scan: the paths its watches named (see ScanWatch), or,
-   * without them, a diff of the roots. Watcher events gathered meanwhile are
-   * applied after. Resolves once the watcher runs and the catch-up is done.
+   * checks the index against the disk: the cold scan's walk over every root,
+   * on its worker thread, each directory's entries compared with the index's
+   * (type, size, mtime), in the background. A cold one starts it after the
+   * first scan (whose size `auto` needs), then looks at what changed behind
+   * the scan: the paths its watches named (see ScanWatch), or, without them,
+   * a diff of the roots. Watcher events gathered meanwhile are applied after.
+   * Resolves once the watcher runs and the catch-up is done.
+   *
+   * No record of the tree is kept between runs: @parcel/watcher's snapshots
+   * did that and missed a directory replaced by a file of the same name, a
+   * file replaced by an empty directory, a file grown with its mtime put back
+   * (issue 22), and every later run kept the error. The walk reads the disk.
    */
   async start(): Promise<void> {
     const { index, log } = this.options;
@@ -129,33 +116,15 @@ export class LiveSync {
       return; // the scan failed (or the index closed): requests report it
     }
     if (this.closed) return;
-    // From the first write on, until it is known whether this run keeps snapshots (see TreeSnapshots).
-    const recording = this.options.snapshots;
-    if (recording) this.stopRecording = index.onChange((change) => recording.record(change));
     // `auto` only asks whether the index holds more than AUTO_CHOKIDAR_MAX_ENTRIES: no need to count 1M rows.
     this.plan = planWatchers(this.options.watcher, index.store.countUpTo(AUTO_CHOKIDAR_MAX_ENTRIES + 1));
-    const watching = (await this.startWatcher(this.plan.candidates, this.plan.reason)) && this.watcher?.backend !== 'none';
-    // Only with a watcher running: it sees what changes while the new snapshot is taken.
-    const snapshots = watching ? this.snapshotsFor(this.watcher!.backend) : null;
-    if (!snapshots && recording) {
-      // No snapshot this run: the old ones would miss what it changes.
-      this.stopRecording?.();
-      this.stopRecording = undefined;
-      recording.forget();
-    }
+    await this.startWatcher(this.plan.candidates, this.plan.reason);
     const asked = performance.now();
-    const changed = index.warm && snapshots ? await snapshots.changedSince() : null;
     // Taken now that the watcher is up: between the two, every change is seen by one or the other.
     const scanChanges = index.warm ? null : await index.takeScanChanges();
     if (this.closed) return;
-    const taking = snapshots?.take();
     let ms: number;
-    if (changed) {
-      await this.reconcilePaths(changed);
-      if (this.closed) return;
-      ms = Math.round(performance.now() - asked);
-      log.info(`index checked against the disk in ${ms} ms (${changed.length} path(s) changed since the watcher's snapshot)`);
-    } else if (scanChanges && 'paths' in scanChanges) {
+    if (scanChanges && 'paths' in scanChanges) {
       await this.reconcileScanChanges(scanChanges.paths);
       if (this.closed) return;
       log.info(
@@ -170,34 +139,6 @@ export class LiveSync {
       log.info(`index checked against the disk in ${ms} ms`);
     }
     this.scheduleSafetyDiff(ms);
-    if (taking) void this.keepSnapshots(taking);
-  }
-
-  /** The snapshots to use with `backend`: none past SNAPSHOT_MAX_ENTRIES unless parcel already holds the tree. */
-  private snapshotsFor(backend: WatcherBackend): TreeSnapshots | null {
-    const snapshots = this.options.snapshots ?? null;
-    if (!snapshots || backend === 'parcel') return snapshots;
-    const max = this.options.snapshotMaxEntries ?? SNAPSHOT_MAX_ENTRIES;
-    if (this.options.index.store.countUpTo(max + 1) <= max) return snapshots;
-    this.options.log.info(
-      `no watcher snapshot: more than ${max} entries with the ${backend} watcher (parcel would hold the whole tree in memory for it); a warm start diffs the tree instead`,
-    );
-    return null;
-  }
-
-  /**
-   * The new snapshots replace the old once everything that changed before
-   * they were taken is in the index: the catch-up is done, and whatever the
-   * watcher reported meanwhile is applied (after its own reporting delay).
-   */
-  private async keepSnapshots(taking: Promise<{ keep(): void } | null>): Promise<void> {
-    const taken = await taking;
-    if (!taken || this.closed) return;
-    await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_SETTLE_MS).unref());
-    await this.enqueue(async () => {
-      await this.applyDirty();
-      if (!this.closed) taken.keep();
-    });
   }
 
   /**
@@ -277,8 +218,6 @@ export class LiveSync {
     // caller closes the index next, which ends the scan, and they then see
     // `closed` and do nothing. Only a write in progress is waited for.
     if (this.options.index.isReady) await this.queue;
-    // After the last write: it may be one the next start must look at again.
-    this.stopRecording?.();
   }
 
   /** New directories to diff again, per pass of RECHECK_DELAYS_MS (see Reconciler's recheckLater). */
@@ -301,9 +240,6 @@ export class LiveSync {
     }, delay);
   }
 
-  /** Ends the recording of index changes for the watcher snapshots. */
-  private stopRecording: (() => void) | undefined;
-
   private readonly sink: WatchSink = {
     changed: (path) => {
       if (this.closed) return;
@@ -320,7 +256,7 @@ export class LiveSync {
     const now = performance.now();
     // Leading edge: the first change after a quiet spell is applied on the next
     // turn of the loop (which still gathers a backend's whole synchronous batch),
-    // not after the debounce; parcel has already waited 50 ms of its own.
+    // not after the debounce.
     const leading = this.flushTimer === undefined && now - this.lastFlushAt > QUIET_SPELL_MS;
     if (this.flushTimer === undefined) this.firstDirtyAt = now;
     else clearTimeout(this.flushTimer);
@@ -413,7 +349,7 @@ export class LiveSync {
         if (this.closed) return false; // closed while it started: not a failure worth a warning
         // Its watches replaced some of the scan's, and are gone with it.
         if (tookOver) index.spoilScanChanges(`the ${backend} watcher failed after taking over from the scan's watches`);
-        // Out of watches while the scan's still hold theirs (parcel and chokidar do not take them over):
+        // Out of watches while the scan's still hold theirs (chokidar does not take them over):
         // let them go, and try the same backend again; the tree is then diffed, as without them.
         if (isResourceExhausted(error) && index.dropScanWatches()) {
           log.info(`watcher ${backend} ran out of watches while the scan's were held: released them, trying ${backend} again (the tree is diffed after)`);

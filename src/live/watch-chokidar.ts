@@ -8,7 +8,7 @@ import { isResourceExhausted, type StartWatcher } from './watcher.ts';
  * `node_modules/` never cost a watch.
  */
 export const startChokidarWatcher: StartWatcher = async ({ roots, rules, sink, log }) => {
-  // Loaded here, not at import: start-up does not wait for a backend that may not be chosen (auto runs parcel above 1,000 entries).
+  // Loaded here, not at import: start-up does not wait for a backend that may not be chosen (auto runs dirs above 1,000 entries).
   const { watch } = await import('chokidar');
   return new Promise((resolve, reject) => {
     let ready = false;

@@ -8,10 +8,8 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, sym
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 
-import { CLI, connect, tempDir, waitFor, type Connected } from '../helpers.ts';
+import { CLI, connect, tempDir, type Connected } from '../helpers.ts';
 
-/** Whether this build keeps watcher snapshots beside the index (src/live/snapshot.ts). */
-const WATCHER_SNAPSHOTS = existsSync(new URL('../../src/live/snapshot.ts', import.meta.url));
 
 /** A server for the length of `use`, closed whatever happens. */
 async function withServer(args: string[], use: (conn: Connected) => Promise<unknown>): Promise<void> {
@@ -101,8 +99,6 @@ describe('--db never destroys a file, and an unusable index is exit 2 with one l
     const conn = await connect([folder, '--db', db]);
     try {
       await conn.request('resources/list', {});
-      // The watcher's snapshot of the tree (names every path) is kept a moment after the start-up catch-up.
-      if (WATCHER_SNAPSHOTS) await waitFor(() => readdirSync(state).some((n) => n.endsWith('.snapshot')), 20_000, 'the watcher snapshot');
       // While it runs: the database, its WAL files and the lock.
       const made = readdirSync(state);
       assert.ok(made.includes('index.db') && made.includes('index.db.lock'), made.join(', '));

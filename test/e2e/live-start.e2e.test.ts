@@ -127,12 +127,12 @@ describe('crash safety', () => {
 
   test('a server killed (SIGKILL) while applying a burst starts consistent next time', async () => {
     const db = join(tree.state, 'index.db'); // complete now: the previous test's restart finished its scan
-    const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', 'parcel', tree.root], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', 'dirs', tree.root], { stdio: ['pipe', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise((resolve) => child.on('exit', resolve));
     child.stdin.write(`${JSON.stringify(INIT)}\n`);
-    await waitFor(() => stderr.includes('watcher: parcel'), TIMEOUT, 'the watcher to start');
+    await waitFor(() => stderr.includes('watcher: dirs'), TIMEOUT, 'the watcher to start');
     const burst = join(tree.root, 'burst');
     mkdirSync(burst);
     for (let i = 0; i < 3000; i++) {
@@ -174,7 +174,7 @@ describe('shutdown', () => {
   const tree = tempTree({ 'a.md': 'a\n', 'b/c.md': 'c\n' });
 
   for (const how of ['stdin closes', 'SIGTERM'] as const) {
-    for (const backend of ['chokidar', 'parcel', 'dirs', 'poll'] as const) {
+    for (const backend of ['chokidar', 'dirs', 'poll'] as const) {
       test(`${how} (--watcher ${backend}): exits 0, stdout is JSON-RPC only, the database closes cleanly`, async () => {
         const db = join(tree.state, `${backend}-${how.replace(' ', '-')}.db`);
         const child = spawn(process.execPath, [CLI, '--db', db, '--watcher', backend, tree.root], {

@@ -17,15 +17,15 @@ import { tempDir, waitFor, writeTree } from '../helpers.ts';
 
 describe('planWatchers', () => {
   const cases: Array<[Parameters<typeof planWatchers>, string[]]> = [
-    [['auto', 10, 192536], ['chokidar', 'parcel', 'poll']],
-    [['auto', 1000, 192536], ['chokidar', 'parcel', 'poll']],
-    [['auto', 1001, 192536], ['dirs', 'parcel', 'poll']],
-    [['auto', 1_000_000, 192536], ['dirs', 'parcel', 'poll']],
+    // Every plan degrades to poll, which no OS limit can stop (EMFILE, ENOSPC).
+    [['auto', 10, 192536], ['chokidar', 'poll']],
+    [['auto', 1000, 192536], ['chokidar', 'poll']],
+    [['auto', 1001, 192536], ['dirs', 'poll']],
+    [['auto', 1_000_000, 192536], ['dirs', 'poll']],
     // A tiny inotify limit leaves chokidar only what a quarter of it covers.
-    [['auto', 500, 1000], ['dirs', 'parcel', 'poll']],
-    [['auto', 250, 1000], ['chokidar', 'parcel', 'poll']],
+    [['auto', 500, 1000], ['dirs', 'poll']],
+    [['auto', 250, 1000], ['chokidar', 'poll']],
     [['chokidar', 1_000_000, 192536], ['chokidar', 'poll']],
-    [['parcel', 1, 192536], ['parcel', 'poll']],
     [['dirs', 1_000_000, 192536], ['dirs', 'poll']],
     [['poll', 1, 192536], ['poll']],
     [['none', 1, 192536], ['none']],
@@ -65,13 +65,14 @@ describe('LiveSync degrades when a watcher runs out of watches', () => {
   async function withSync(
     starters: Partial<typeof BACKEND_STARTERS>,
     run: (ctx: { root: string; index: FolderIndex; sync: LiveSync; logs: string[] }) => Promise<void>,
+    watcher: 'chokidar' | 'dirs' = 'chokidar',
   ) {
     const dir = tempDir();
     writeTree(dir.path, { 'a.md': 'a\n' });
     const logs: string[] = [];
     const log = createLogger('debug', (line) => logs.push(line));
     const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [] });
-    const sync = new LiveSync({ index, log, watcher: 'chokidar', starters: { ...BACKEND_STARTERS, ...starters } });
+    const sync = new LiveSync({ index, log, watcher, starters: { ...BACKEND_STARTERS, ...starters } });
     try {
       await sync.start();
       await run({ root: dir.path, index, sync, logs });
@@ -92,6 +93,24 @@ describe('LiveSync degrades when a watcher runs out of watches', () => {
       writeFileSync(join(root, 'b.md'), 'b\n');
       await waitFor(() => index.store.get(pathToUri(join(root, 'b.md'), false)), 30_000, 'polling to see b.md');
     });
+  });
+
+  test('inotify instances used up (EMFILE from fs.watch): dirs degrades to poll, one warning, and changes are still seen', async () => {
+    // Before issue 22 the next candidate was @parcel/watcher, whose subscribe then blocked the main thread for good.
+    const emfile: StartWatcher = async () => {
+      throw Object.assign(new Error('EMFILE: too many open files, watch'), { code: 'EMFILE' });
+    };
+    await withSync(
+      { dirs: emfile },
+      async ({ root, index, sync, logs }) => {
+        assert.equal(sync.backend, 'poll');
+        assert.equal(logs.join('').match(/warn: /g)?.length, 1, logs.join(''));
+        assert.match(logs.join(''), /warn: watcher dirs could not start \(EMFILE.*falling back to poll/);
+        writeFileSync(join(root, 'c.md'), 'c\n');
+        await waitFor(() => index.store.get(pathToUri(join(root, 'c.md'), false)), 30_000, 'polling to see c.md');
+      },
+      'dirs',
+    );
   });
 
   test('a running backend that hits ENOSPC is replaced, and what changed meanwhile is caught up', async () => {

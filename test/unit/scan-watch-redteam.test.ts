@@ -145,7 +145,7 @@ describe('red team: nothing left behind', { ...linuxOnly, ...needsWorker }, () =
 
 /** Run a cold scan that watched, change the tree behind it and after it, start a real watcher, and compare with the disk. */
 async function coldStart(
-  backend: 'dirs' | 'chokidar' | 'parcel',
+  backend: 'dirs' | 'chokidar',
   setup: (root: string) => void,
   behindTheWalk: (root: string) => void,
   afterTheScan: (root: string) => void,
@@ -178,7 +178,7 @@ async function coldStart(
 }
 
 describe('red team: changes behind and after the walk, real watchers', { ...linuxOnly, ...needsWorker }, () => {
-  for (const backend of ['dirs', 'chokidar', 'parcel'] as const) {
+  for (const backend of ['dirs', 'chokidar'] as const) {
     test(`${backend}: new nested trees, a directory moved in from outside, renames`, async () => {
       await coldStart(
         backend,

@@ -232,16 +232,16 @@ describe('LiveSync after a cold scan that watched', linuxOnly, () => {
       await index.ready;
       writeFileSync(join(dir, 'sub', 'after-the-scan.txt'), 'x\n');
       let starts = 0;
-      // parcel does not take the scan's watches over: its first start finds the inotify limit reached.
-      const parcel: StartWatcher = async () => {
+      // chokidar does not take the scan's watches over: its first start finds the inotify limit reached.
+      const chokidar: StartWatcher = async () => {
         if (++starts === 1) throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
-        return { backend: 'parcel', close: async () => {} };
+        return { backend: 'chokidar', close: async () => {} };
       };
-      const live = sync({ watcher: 'parcel', starters: { ...BACKEND_STARTERS, parcel } });
+      const live = sync({ watcher: 'chokidar', starters: { ...BACKEND_STARTERS, chokidar } });
       await live.start();
-      assert.equal(live.backend, 'parcel');
+      assert.equal(live.backend, 'chokidar');
       assert.equal(starts, 2);
-      assert.match(logs.join(''), /watcher parcel ran out of watches while the scan's were held: released them, trying parcel again/);
+      assert.match(logs.join(''), /watcher chokidar ran out of watches while the scan's were held: released them, trying chokidar again/);
       assert.ok(index.store.get(pathToUri(join(dir, 'sub', 'after-the-scan.txt'), false)), 'the diff after did not run');
     });
   });

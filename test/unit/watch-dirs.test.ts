@@ -9,7 +9,6 @@ import { countInotifyWatches } from '../../bench/watch-probe.ts';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { IgnoreRules } from '../../src/index/ignore.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
-import { TreeSnapshots, snapshotFile } from '../../src/live/snapshot.ts';
 import { LiveSync } from '../../src/live/sync.ts';
 import { dirsWatcher, startDirsWatcher, type DirsWatcher, type WatchDirectory } from '../../src/live/watch-dirs.ts';
 import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
@@ -319,38 +318,6 @@ describe('watcher dirs under LiveSync', () => {
       assert.match(logs.join(''), /warn: watcher dirs failed \(ENOSPC.*degrading to poll/);
       await waitFor(() => index.store.get(pathToUri(join(root, 'new/b.md'), false)), TIMEOUT, 'new/b.md indexed');
     }, { starter: dirsWatcher({ watchDirectory: limited }) });
-  });
-
-  test('past the size limit no parcel snapshot is taken with dirs; under it one is', async () => {
-    for (const [limit, expected] of [[3, false], [1000, true]] as const) {
-      const dir = tempDir();
-      const state = tempDir('folder-mcp-state-');
-      writeTree(dir.path, { 'a.md': 'a\n', 'b.md': 'b\n', 'sub/c.md': 'c\n', 'sub/d.md': 'd\n' });
-      const logs: string[] = [];
-      const log = createLogger('info', (line) => logs.push(line));
-      const dbFile = join(state.path, 'index.db');
-      const root = makeRoot(dir.path);
-      const index = new FolderIndex({ roots: [root], dbFile, log, gitignore: true, exclude: [] });
-      const snapshots = TreeSnapshots.for([root], dbFile, index.db, log);
-      const sync = new LiveSync({ index, log, watcher: 'dirs', snapshots, snapshotMaxEntries: limit });
-      try {
-        await sync.start();
-        assert.equal(sync.backend, 'dirs');
-        if (expected) await waitFor(() => existsSync(snapshotFile(dbFile, dir.path)), TIMEOUT, 'the snapshot kept');
-        else {
-          assert.match(logs.join(''), /no watcher snapshot: more than 3 entries with the dirs watcher/);
-          // A snapshot is kept about a second after the catch-up: wait past that.
-          await new Promise((resolve) => setTimeout(resolve, 2000));
-          assert.equal(existsSync(snapshotFile(dbFile, dir.path)), false);
-          assert.deepEqual(readdirSync(state.path).filter((f) => f.includes('snapshot')), []);
-        }
-      } finally {
-        await sync.close();
-        index.close();
-        dir.cleanup();
-        state.cleanup();
-      }
-    }
   });
 
   test('closed while its start-up is still watching directories: every watch is released, and no warning', async () => {
