@@ -46,13 +46,13 @@ export async function spawnServer(script: string, args: string[]): Promise<Conn>
     };
   }
   await connecting;
-  if (Object.keys(capabilities).length === 0) capabilities = (client.getServerCapabilities() ?? {}) as LooseResult;
+  if (Object.keys(capabilities).length === 0) capabilities = (client.getServerCapabilities() ?? {});
   return {
     client,
     pid: transport.pid ?? -1,
     stderr: () => stderr,
     request: (method, params) =>
-      client.request({ method, params } as never, Loose, { timeout: 600_000 }) as Promise<LooseResult>,
+      client.request({ method, params }, Loose, { timeout: 600_000 }),
     capabilities,
     close: () => client.close(),
   };
@@ -83,8 +83,8 @@ export async function spawnServerV2(script: string, args: string[], era: 'modern
     pid: transport.pid ?? -1,
     stderr: () => stderr,
     request: (method, params) =>
-      client.request({ method, params } as never, Loose as never, { timeout: 600_000 } as never) as Promise<LooseResult>,
-    capabilities: (client.getServerCapabilities() ?? {}) as LooseResult,
+      client.request({ method, params } as never, Loose as never, { timeout: 600_000 } as never),
+    capabilities: (client.getServerCapabilities() ?? {}),
     close: () => client.close(),
   };
 }

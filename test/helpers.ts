@@ -146,12 +146,12 @@ export async function connect(
       client,
       stderr: () => stderr,
       pid: transport.pid ?? undefined,
-      request: (method, p, o) => (client.request({ method, params: p } as never, Loose, o) as Promise<LooseResult>).catch(unprefixed),
+      request: (method, p, o) => (client.request({ method, params: p }, Loose, o) as Promise<LooseResult>).catch(unprefixed),
       onNotification: (method, handler) =>
         client.setNotificationHandler(z.object({ method: z.literal(method), params: Loose.optional() }) as never, ((n: { params?: LooseResult }) =>
-          handler(n.params ?? {})) as never),
-      subscribe: async (uri) => void (await client.request({ method: 'resources/subscribe', params: { uri } } as never, Loose)),
-      unsubscribe: async (uri) => void (await client.request({ method: 'resources/unsubscribe', params: { uri } } as never, Loose)),
+          handler(n.params ?? {}))),
+      subscribe: async (uri) => void (await client.request({ method: 'resources/subscribe', params: { uri } }, Loose)),
+      unsubscribe: async (uri) => void (await client.request({ method: 'resources/unsubscribe', params: { uri } }, Loose)),
       listenListChanged: async () => {},
       close: () => client.close(),
     };
@@ -169,7 +169,7 @@ export async function connect(
     client,
     stderr: () => stderr,
     pid: transport.pid ?? undefined,
-    request: (method, p, o) => client.request({ method, params: p } as never, Loose as never, o as never) as Promise<LooseResult>,
+    request: (method, p, o) => client.request({ method, params: p } as never, Loose as never, o as never),
     onNotification: (method, handler) =>
       client.setNotificationHandler(method as never, ((n: { params?: LooseResult }) => handler(n.params ?? {})) as never),
     subscribe: async (uri) => {

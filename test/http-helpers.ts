@@ -26,7 +26,7 @@ export async function startHttp(args: string[], env: Record<string, string> = {}
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no URL on stderr within 20 s:\n${stderr}`)), 20_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
+    child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
       const match = /http:\/\/127\.0\.0\.1:\d+\/mcp/.exec(stderr);
       if (match) {
@@ -69,14 +69,14 @@ export async function connectHttp(url: string, era: 'legacy' | 'modern', token?:
       era,
       client,
       request: (method, params) =>
-        (client.request({ method, params } as never, Loose) as Promise<LooseResult>).catch((error: { code?: number; message: string }) => {
+        (client.request({ method, params }, Loose) as Promise<LooseResult>).catch((error: { code?: number; message: string }) => {
           // The v1 client prefixes "MCP error <code>: "; compare messages as sent.
           error.message = error.message.replace(/^MCP error -?\d+: /, '');
           throw error;
         }),
       onNotification: (method, handler) =>
         client.setNotificationHandler(z.object({ method: z.literal(method), params: Loose.optional() }) as never, ((n: { params?: LooseResult }) =>
-          handler(n.params ?? {})) as never),
+          handler(n.params ?? {}))),
       close: () => client.close(),
     };
   }
@@ -85,7 +85,7 @@ export async function connectHttp(url: string, era: 'legacy' | 'modern', token?:
   return {
     era,
     client,
-    request: (method, params) => client.request({ method, params } as never, Loose as never) as Promise<LooseResult>,
+    request: (method, params) => client.request({ method, params } as never, Loose as never),
     onNotification: (method, handler) =>
       client.setNotificationHandler(method as never, ((n: { params?: LooseResult }) => handler(n.params ?? {})) as never),
     close: () => client.close(),

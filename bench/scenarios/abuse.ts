@@ -55,7 +55,7 @@ async function startHttp(root: string): Promise<Server> {
     env: { ...process.env, FOLDER_MCP_TOKEN: token },
   });
   let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-20_000)));
+  child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-20_000)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const deadline = performance.now() + 30_000;
   for (;;) {
@@ -142,21 +142,21 @@ async function onFreshServer(root: string, attack: string, what: string, run: (s
 /** The stdio attack: 3,000 list requests from a client that reads nothing for 3 s. Peak RSS of that server. */
 async function stdioUnread(root: string): Promise<AttackResult> {
   const child = spawn(process.execPath, [CLI, '--db', ':memory:', '--no-search', '--page-size', '2000', root], { stdio: ['pipe', 'pipe', 'ignore'] });
-  child.stdout!.pause();
+  child.stdout.pause();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const pid = child.pid!;
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid) ?? 0)), 20);
   const t0 = performance.now();
   try {
-    child.stdin!.on('error', () => {});
-    child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'abuse', version: '0' } } })}\n`);
-    child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
-    for (let id = 1; id <= 3000; id++) child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id, method: 'resources/list', params: {} })}\n`);
+    child.stdin.on('error', () => {});
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'abuse', version: '0' } } })}\n`);
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+    for (let id = 1; id <= 3000; id++) child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method: 'resources/list', params: {} })}\n`);
     await new Promise((r) => setTimeout(r, 3000));
     let answers = 0;
-    child.stdout!.on('data', (chunk: Buffer) => (answers += chunk.toString().split('\n').length - 1));
-    child.stdout!.resume();
+    child.stdout.on('data', (chunk: Buffer) => (answers += chunk.toString().split('\n').length - 1));
+    child.stdout.resume();
     const deadline = performance.now() + 60_000;
     while (answers < 3001 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   } finally {

@@ -153,7 +153,7 @@ async function serveHttp(ctx: SizeContext): Promise<Served> {
     env: { ...process.env, FOLDER_MCP_TOKEN: '' },
   });
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-50_000)));
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-50_000)));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   const deadline = performance.now() + 60_000 + ctx.tree.size * 0.5;
   for (;;) {
@@ -177,7 +177,7 @@ async function modernHttpClient(url: string): Promise<Client> {
 }
 
 function asker(client: Client): Ask {
-  return (method, params) => client.request({ method, params } as never, Loose as never, { timeout: 120_000 } as never) as Promise<LooseResult>;
+  return (method, params) => client.request({ method, params } as never, Loose as never, { timeout: 120_000 } as never);
 }
 
 async function httpLoad(ctx: SizeContext, total: number): Promise<{ run: LoadRun; served: Served }> {
@@ -243,8 +243,8 @@ async function cycles(ctx: SizeContext, served: Served, n: number): Promise<Cycl
     } else {
       const client = new V1Client({ name: 'folder-mcp-bench', version: '0' });
       await client.connect(new V1StreamableHTTPClientTransport(new URL(served.url)));
-      await client.request({ method: 'resources/subscribe', params: { uri: dir } } as never, Loose);
-      await client.request({ method: 'resources/list', params: { prefix: dir } } as never, Loose);
+      await client.request({ method: 'resources/subscribe', params: { uri: dir } }, Loose);
+      await client.request({ method: 'resources/list', params: { prefix: dir } }, Loose);
       await client.close();
     }
   };

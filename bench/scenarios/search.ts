@@ -312,7 +312,7 @@ async function measure(ctx: SizeContext): Promise<SearchResult> {
     const buildEnd = doneAt ?? Infinity;
     const duringScan = phase(samples.filter((s) => s.at < scanEnd));
     const duringBuild = phase(samples.filter((s) => s.at >= scanEnd && s.at < buildEnd));
-    const alone = checkedAt !== null && checkedAt < buildEnd ? samples.filter((s) => s.at >= checkedAt! && s.at < buildEnd) : [];
+    const alone = checkedAt !== null && checkedAt < buildEnd ? samples.filter((s) => s.at >= checkedAt && s.at < buildEnd) : [];
     const load1 = loadavg()[0]!;
     const round = (x: number) => Math.round(x * 100) / 100;
     const slowest = samples

@@ -6,7 +6,7 @@ import type { Db } from '../index/db.ts';
 import { EntryKind } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { echo, invalidParams } from '../protocol/errors.ts';
-import { succ } from '../query/plan.ts';
+import { succ } from '../keys.ts';
 import { canonicalUriText, type Root } from '../uri.ts';
 import { encodeRelative, encodeSegment } from './paths.ts';
 import { findPrompt, WINDOW_SUGGESTIONS } from './prompts.ts';

@@ -3,7 +3,6 @@
 // They are the only mcp:// resources. They are readable (resources/read,
 // resources/metadata) but not listed by resources/list: that list is the
 // folders' content, and clients find these at their standard URIs.
-import { EntryKind } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { resourceNotFound } from '../protocol/errors.ts';
 import type { ResourceObject } from '../resource.ts';

@@ -5,7 +5,7 @@ import type { Store } from '../index/store.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { echo, invalidParams, resourceNotFound } from '../protocol/errors.ts';
-import { succ } from '../query/plan.ts';
+import { succ } from '../keys.ts';
 import { toResource } from '../resource.ts';
 import { AmbiguousPath, displayPath, prefixUris, resolveTarget } from './paths.ts';
 import { readWindow } from './read-tool.ts';
@@ -109,7 +109,7 @@ async function explain(ctx: ServerContext, target: string) {
 export function parseWindow(text: string): number {
   const m = /^\s*(\d{1,6})\s*(m|min|h|d|w)\s*$/i.exec(text);
   if (!m) throw invalidParams(`Invalid window '${text}': use a number and a unit m, h, d or w (e.g. 30m, 24h, 7d)`);
-  const unit = { m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[m[2]!.toLowerCase() as 'm']!;
+  const unit = { m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[m[2]!.toLowerCase() as 'm'];
   const ms = Number(m[1]) * unit;
   if (ms <= 0 || ms > MAX_WINDOW_MS) throw invalidParams(`Invalid window '${text}': between 1m and 366d`);
   return ms;

@@ -33,7 +33,6 @@ export function parseSearchQuery(query: string): SearchExpression {
   if (query.length > MAX_QUERY_LENGTH) throw new SearchQueryError(`Query is longer than ${MAX_QUERY_LENGTH} characters`);
   // Control characters separate words, as spaces do: SQLite would end a quoted term at a NUL
   // ("unterminated string"), and no indexed word holds one.
-  // eslint-disable-next-line no-control-regex
   const text = query.replace(/[\u0000-\u001f\u007f]/g, ' ');
   const quotes = (text.match(/"/g) ?? []).length;
   if (quotes % 2 !== 0) {

@@ -2,7 +2,6 @@
 // read shows of PDFs, .docx and notebooks (SQLite FTS5, bm25 ranking), one
 // snippet and line number per file, and the page or cell when it has them.
 import { z } from 'zod';
-import { planQuery } from '../query/plan.ts';
 import { PROGRESS_INTERVAL_MS, type ProgressSink } from '../protocol/progress.ts';
 import { SEARCH_BUDGET_MS, SEARCH_MAX_FILE_BYTES, type ContentSearch } from './content-search.ts';
 import { SearchBusyError } from './search-thread.ts';

@@ -29,6 +29,7 @@ export interface ToolResult {
   isError?: boolean;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a list of tools holds definitions of every argument type
 export interface ToolDefinition<A = any> {
   name: string;
   title: string;

@@ -42,7 +42,6 @@ export function formatListing(children: readonly EntryRow[], more: number): stri
  * would look like one.
  */
 export function listingName(name: string): string {
-  // eslint-disable-next-line no-control-regex
   return name.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]|\\(?=u[0-9a-fA-F]{4})/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 

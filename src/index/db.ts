@@ -167,9 +167,9 @@ export function openDb(file: string, log: Logger, rebuildAnything = false): Open
     const unusable = error instanceof Database.SqliteError || error instanceof SchemaVersionError;
     if (!unusable || file === ':memory:') throw error;
     if (!rebuildAnything && inspectDbFile(file).kind !== 'index') {
-      throw new Error(`index file ${file} cannot be opened (${(error as Error).message}) and is not known to be a folder-mcp index: not touching it`);
+      throw new Error(`index file ${file} cannot be opened (${error.message}) and is not known to be a folder-mcp index: not touching it`);
     }
-    log.warn(`index at ${file} is unusable (${(error as Error).message}); rebuilding it`);
+    log.warn(`index at ${file} is unusable (${error.message}); rebuilding it`);
     removeDbFiles(file);
     makePrivate(file);
     return openExisting(file);

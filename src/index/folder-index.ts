@@ -6,7 +6,7 @@ import { ScanFrontier } from './scan.ts';
 import { ScanChangeRecord, scanInThread } from './scan-thread.ts';
 import type { ScanChanges } from './scan-watch.ts';
 import { SkipReport, SkipWarnings } from './servable.ts';
-import type { EntryRow, IndexChange } from '../entry.ts';
+import type { IndexChange } from '../entry.ts';
 import { Store } from './store.ts';
 
 export type { IndexChange } from '../entry.ts';

@@ -1,6 +1,6 @@
 import ignore, { type Ignore } from 'ignore';
 import { readFileSync } from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import type { Root } from '../uri.ts';
 import { findRoot } from '../uri.ts';
 
@@ -12,11 +12,6 @@ export interface IgnoreOptions {
   gitignore: boolean;
   /** Extra patterns in .gitignore syntax, relative to each root (`--exclude`). */
   exclude: readonly string[];
-}
-
-interface DirRules {
-  dir: string;
-  rules: Ignore;
 }
 
 /**
@@ -88,15 +83,6 @@ export class IgnoreRules {
     }
     this.setDirRules(dir, text);
     return this.byDir.get(dir) ?? null;
-  }
-
-  /** True when `path` is a `.gitignore` file whose edits change what is ignored. */
-  static isIgnoreFile(path: string): boolean {
-    return path.endsWith(`${sep}.gitignore`);
-  }
-
-  static dirOfIgnoreFile(path: string): string {
-    return dirname(path);
   }
 }
 

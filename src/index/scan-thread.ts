@@ -205,7 +205,7 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
       batchRows,
       batchSize,
       dbFile: options.dbFile,
-      taken: taken.buffer as SharedArrayBuffer,
+      taken: taken.buffer,
       watch: changes !== undefined,
     });
     for (;;) {

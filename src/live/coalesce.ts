@@ -34,15 +34,6 @@ export class Coalescer {
     }, delay);
   }
 
-  /** Fires now if something is pending (used on shutdown), then stops. */
-  flush(): void {
-    if (this.timer === undefined) return;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.lastFiredAt = performance.now();
-    this.fire();
-  }
-
   cancel(): void {
     clearTimeout(this.timer);
     this.timer = undefined;

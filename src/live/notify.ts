@@ -50,12 +50,6 @@ export class ResourceNotifier {
     this.updated.trigger();
   };
 
-  /** Sends what is pending now (before shutdown). */
-  flush(): void {
-    this.updated.flush();
-    this.list.flush();
-  }
-
   cancel(): void {
     this.updated.cancel();
     this.list.cancel();

@@ -92,7 +92,7 @@ export class Reconciler {
       const isDir = st?.isDirectory() ?? false;
       const isFile = st?.isFile() ?? false;
       if (path === root.path) {
-        if (isDir) this.consider(rootRow(root, rootIndex, st!), path);
+        if (isDir) this.consider(rootRow(root, rootIndex, st), path);
         else this.log.warn(`served folder ${root.path} is gone or not a folder`);
         continue;
       }
@@ -110,10 +110,10 @@ export class Reconciler {
       }
       if (isFile) {
         this.removeIfIndexed(dirUri); // a directory replaced by a file of the same name
-        this.consider(entryRow(path, basename(path), false, st!, parentUri, rootIndex), path);
+        this.consider(entryRow(path, basename(path), false, st, parentUri, rootIndex), path);
         await this.limitSniffs();
       } else if (store.get(dirUri)) {
-        this.consider(entryRow(path, basename(path), true, st!, parentUri, rootIndex), path);
+        this.consider(entryRow(path, basename(path), true, st, parentUri, rootIndex), path);
       } else {
         this.removeIfIndexed(fileUri);
         trees.add(path); // new directory (created, moved in, or un-ignored): walk it

@@ -56,7 +56,7 @@ export function trackListens(ctx: Pick<ServerContext, 'index' | 'roots'>, subscr
       }
       const folded: string[] = [];
       const seen = new Set<string>();
-      for (const spelling of wanted as string[]) {
+      for (const spelling of wanted) {
         const canonical = canonicalListenUri(ctx, spelling);
         if (!canonical || seen.has(canonical.uri)) continue;
         seen.add(canonical.uri);

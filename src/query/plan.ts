@@ -42,7 +42,6 @@ export interface PlanOptions {
 
 export const ALL_KEYS: KeyRange = { lo: '', hi: null };
 
-export { succ };
 
 export function prefixRange(prefix: string): KeyRange {
   return { lo: prefix, hi: succ(prefix) };

@@ -76,20 +76,34 @@ function globRegExp(glob: string): RegExp {
     if (c === '\\') re += escapeRe(cps[++i]!);
     else if (c === '*') {
       let n = 1;
-      while (cps[i + 1] === '*') (n++, i++);
+      while (cps[i + 1] === '*') {
+        n++;
+        i++;
+      }
       const segStart = i - n < 0 || cps[i - n] === '/';
       if (n === 1) re += '[^/]*';
-      else if (segStart && cps[i + 1] === '/') (i++, (re += '(?:.*/)?'));
+      else if (segStart && cps[i + 1] === '/') {
+        i++;
+        re += '(?:.*/)?';
+      }
       else re += '.*';
     } else if (c === '?') re += '[^/]';
     else if (c === '[') {
       let body = '';
       let negate = false;
-      if (cps[i + 1] === '!' || cps[i + 1] === '^') (negate = true, i++);
+      if (cps[i + 1] === '!' || cps[i + 1] === '^') {
+        negate = true;
+        i++;
+      }
       while (cps[++i] !== ']') body += cps[i] === '\\' ? '\\' + cps[++i] : cps[i];
       re += negate ? `[^/${body}]` : `(?!/)[${body}]`;
-    } else if (c === '{') (depth++, (re += '(?:'));
-    else if (c === '}' && depth > 0) (depth--, (re += ')'));
+    } else if (c === '{') {
+      depth++;
+      re += '(?:';
+    } else if (c === '}' && depth > 0) {
+      depth--;
+      re += ')';
+    }
     else if (c === ',' && depth > 0) re += '|';
     else re += escapeRe(c);
   }
@@ -313,7 +327,7 @@ for (const era of ERAS) describe(`filtering over stdio (${era})`, () => {
       { filters: { uri_paths: [`${R}docs`, `${R}${enc('日本')}`, `${R}caf%c3%a9`, `${R}café`] } }, // order and duplicates do not matter
       { ...params, filter: { namePatterns: [] } },
     ]) {
-      const rest = await walk(conn, { ...other, cursor: first.nextCursor as string }, 7);
+      const rest = await walk(conn, { ...other, cursor: first.nextCursor }, 7);
       assert.deepEqual([...firstUris, ...rest], expected, JSON.stringify(other));
     }
     await rejectsExactly(conn.request('resources/list', { prefix: `${R}café`, cursor: first.nextCursor as string }), INVALID_PARAMS, FILTER_CHANGED);
@@ -324,7 +338,7 @@ for (const era of ERAS) describe(`filtering over stdio (${era})`, () => {
     const first = await conn.request('resources/list', { uri: `${R}lib` });
     const firstUris = (first.resources as LooseResult[]).map((r) => r.uri as string);
     for (const other of [`${R}lib/`, `${R}lib`, `${R}math/../lib/`, `${R.replace('file://', 'file://localhost')}lib/`]) {
-      const rest = await walk(conn, { uri: other, cursor: first.nextCursor as string }, 7);
+      const rest = await walk(conn, { uri: other, cursor: first.nextCursor }, 7);
       assert.deepEqual([...firstUris, ...rest], lib, other);
     }
     await rejectsExactly(conn.request('resources/list', { uri: `${R}math/`, cursor: first.nextCursor as string }), INVALID_PARAMS, FILTER_CHANGED);
@@ -508,8 +522,12 @@ for (const era of ERAS) describe(`templates over several roots (${era})`, () => 
   });
 });
 
+/** An initialize result's capabilities, read loosely. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the test reads nested keys of whatever was sent
+type Capabilities = Record<string, any>;
+
 /** The initialize result as sent: SDK clients strip capability keys they do not know. */
-async function rawInitialize(args: string[]): Promise<Record<string, any>> {
+async function rawInitialize(args: string[]): Promise<Capabilities> {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
   try {
     child.stdin.write(
@@ -527,7 +545,7 @@ async function rawInitialize(args: string[]): Promise<Record<string, any>> {
       child.stdout.on('data', (chunk: Buffer) => {
         buffered += chunk.toString();
         for (const line of buffered.split('\n').slice(0, -1)) {
-          const message = JSON.parse(line) as { id?: number; result?: Record<string, any> };
+          const message = JSON.parse(line) as { id?: number; result?: Capabilities };
           if (message.id === 1) resolve(message.result!);
         }
       });

@@ -47,7 +47,7 @@ describe('listen tracking in process', () => {
     const uris = Array.from({ length: MAX_LISTEN_URIS + 1 }, (_, i) => `${rootUri}f${i}.txt`);
     const refused = session.onInbound(listenRequest(1, uris), 'modern');
     assert.equal(refused?.error.code, -32602);
-    assert.match(refused!.error.message, new RegExp(`Too many resourceSubscriptions: ${MAX_LISTEN_URIS + 1} exceeds maximum of ${MAX_LISTEN_URIS}`));
+    assert.match(refused.error.message, new RegExp(`Too many resourceSubscriptions: ${MAX_LISTEN_URIS + 1} exceeds maximum of ${MAX_LISTEN_URIS}`));
     assert.equal(session.connection.subscriptions.size, 0);
   });
 

@@ -5,7 +5,6 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { z } from 'zod';
 import { bigTree, CLI, connect, diskUris, tempDir, tempTree, waitFor, writeTree } from '../helpers.ts';
 import { connectWithNotes, listingDiff, listingEqualsDisk, listedUris } from '../live-helpers.ts';
 

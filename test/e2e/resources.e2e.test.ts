@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { CLI, connect, diskUris, ERAS, listAll, notFoundCode, rejectsWith, serveTree, tempDir, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+import { CLI, connect, diskUris, ERAS, listAll, notFoundCode, rejectsWith, serveTree, tempDir, writeTree, type LooseResult } from '../helpers.ts';
 
 /** What an error's data repeats of a URI: at most 512 characters, then the length. */
 const echoed = (uri: string) => (uri.length <= 512 ? uri : `${uri.slice(0, 512)}… (${uri.length} characters)`);

@@ -175,7 +175,7 @@ describe('the stdio wire', () => {
       server.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
       const early = await server.answer(1);
       assert.equal(early.error?.code, -32600);
-      assert.match(early.error!.message, /before initialize/);
+      assert.match(early.error.message, /before initialize/);
       assert.ok((await server.answer(2)).result, 'ping before initialize is answered');
       server.initialize(3);
       assert.equal((await server.answer(3)).result?.protocolVersion, '2025-11-25');
@@ -234,7 +234,7 @@ describe('the stdio wire', () => {
       server.child.stdin.write('"}}}\n');
       const oversize = await server.answer(77);
       assert.equal(oversize.error?.code, -32600);
-      assert.match(oversize.error!.message, new RegExp(`${MAX_REQUEST_LINE_BYTES}-byte line limit`));
+      assert.match(oversize.error.message, new RegExp(`${MAX_REQUEST_LINE_BYTES}-byte line limit`));
       server.send({ jsonrpc: '2.0', id: 78, method: 'resources/list', params: {} });
       assert.ok((await server.answer(78)).result, 'the next request is served');
       // A buffering transport would hold the 64 MiB line (and rescan it per chunk).

@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { CallToolResultSchema, GetPromptResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connect, ERAS, notFoundCode, rejectsWith, serveTree, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+import { connect, ERAS, notFoundCode, rejectsWith, serveTree, tempDir, waitFor, writeTree, type LooseResult } from '../helpers.ts';
 
 const BINARY = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0xff, 0xfe, 0x00, 0x10]);
 const BIG_BINARY = Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 256));

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { succ } from '../../src/keys.ts';
 import { parseListParams } from '../../src/query/filter.ts';
 import {
   intersectRanges,
   matchesQuery,
   matchesTemplate,
   planQuery,
-  succ,
   unionRanges,
   type KeyRange,
   type Plan,

@@ -3,7 +3,7 @@
 // in the index once LiveSync.start() resolves. Real folders, real watchers.
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { defaultScanWorkerUrl } from '../../src/index/scan-thread.ts';

@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
-import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { MAX_REQUESTS_IN_FLIGHT, StdioTransport } from '../../src/protocol/stdio-transport.ts';
 import { nestedDeeperThan } from '../../src/protocol/wire.ts';
 import { waitFor } from '../helpers.ts';
@@ -44,7 +43,7 @@ describe('stdio back-pressure', () => {
     transport.onmessage = (message) => {
       received++;
       const { id } = message as { id: number };
-      setImmediate(() => void transport.send({ jsonrpc: '2.0', id, result: { pad: 'x'.repeat(2048) } } as JSONRPCMessage).catch(() => {}));
+      setImmediate(() => void transport.send({ jsonrpc: '2.0', id, result: { pad: 'x'.repeat(2048) } }).catch(() => {}));
     };
     await transport.start();
     const total = 2000;
@@ -75,7 +74,7 @@ describe('the end of stdin', () => {
     const transport = new StdioTransport(input, output, { onEnd: (reason) => (ended = reason) });
     transport.onmessage = (message) => {
       const { id } = message as { id: number };
-      setTimeout(() => void transport.send({ jsonrpc: '2.0', id, result: {} } as JSONRPCMessage), 20);
+      setTimeout(() => void transport.send({ jsonrpc: '2.0', id, result: {} }), 20);
     };
     await transport.start();
     input.end(ping(1).trim()); // no newline

@@ -474,7 +474,7 @@ describe('resolveUri (real folders)', () => {
         root: roots.find((r) => r.path === join(tmp, expected.root)),
         isDirectory: expected.dir,
       });
-      assert.match(got!.uri, ASCII);
+      assert.match(got.uri, ASCII);
     });
   }
 

@@ -2,7 +2,7 @@
 // Real temp folders and real inotify watches; the only staged failure is an
 // fs.watch that throws ENOSPC, as an exhausted inotify limit does.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, watch, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { countInotifyWatches } from '../../bench/watch-probe.ts';

@@ -138,7 +138,6 @@ function outputBlock(text: string, maxChars: number): string {
 }
 
 function stripAnsi(text: string): string {
-  // eslint-disable-next-line no-control-regex
   return text.replace(/\u001b\[[0-9;]*[A-Za-z]/g, '');
 }
 
