@@ -13,6 +13,14 @@ export interface EntryRow {
   size: number;
   mtime: number;
   mime: string;
+  /**
+   * The entry's identity on disk: inode and device numbers (as doubles: exact
+   * below 2^53, and two identities that round alike are rare enough that the
+   * mtime and size still tell them apart). A directory of another identity
+   * under the same name (swapped in, re-made) is walked whole; see Reconciler.
+   */
+  ino: number;
+  dev: number;
 }
 
 /**
@@ -30,6 +38,8 @@ export interface EntryColumns {
   size: Float64Array;
   mtime: Float64Array;
   mime: string[];
+  ino: Float64Array;
+  dev: Float64Array;
 }
 
 export function toColumns(rows: readonly EntryRow[]): EntryColumns {
@@ -44,6 +54,8 @@ export function toColumns(rows: readonly EntryRow[]): EntryColumns {
     size: new Float64Array(n),
     mtime: new Float64Array(n),
     mime: new Array(n),
+    ino: new Float64Array(n),
+    dev: new Float64Array(n),
   };
   for (let i = 0; i < n; i++) {
     const row = rows[i]!;
@@ -56,6 +68,8 @@ export function toColumns(rows: readonly EntryRow[]): EntryColumns {
     columns.size[i] = row.size;
     columns.mtime[i] = row.mtime;
     columns.mime[i] = row.mime;
+    columns.ino[i] = row.ino;
+    columns.dev[i] = row.dev;
   }
   return columns;
 }

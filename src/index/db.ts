@@ -11,7 +11,7 @@ export type Db = Database.Database;
  * Bump when the schema or the meaning of a column changes: an index file with
  * another version is rebuilt from the disk, never migrated in place.
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 // Keyset order: `uri` is TEXT with BINARY collation, and canonical URIs are
 // ASCII, so SQLite order == JS string order == byte order. Every ordering in the
@@ -31,7 +31,9 @@ CREATE TABLE entries (
   kind   INTEGER NOT NULL,        -- 0 = document, 1 = collection
   size   INTEGER NOT NULL,        -- bytes (0 for collections)
   mtime  REAL NOT NULL,           -- modification time, ms since the epoch
-  mime   TEXT NOT NULL            -- primary MIME type
+  mime   TEXT NOT NULL,           -- primary MIME type
+  ino    INTEGER NOT NULL,        -- inode number: with dev, the entry's identity on disk
+  dev    INTEGER NOT NULL         -- device number
 ) WITHOUT ROWID;
 
 -- The content index behind the search tool (src/catalog/content-search.ts).
@@ -91,7 +93,7 @@ export const BULK_INDEXES: Record<string, string> = {
 export const SECONDARY_INDEXES: Record<string, string> = { ...SCAN_INDEXES, ...BULK_INDEXES };
 
 /** The columns of `entries`, in EntryRow's order: every SELECT of whole rows uses this. */
-export const ENTRY_COLUMNS = 'uri, parent, root, name, ext, kind, size, mtime, mime';
+export const ENTRY_COLUMNS = 'uri, parent, root, name, ext, kind, size, mtime, mime, ino, dev';
 
 export function createSecondaryIndexes(db: Db, indexes: Record<string, string> = SECONDARY_INDEXES): void {
   for (const [name, on] of Object.entries(indexes)) db.exec(`CREATE INDEX IF NOT EXISTS ${name} ON ${on}`);

@@ -21,11 +21,17 @@ export const SCAN_WATCH_MAX_DIRS = 20_000;
 export type ScanChanges = { paths: string[] } | { unknown: string };
 
 /**
- * How long after it is told to stop watching (release, finish) a ScanWatch
- * still takes events: they reach its thread when the loop next polls, and
- * one that happened before the watcher proper watched must not be lost.
+ * Resolves once the thread's event loop has been through its poll phase
+ * after the call: a ScanWatch told to stop watching (release, finish) still
+ * takes the events the kernel queued before then (closing a watch drops
+ * those not yet read), and one that happened before the watcher proper
+ * watched must not be lost. Two turns of the check phase have a poll phase
+ * between them wherever the call is made; a timer does not (a loop slower
+ * than the timer runs it before the next poll).
  */
-const RELEASE_DRAIN_MS = 10;
+function afterNextPoll(): Promise<void> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+}
 
 /**
  * Events taken in one go (one poll of the thread's loop) past which the
@@ -113,19 +119,19 @@ export class ScanWatch {
 
   /**
    * Closes the watches of `dirs`, which the watcher proper now watches
-   * (RELEASE_DRAIN_MS later: the events queued before it did still reach
-   * this thread first). Half the memory of two full sets of watches at once
+   * (after the next poll: the events queued before it did still reach this
+   * thread first). Half the memory of two full sets of watches at once
    * (at 1M files, 50k watches: about 60 MiB each).
    */
   release(dirs: readonly string[]): void {
     if (this.closed || this.unknown !== null) return;
-    setTimeout(() => {
+    void afterNextPoll().then(() => {
       if (this.closed) return;
       for (const dir of dirs) {
         this.watches.get(dir)?.close();
         this.watches.delete(dir);
       }
-    }, RELEASE_DRAIN_MS).unref();
+    });
   }
 
   /**
@@ -134,10 +140,7 @@ export class ScanWatch {
    * says what changed.
    */
   async finish(): Promise<ScanChanges> {
-    if (!this.closed) {
-      await new Promise((resolve) => setTimeout(resolve, RELEASE_DRAIN_MS));
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    if (!this.closed) await afterNextPoll();
     this.close();
     return this.unknown !== null ? { unknown: this.unknown } : { paths: [...this.changed] };
   }

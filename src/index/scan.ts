@@ -265,7 +265,7 @@ export function entryRow(
   path: string,
   name: string,
   isDirectory: boolean,
-  stats: Pick<Stats, 'size' | 'mtimeMs'>,
+  stats: Pick<Stats, 'size' | 'mtimeMs' | 'ino' | 'dev'>,
   parentUri: string | null,
   rootIndex: number,
 ): EntryRow {
@@ -280,11 +280,13 @@ export function entryRow(
     size: isDirectory ? 0 : stats.size,
     mtime: stats.mtimeMs,
     mime: isDirectory ? COLLECTION_MIME : (mimeFromName(name, ext) ?? ''),
+    ino: stats.ino,
+    dev: stats.dev,
   };
 }
 
-export function rootRow(root: Root, rootIndex: number, stats: Pick<Stats, 'mtimeMs'>): EntryRow {
-  return entryRow(root.path, root.name, true, { size: 0, mtimeMs: stats.mtimeMs }, null, rootIndex);
+export function rootRow(root: Root, rootIndex: number, stats: Pick<Stats, 'mtimeMs' | 'ino' | 'dev'>): EntryRow {
+  return entryRow(root.path, root.name, true, { size: 0, mtimeMs: stats.mtimeMs, ino: stats.ino, dev: stats.dev }, null, rootIndex);
 }
 
 /**

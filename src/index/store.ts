@@ -32,9 +32,10 @@ export class Store {
   constructor(readonly db: Db) {
     this.getStmt = db.prepare(`SELECT ${COLUMNS} FROM entries WHERE uri = ?`);
     this.upsertStmt = db.prepare(
-      `INSERT INTO entries (${COLUMNS}) VALUES (@uri, @parent, @root, @name, @ext, @kind, @size, @mtime, @mime)
+      `INSERT INTO entries (${COLUMNS}) VALUES (@uri, @parent, @root, @name, @ext, @kind, @size, @mtime, @mime, @ino, @dev)
        ON CONFLICT (uri) DO UPDATE SET parent = excluded.parent, root = excluded.root, name = excluded.name,
-         ext = excluded.ext, kind = excluded.kind, size = excluded.size, mtime = excluded.mtime, mime = excluded.mime`,
+         ext = excluded.ext, kind = excluded.kind, size = excluded.size, mtime = excluded.mtime, mime = excluded.mime,
+         ino = excluded.ino, dev = excluded.dev`,
     );
     this.deleteStmt = db.prepare(`DELETE FROM entries WHERE uri = ?`);
     // Keyset range, never LIKE: a collection and everything under it share its URI as a prefix.
@@ -55,10 +56,10 @@ export class Store {
     this.upsertMany = db.transaction((rows: readonly EntryRow[]) => {
       for (const row of rows) this.upsertStmt.run(row);
     });
-    const insertStmt = db.prepare(`INSERT OR REPLACE INTO entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    const insertStmt = db.prepare(`INSERT OR REPLACE INTO entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.insertScanned = db.transaction((c: EntryColumns) => {
       for (let i = 0; i < c.uri.length; i++) {
-        insertStmt.run(c.uri[i], c.parent[i], c.root[i], c.name[i], c.ext[i], c.kind[i], c.size[i], c.mtime[i], c.mime[i]);
+        insertStmt.run(c.uri[i], c.parent[i], c.root[i], c.name[i], c.ext[i], c.kind[i], c.size[i], c.mtime[i], c.mime[i], c.ino[i], c.dev[i]);
       }
     });
     this.deleteMany = db.transaction((uris: readonly string[]) => {

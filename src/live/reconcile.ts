@@ -1,7 +1,7 @@
 import type { Stats } from 'node:fs';
 import { lstat as lstatCallback } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, sep } from 'node:path';
 import { EntryKind, type EntryColumns, type EntryRow } from '../entry.ts';
 import { scanInThread } from '../index/scan-thread.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
@@ -62,16 +62,25 @@ export class Reconciler {
   }
 
   /**
-   * Looks at each path (absolute) as it is now. New directories, and
-   * directories whose `.gitignore` changed, are walked as subtrees.
+   * Looks at each path (absolute) as it is now, and at the directory that
+   * holds it (the one rule of docs/live-updates.md: an event is a hint that
+   * something changed there, the disk says what). A directory is compared
+   * with its row: of another identity (inode, device) it is walked whole; of
+   * the same identity with its mtime moved (entries made, removed or renamed
+   * in it, whether or not an event named them) it is listed again (relist).
+   * New directories, and directories whose `.gitignore` changed, are walked.
    */
   async paths(paths: Iterable<string>): Promise<void> {
     const { store, rules } = this.index;
     const trees = new Set<string>();
+    /** Indexed directories of the same identity whose mtime moved: their entries changed (see relist). */
+    const relists = new Set<string>();
     const ignoreEdits = new Set<string>();
-    const files: string[] = [];
+    const looked = new Set<string>();
     for (const path of new Set(paths)) {
-      if (!findRoot(this.roots, path)) continue;
+      const root = findRoot(this.roots, path);
+      if (!root) continue;
+      if (path !== root.path) looked.add(dirname(path));
       if (basename(path) === '.gitignore' && this.index.options.gitignore) {
         // What is ignored beneath this directory may have changed either way:
         // forget its rules and diff the subtree (which reads them again).
@@ -79,9 +88,10 @@ export class Reconciler {
         trees.add(dirname(path));
         ignoreEdits.add(dirname(path));
       } else {
-        files.push(path);
+        looked.add(path);
       }
     }
+    const files = [...looked];
     const stats = await mapLimited(files, lstatOrNull);
     for (let i = 0; i < files.length; i++) {
       if (this.isClosed()) return;
@@ -92,8 +102,16 @@ export class Reconciler {
       const isDir = st?.isDirectory() ?? false;
       const isFile = st?.isFile() ?? false;
       if (path === root.path) {
-        if (isDir) this.consider(rootRow(root, rootIndex, st), path);
-        else this.log.warn(`served folder ${root.path} is gone or not a folder`);
+        if (!isDir) {
+          this.rootGone(root);
+          continue;
+        }
+        const row = rootRow(root, rootIndex, st);
+        const known = store.get(row.uri);
+        // Re-made (rm -rf and mkdir, a checkout that replaced it): nothing the index knows of it holds.
+        if (known && !sameIdentity(known, row)) trees.add(path);
+        else if (known && known.mtime !== row.mtime) relists.add(path);
+        this.consider(row, path, known ?? null);
         continue;
       }
       const fileUri = pathToUri(path, false);
@@ -113,7 +131,13 @@ export class Reconciler {
         this.consider(entryRow(path, basename(path), false, st, parentUri, rootIndex), path);
         await this.limitSniffs();
       } else if (store.get(dirUri)) {
-        this.consider(entryRow(path, basename(path), true, st, parentUri, rootIndex), path);
+        const row = entryRow(path, basename(path), true, st, parentUri, rootIndex);
+        const known = store.get(dirUri)!;
+        // Another directory under this name (a build output swapped in: mv dist.new dist): walk it whole.
+        if (!sameIdentity(known, row)) trees.add(path);
+        // The same one, with entries added or removed that no event may have named: list it again.
+        else if (known.mtime !== row.mtime) relists.add(path);
+        this.consider(row, path, known);
       } else {
         this.removeIfIndexed(fileUri);
         trees.add(path); // new directory (created, moved in, or un-ignored): walk it
@@ -121,6 +145,10 @@ export class Reconciler {
       if (this.pendingCount() >= BATCH) await this.flush();
     }
     await this.flush();
+    for (const dir of relists) {
+      if (this.isClosed()) return;
+      if (![...trees].some((tree) => dir === tree || dir.startsWith(tree + sep))) await this.relist(dir);
+    }
     for (const dir of outermostDirs(trees)) {
       if (this.isClosed()) return;
       if (!ignoreEdits.has(dir)) this.rewatch(dir, 'found');
@@ -139,7 +167,10 @@ export class Reconciler {
     const rootIndex = this.roots.indexOf(root);
     const st = await lstatOrNull(dir);
     if (dir === root.path) {
-      if (!st?.isDirectory()) return this.log.warn(`served folder ${root.path} is gone or not a folder`);
+      if (!st?.isDirectory()) {
+        this.rootGone(root);
+        return this.flush();
+      }
       if (newDirsAre === undefined) return this.walkedRoot(root, rootIndex);
       this.consider(rootRow(root, rootIndex, st), dir);
     } else {
@@ -162,6 +193,35 @@ export class Reconciler {
       if (this.pendingCount() >= BATCH) await this.flush();
     }
     await this.flush();
+    this.reportSkips();
+  }
+
+  /**
+   * Lists the indexed directory `dir` again, of the same identity as the
+   * index knows it, and compares each entry with the index by type, size,
+   * mtime and identity. Beneath it, a directory that is new or of another
+   * identity is walked whole (tree); one whose own mtime moved (entries
+   * added, removed or renamed in it) is listed again the same way; one
+   * unchanged is left alone: what changes inside it without changing it
+   * (a file written) is its own watch's to report.
+   */
+  async relist(dir: string): Promise<void> {
+    const root = findRoot(this.roots, dir);
+    if (!root) return;
+    const rootIndex = this.roots.indexOf(root);
+    const pending = [dir];
+    const walkWhole: string[] = [];
+    while (pending.length > 0) {
+      if (this.isClosed()) return;
+      const round = pending.splice(-PARALLEL_DIRS);
+      await Promise.all(round.map((d) => this.diffDirectory(d, rootIndex, pending, 'found', walkWhole)));
+      if (this.pendingCount() >= BATCH) await this.flush();
+    }
+    await this.flush();
+    for (const tree of outermostDirs(walkWhole)) {
+      if (this.isClosed()) return;
+      await this.tree(tree, 'found');
+    }
     this.reportSkips();
   }
 
@@ -247,6 +307,12 @@ export class Reconciler {
     rootIndex: number,
     pending: string[],
     newDirsAre: RewatchReason | undefined,
+    /**
+     * Given (relist): only subdirectories whose mtime moved join `pending`,
+     * and those new or of another identity go here; otherwise every
+     * subdirectory joins `pending`.
+     */
+    walkWhole?: string[],
   ): Promise<void> {
     const { rules } = this.index;
     const dirUri = pathToUri(dir, true);
@@ -292,8 +358,10 @@ export class Reconciler {
       this.consider(row, path, known ?? null);
       await this.limitSniffs();
       if (st.isDirectory()) {
-        pending.push(path);
         if (!known) this.rewatch(path, newDirsAre ?? 'found');
+        if (walkWhole === undefined) pending.push(path);
+        else if (!known || known.kind !== row.kind || !sameIdentity(known, row)) walkWhole.push(path);
+        else if (known.mtime !== row.mtime) pending.push(path);
       }
     }
     // In the index, not on disk (or ignored now): a collection takes its subtree with it.
@@ -307,6 +375,7 @@ export class Reconciler {
       existing &&
       existing.mtime === row.mtime &&
       existing.size === row.size &&
+      sameIdentity(existing, row) &&
       existing.kind === row.kind &&
       existing.parent === row.parent &&
       existing.root === row.root
@@ -323,6 +392,18 @@ export class Reconciler {
     const sniffs = this.sniffs;
     this.sniffs = [];
     await Promise.all(sniffs);
+  }
+
+  /**
+   * A served folder that is gone (deleted, moved away, replaced by a file):
+   * nothing of it is listed any more, its own row included, as on disk. The
+   * watcher looks for it to come back (then it is walked whole); the server
+   * goes on serving the other roots.
+   */
+  private rootGone(root: Root): void {
+    if (!this.index.store.get(root.uri)) return;
+    this.log.warn(`served folder ${escapeName(root.path)} is gone or not a folder: its entries are no longer listed until it is back`);
+    this.removed.push(root.uri);
   }
 
   private removeIfIndexed(uri: string): void {
@@ -357,6 +438,11 @@ export class Reconciler {
   }
 }
 
+/** Whether two rows of one path name the same file on disk (inode and device). */
+function sameIdentity(a: Pick<EntryRow, 'ino' | 'dev'>, b: Pick<EntryRow, 'ino' | 'dev'>): boolean {
+  return a.ino === b.ino && a.dev === b.dev;
+}
+
 /** Gone (or unreachable) is null: the caller treats it as not there. Callback lstat: measurably cheaper than fs/promises per call. */
 function lstatOrNull(path: string): Promise<Stats | null> {
   return new Promise((resolve) => lstatCallback(path, (error, stats) => resolve(error ? null : stats)));
@@ -385,5 +471,7 @@ function rowAt(c: EntryColumns, i: number): EntryRow {
     size: c.size[i]!,
     mtime: c.mtime[i]!,
     mime: c.mime[i]!,
+    ino: c.ino[i]!,
+    dev: c.dev[i]!,
   };
 }

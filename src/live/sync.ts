@@ -3,7 +3,7 @@ import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../index/store.ts';
 import { pathToUri, uriToPath } from '../uri.ts';
-import { AUTO_CHOKIDAR_MAX_ENTRIES, BACKEND_STARTERS, planWatchers, type WatcherPlan } from './choose.ts';
+import { BACKEND_STARTERS, planWatchers, type WatcherPlan } from './choose.ts';
 import { Reconciler } from './reconcile.ts';
 import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatcherBackend, type WatchSink } from './watcher.ts';
 
@@ -116,8 +116,7 @@ export class LiveSync {
       return; // the scan failed (or the index closed): requests report it
     }
     if (this.closed) return;
-    // `auto` only asks whether the index holds more than AUTO_CHOKIDAR_MAX_ENTRIES: no need to count 1M rows.
-    this.plan = planWatchers(this.options.watcher, index.store.countUpTo(AUTO_CHOKIDAR_MAX_ENTRIES + 1));
+    this.plan = planWatchers(this.options.watcher);
     await this.startWatcher(this.plan.candidates, this.plan.reason);
     const asked = performance.now();
     // Taken now that the watcher is up: between the two, every change is seen by one or the other.
@@ -149,11 +148,13 @@ export class LiveSync {
    * on it was on the one it read.
    */
   private reconcileScanChanges(paths: readonly string[]): Promise<void> {
-    const { store } = this.options.index;
+    const { store, roots } = this.options.index;
     const isIndexedDirectory = (path: string) => store.get(pathToUri(path, true)) !== undefined;
     return this.enqueue(async () => {
       const wereDirectories = paths.filter(isIndexedDirectory);
-      await this.reconciler.paths(paths);
+      // Each root too, whatever its watch said: one re-made since the scan read it (rm -rf, mkdir) is
+      // of another identity and walked whole, one whose entries changed is listed again (Reconciler.paths).
+      await this.reconciler.paths([...roots.map((root) => root.path), ...paths]);
       for (const dir of outermostDirs(wereDirectories.filter(isIndexedDirectory))) {
         if (this.closed) return;
         await this.reconciler.tree(dir);

@@ -7,6 +7,12 @@ import { isResourceExhausted, type StartWatcher, type Watcher, type WatchStart }
 const START_SLICE = 2000;
 /** Directories of a new subtree read at once while watching it. */
 const PARALLEL_READDIR = 8;
+/**
+ * How often a served folder that went away (deleted, moved) is looked for:
+ * its parent is not watched, so no event says it is back (rm -rf and mkdir,
+ * a checkout that re-made it). Once back it is watched and walked whole.
+ */
+const ROOT_RETURN_POLL_MS = 500;
 
 /** How one directory is watched: fs.watch, or a stand-in that fails the way an exhausted inotify does (tests). */
 export type WatchDirectory = (dir: string, listener: (event: string, filename: string | null) => void) => FSWatcher;
@@ -153,6 +159,29 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
     pump();
   };
 
+  const rootPaths = new Set(roots.map((root) => root.path));
+  /** Served folders not there now (see ROOT_RETURN_POLL_MS), and the timer that looks for them. */
+  const missingRoots = new Set<string>();
+  let rootPoll: NodeJS.Timeout | undefined;
+  const rootMissing = (root: string) => {
+    missingRoots.add(root);
+    rootPoll ??= setInterval(() => {
+      for (const path of missingRoots) {
+        const st = lstatOrNull(path);
+        if (!st?.isDirectory() || closed) continue;
+        missingRoots.delete(path);
+        watchTree(path, st);
+        // Whatever it holds came with no event of ours.
+        void sink.rescan(path);
+      }
+      if (missingRoots.size === 0 || closed) {
+        clearInterval(rootPoll);
+        rootPoll = undefined;
+      }
+    }, ROOT_RETURN_POLL_MS);
+    rootPoll.unref();
+  };
+
   /**
    * Makes the watch of `path` match what is there now: a new directory is
    * watched with its subtree, one that went away released, one replaced by
@@ -169,8 +198,9 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
         void sink.rescan(path);
       }
       if (!rules.isIgnored(path, true)) watchTree(path, st);
-    } else if (known) {
-      unwatch(path);
+    } else {
+      if (known) unwatch(path);
+      if (rootPaths.has(path)) rootMissing(path);
     }
   };
 
@@ -200,6 +230,7 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
 
   const close = async () => {
     closed = true;
+    clearInterval(rootPoll);
     for (const entry of watched.values()) entry.watcher.close();
     watched.clear();
     toRead.length = 0;
@@ -211,6 +242,7 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
   for (const root of roots) {
     const st = lstatOrNull(root.path);
     if (st?.isDirectory()) watchOne(root.path, st);
+    else rootMissing(root.path);
   }
   const stopped = () => start.stopped?.() === true;
   try {

@@ -13,7 +13,7 @@ export type { EntryRow };
  * What a listing needs of an entry: everything but `parent` and `ext`, which
  * only choose rows (in SQL). Two long strings fewer per row.
  */
-export type ListedRow = Omit<EntryRow, 'parent' | 'ext'>;
+export type ListedRow = Omit<EntryRow, 'parent' | 'ext' | 'ino' | 'dev'>;
 
 export interface PageResult {
   /** Matching rows, ascending URI, at most `limit`. */

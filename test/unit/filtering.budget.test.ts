@@ -18,7 +18,7 @@ const plan = (params: unknown) => planQuery(parseListParams(params, 'resources/l
 function row(uri: string): EntryRow {
   const name = uri.replace(/\/$/, '').split('/').at(-1)!;
   const dot = name.lastIndexOf('.');
-  return { uri, parent: R, root: 0, name, ext: dot < 0 ? '' : name.slice(dot + 1), kind: 0, size: 1, mtime: 0, mime: 'text/plain' };
+  return { uri, parent: R, root: 0, name, ext: dot < 0 ? '' : name.slice(dot + 1), kind: 0, size: 1, mtime: 0, mime: 'text/plain', ino: 0, dev: 0 };
 }
 
 describe('glob work', () => {
@@ -97,7 +97,7 @@ describe('listPage under a work budget', () => {
   before(() => {
     db = openDb(':memory:', silentLogger).db;
     const stmt = db.prepare(
-      `INSERT INTO entries (uri, parent, root, name, ext, kind, size, mtime, mime) VALUES (@uri, @parent, @root, @name, @ext, @kind, @size, @mtime, @mime)`,
+      `INSERT INTO entries (uri, parent, root, name, ext, kind, size, mtime, mime, ino, dev) VALUES (@uri, @parent, @root, @name, @ext, @kind, @size, @mtime, @mime, @ino, @dev)`,
     );
     db.transaction(() => uris.forEach((u) => stmt.run(row(u))))();
     pager = createPager(db);

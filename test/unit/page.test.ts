@@ -22,7 +22,7 @@ function entry(uri: string, parent: string | null): EntryRow {
   const name = decodeURIComponent(uri.replace(/\/$/, '').split('/').at(-1)!);
   const dot = name.lastIndexOf('.');
   const kind = uri.endsWith('/') ? 1 : 0;
-  return { uri, parent, root: 0, name, ext: dot < 0 ? '' : name.slice(dot + 1), kind, size: 1, mtime: 0, mime: 'text/plain' };
+  return { uri, parent, root: 0, name, ext: dot < 0 ? '' : name.slice(dot + 1), kind, size: 1, mtime: 0, mime: 'text/plain', ino: 0, dev: 0 };
 }
 
 const SEGMENTS = ['a', 'b', 'math', 'mathematic', 'src', 'caf%C3%A9', 'x.y', 'a%20b'];
@@ -47,8 +47,8 @@ function generate(rand: () => number, count: number, tag = ''): EntryRow[] {
 
 function insertAll(db: Db, rows: readonly EntryRow[]) {
   const stmt = db.prepare(
-    `INSERT OR REPLACE INTO entries (uri, parent, root, name, ext, kind, size, mtime, mime)
-     VALUES (@uri, @parent, @root, @name, @ext, @kind, @size, @mtime, @mime)`,
+    `INSERT OR REPLACE INTO entries (uri, parent, root, name, ext, kind, size, mtime, mime, ino, dev)
+     VALUES (@uri, @parent, @root, @name, @ext, @kind, @size, @mtime, @mime, @ino, @dev)`,
   );
   db.transaction(() => rows.forEach((r) => stmt.run(r)))();
 }

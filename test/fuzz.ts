@@ -1,0 +1,557 @@
+// A model-based fuzzer of folder-mcp's one promise: what it lists is what is
+// on disk. Random operations on a temp tree (create, write, grow with the
+// mtime put back, delete, rename, swap two folders, a folder replaced by a
+// file and back, the served folder deleted and made again, a served folder
+// inside another moved away and back), with the built server running over
+// stdio, restarted, SIGKILLed at random moments (mid-scan among them) and
+// changed behind its back between runs. At each check the server gets a
+// few seconds to settle (far less than its 60 s safety diff, which would
+// hide a lost change), then every page of resources/list must equal a walk
+// of the disk (URI, and size for documents), and resources/read of the
+// files written since the last check must return what the disk holds.
+//
+//   npm run fuzz -- --seed 1 --ops 60 --backend dirs [--seeds 200] [--verbose]
+//   npm run fuzz -- --seed 1 --backend poll --replay ops.jsonl   (the operations a failure printed)
+//
+// On a difference it prints the seed, the difference and the operations,
+// shrunk to fewer that still fail. test/e2e/fuzz.e2e.test.ts runs a few
+// seeds per backend in npm test.
+import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { connect, tempDir, type Connected } from './helpers.ts';
+
+export type Backend = 'dirs' | 'poll' | 'chokidar';
+export const BACKENDS: readonly Backend[] = ['dirs', 'poll', 'chokidar'];
+
+/** One operation, concrete (paths relative to the served folder), so a run can be replayed and shrunk. */
+export type Op =
+  | { t: 'write'; path: string; size: number }
+  | { t: 'grow-keep-mtime'; path: string; size: number }
+  | { t: 'rm'; path: string }
+  | { t: 'mkdir'; path: string }
+  | { t: 'mv'; from: string; to: string }
+  | { t: 'swap'; a: string; b: string }
+  | { t: 'dir-to-file'; path: string }
+  | { t: 'file-to-dir'; path: string }
+  | { t: 'remake-root'; files: string[] }
+  | { t: 'inner-away' }
+  | { t: 'inner-back' }
+  | { t: 'start' }
+  | { t: 'stop' }
+  | { t: 'kill'; afterMs: number }
+  | { t: 'check' };
+
+export interface FuzzOptions {
+  seed: number;
+  ops: number;
+  backend: Backend;
+  /** How long the server may take to list what is on disk after a check starts. */
+  settleMs?: number;
+  /** Shrink the operations of a failing run (default true; each try is a run). */
+  shrink?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface FuzzFailure {
+  /** Which check failed, and how the listing differs from the disk. */
+  message: string;
+  ops: Op[];
+}
+
+const NAMES = ['a', 'b', 'c.txt', 'd.md', 'e f.txt', 'é.txt', 'g-h', 'i_j.txt'];
+/** The second served folder, inside the first (a root inside a root). */
+const INNER = 'inner';
+const MAX_DEPTH = 3;
+
+/** A small seeded PRNG (mulberry32): the same seed, the same run. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Place {
+  /** The served folder. */
+  root: string;
+  /** Where the inner served folder goes when moved away. */
+  away: string;
+  dbFile: string;
+}
+
+/** Files and folders under the served folder, relative, with the inner one's state. */
+function walk(root: string): { files: string[]; dirs: string[] } {
+  const files: string[] = [];
+  const dirs: string[] = [];
+  const visit = (rel: string) => {
+    for (const d of readdirSync(join(root, rel), { withFileTypes: true })) {
+      const path = rel === '' ? d.name : `${rel}/${d.name}`;
+      if (d.isDirectory()) {
+        dirs.push(path);
+        visit(path);
+      } else if (d.isFile()) {
+        files.push(path);
+      }
+    }
+  };
+  visit('');
+  return { files, dirs };
+}
+
+/** What resources/list must give: every entry's URI, with the size of documents. */
+function expected(place: Place): Map<string, number | null> {
+  const out = new Map<string, number | null>();
+  const base = pathToFileURL(place.root).href;
+  out.set(`${base}/`, null);
+  const { files, dirs } = walk(place.root);
+  for (const dir of dirs) out.set(`${pathToFileURL(join(place.root, dir)).href}/`, null);
+  for (const file of files) out.set(pathToFileURL(join(place.root, file)).href, lstatSync(join(place.root, file)).size);
+  return out;
+}
+
+function content(size: number, salt: number): string {
+  let text = '';
+  for (let i = 0; i < size; i++) text += String.fromCharCode(97 + ((i * 7 + salt) % 26));
+  return text;
+}
+
+/** Generates the next operation from the disk as it is (so every operation applies). */
+function nextOp(rand: () => number, place: Place, up: boolean, innerAway: boolean): Op {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
+  const { files, dirs } = walk(place.root);
+  const movable = dirs.filter((d) => d !== INNER);
+  const depth = (p: string) => p.split('/').length;
+  const newPath = (): string => {
+    const parents = ['', ...dirs.filter((d) => depth(d) < MAX_DEPTH)];
+    const parent = pick(parents);
+    return parent === '' ? pick(NAMES) : `${parent}/${pick(NAMES)}`;
+  };
+  const free = (): string | null => {
+    for (let i = 0; i < 10; i++) {
+      const path = newPath();
+      if (!files.includes(path) && !dirs.includes(path)) return path;
+    }
+    return null;
+  };
+  const roll = rand();
+  if (!up) {
+    if (innerAway && roll < 0.5) return { t: 'inner-back' };
+    if (roll < 0.25 && !innerAway) return rand() < 0.3 ? { t: 'kill', afterMs: Math.floor(rand() * 150) } : { t: 'start' };
+  } else {
+    if (roll < 0.05) return { t: 'stop' };
+    if (roll < 0.09) return { t: 'kill', afterMs: 0 };
+    if (roll < 0.2) return { t: 'check' };
+  }
+  const r = rand();
+  if (r < 0.25 || files.length === 0) {
+    const path = rand() < 0.5 && files.length > 0 ? pick(files) : free();
+    if (path) return { t: 'write', path, size: Math.floor(rand() * 64) };
+  }
+  if (r < 0.33 && files.length > 0) {
+    const path = pick(files);
+    return { t: 'grow-keep-mtime', path, size: lstatSync(join(place.root, path)).size + 1 + Math.floor(rand() * 16) };
+  }
+  if (r < 0.43 && files.length + movable.length > 0) return { t: 'rm', path: pick([...files, ...movable]) };
+  if (r < 0.53) {
+    const path = free();
+    if (path) return { t: 'mkdir', path };
+  }
+  if (r < 0.68 && files.length + movable.length > 0) {
+    const from = pick([...files, ...movable]);
+    const to = free();
+    if (to && !to.startsWith(`${from}/`)) return { t: 'mv', from, to };
+  }
+  if (r < 0.76 && movable.length >= 2) {
+    const a = pick(movable);
+    const b = pick(movable);
+    if (a !== b && !a.startsWith(`${b}/`) && !b.startsWith(`${a}/`)) return { t: 'swap', a, b };
+  }
+  if (r < 0.82 && movable.length > 0) return { t: 'dir-to-file', path: pick(movable) };
+  if (r < 0.88 && files.length > 0) return { t: 'file-to-dir', path: pick(files) };
+  if (r < 0.91) return { t: 'remake-root', files: [pick(NAMES), `${pick(NAMES.filter((n) => !n.includes('.')))}/${pick(NAMES)}`] };
+  if (r < 0.95) return innerAway ? { t: 'inner-back' } : { t: 'inner-away' };
+  const path = free();
+  return path ? { t: 'write', path, size: Math.floor(rand() * 64) } : { t: 'check' };
+}
+
+/** Runs operations against a server; resolves to the first difference found, or null. */
+async function run(place: Place, backend: Backend, ops: readonly Op[], settleMs: number, log: (line: string) => void): Promise<string | null> {
+  let server: Connected | null = null;
+  let innerAway = false;
+  /** Files written since the last check (read back at the next one). */
+  const written = new Set<string>();
+  const args = () => [place.root, join(place.root, INNER), '--db', place.dbFile, '--watcher', backend, '--poll-interval', '100', '--no-search', '--log-level', 'warn'];
+  const start = async () => {
+    if (server || innerAway) return false;
+    // The legacy era: one process per connection (the modern client may start another for a probe).
+    server = await connect(args(), { era: 'legacy' });
+    return true;
+  };
+  const stop = async (kill: boolean) => {
+    const s = server as Connected | null;
+    if (!s) return;
+    server = null;
+    if (kill && s.pid !== undefined) process.kill(s.pid, 'SIGKILL');
+    await s.close().catch(() => {});
+  };
+  const path = (rel: string) => join(place.root, rel);
+  try {
+    for (const [i, op] of ops.entries()) {
+      log(`${i}: ${JSON.stringify(op)}`);
+      try {
+        switch (op.t) {
+          case 'write':
+            mkdirSync(join(path(op.path), '..'), { recursive: true });
+            writeFileSync(path(op.path), content(op.size, i));
+            written.add(op.path);
+            break;
+          case 'grow-keep-mtime': {
+            const before = statSync(path(op.path));
+            writeFileSync(path(op.path), content(op.size, i));
+            utimesSync(path(op.path), before.atime, before.mtime);
+            written.add(op.path);
+            break;
+          }
+          case 'rm':
+            rmSync(path(op.path), { recursive: true });
+            break;
+          case 'mkdir':
+            mkdirSync(path(op.path));
+            break;
+          case 'mv':
+            renameSync(path(op.from), path(op.to));
+            break;
+          case 'swap':
+            renameSync(path(op.a), path(`${op.a}.swap`));
+            renameSync(path(op.b), path(op.a));
+            renameSync(path(`${op.a}.swap`), path(op.b));
+            break;
+          case 'dir-to-file':
+            rmSync(path(op.path), { recursive: true });
+            writeFileSync(path(op.path), content(9, i));
+            written.add(op.path);
+            break;
+          case 'file-to-dir':
+            rmSync(path(op.path));
+            mkdirSync(path(op.path));
+            break;
+          case 'remake-root':
+            if (innerAway) break; // the inner folder would be lost with it
+            rmSync(place.root, { recursive: true });
+            mkdirSync(join(place.root, INNER), { recursive: true });
+            for (const file of op.files) {
+              mkdirSync(join(path(file), '..'), { recursive: true });
+              writeFileSync(path(file), content(5, i));
+              written.add(file);
+            }
+            break;
+          case 'inner-away':
+            if (innerAway) break;
+            renameSync(path(INNER), place.away);
+            innerAway = true;
+            break;
+          case 'inner-back':
+            if (!innerAway) break;
+            rmSync(path(INNER), { recursive: true, force: true });
+            renameSync(place.away, path(INNER));
+            innerAway = false;
+            break;
+          case 'start':
+            await start();
+            break;
+          case 'stop':
+            await stop(false);
+            break;
+          case 'kill':
+            if (!server && !(await start())) break;
+            if (op.afterMs > 0) await new Promise((resolve) => setTimeout(resolve, op.afterMs));
+            await stop(true);
+            break;
+          case 'check': {
+            if (!server) break;
+            const s: Connected = server;
+            const difference = await settle(s, place, written, settleMs).catch((error: Error) => {
+              throw new Error(`${error.message}; the server's stderr:\n${s.stderr()}`);
+            });
+            if (difference) return `check at op ${i}: ${difference}`;
+            written.clear();
+            break;
+          }
+        }
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        // A replayed (shrunk) run may hold operations that no longer apply: skipped.
+        if (code !== 'ENOENT' && code !== 'ERR_FS_EISDIR' && code !== 'EEXIST' && code !== 'ENOTDIR' && code !== 'EISDIR' && code !== 'ENOTEMPTY' && code !== 'EINVAL') throw error;
+        log(`  skipped (${code})`);
+      }
+    }
+    if (innerAway) {
+      rmSync(path(INNER), { recursive: true, force: true });
+      renameSync(place.away, path(INNER));
+      innerAway = false;
+    }
+    if (!server) await start();
+    const s: Connected = server!;
+    const difference = await settle(s, place, written, settleMs).catch((error: Error) => {
+      throw new Error(`${error.message}; the server's stderr:\n${s.stderr()}`);
+    });
+    return difference ? `final check: ${difference}` : null;
+  } finally {
+    await stop(false);
+  }
+}
+
+/** Waits until the listing equals the disk (then reads the files written back); the last difference at the deadline. */
+async function settle(server: Connected, place: Place, written: Set<string>, settleMs: number): Promise<string | null> {
+  const deadline = Date.now() + settleMs;
+  let difference: string | null = null;
+  for (;;) {
+    difference = compare(await listAll(server), expected(place));
+    if (!difference) break;
+    if (Date.now() > deadline) return difference;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  for (const rel of written) {
+    const file = join(place.root, rel);
+    let st;
+    try {
+      st = lstatSync(file);
+    } catch {
+      continue;
+    }
+    if (!st.isFile()) continue;
+    const disk = readFileSync(file, 'utf8');
+    const result = await server.request('resources/read', { uri: pathToFileURL(file).href });
+    const text = (result.contents as { text?: string }[] | undefined)?.[0]?.text;
+    if (text !== disk) return `resources/read ${rel}: ${JSON.stringify(text)} where the disk holds ${JSON.stringify(disk)}`;
+  }
+  return null;
+}
+
+async function listAll(server: Connected): Promise<Map<string, number | null>> {
+  const out = new Map<string, number | null>();
+  let cursor: string | undefined;
+  do {
+    const page = await server.request('resources/list', cursor ? { cursor } : {});
+    for (const r of page.resources as { uri: string; size?: number }[]) out.set(r.uri, r.uri.endsWith('/') ? null : (r.size ?? -1));
+    cursor = page.nextCursor as string | undefined;
+  } while (cursor);
+  return out;
+}
+
+function compare(listed: Map<string, number | null>, disk: Map<string, number | null>): string | null {
+  const lines: string[] = [];
+  for (const [uri, size] of disk) {
+    if (!listed.has(uri)) lines.push(`missing ${uri}`);
+    else if (listed.get(uri) !== size) lines.push(`size of ${uri}: listed ${listed.get(uri)}, on disk ${size}`);
+  }
+  for (const uri of listed.keys()) if (!disk.has(uri)) lines.push(`listed but not on disk ${uri}`);
+  return lines.length === 0 ? null : lines.slice(0, 12).join('; ') + (lines.length > 12 ? `; and ${lines.length - 12} more` : '');
+}
+
+/** A fresh place with the seed's first tree. */
+function freshPlace(seed: number): { place: Place; cleanup: () => void } {
+  const dir = tempDir('folder-mcp-fuzz-');
+  const place: Place = { root: join(dir.path, 'tree'), away: join(dir.path, 'away'), dbFile: join(dir.path, 'index.db') };
+  const rand = rng(seed ^ 0x5eed);
+  mkdirSync(join(place.root, INNER), { recursive: true });
+  for (let i = 0; i < 12; i++) {
+    const parts = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => NAMES[Math.floor(rand() * NAMES.length)]!);
+    const file = join(place.root, ...(rand() < 0.3 ? [INNER, ...parts] : parts));
+    try {
+      mkdirSync(join(file, '..'), { recursive: true });
+      writeFileSync(file, content(1 + Math.floor(rand() * 40), i));
+    } catch {
+      // a name already taken by a folder (or a file where a folder would go): fine, fewer files
+    }
+  }
+  return { place, cleanup: dir.cleanup };
+}
+
+/** Generates and runs `ops` operations from `seed`; returns the failure (ops shrunk) or null. */
+export async function fuzz(options: FuzzOptions): Promise<FuzzFailure | null> {
+  const { seed, backend, settleMs = 8000, log = () => {} } = options;
+  const rand = rng(seed);
+  const ops: Op[] = [{ t: 'start' }];
+  // Operations are generated from the disk as it is: generated against a scratch copy run without a server.
+  const scratch = freshPlace(seed);
+  try {
+    let up = true;
+    let innerAway = false;
+    for (let i = 0; i < options.ops; i++) {
+      const op = nextOp(rand, scratch.place, up, innerAway);
+      ops.push(op);
+      applyOffline(scratch.place, op, i + 1);
+      if (op.t === 'start') up = true;
+      if (op.t === 'stop' || op.t === 'kill') up = false;
+      if (op.t === 'inner-away') innerAway = true;
+      if (op.t === 'inner-back') innerAway = false;
+    }
+  } finally {
+    scratch.cleanup();
+  }
+  ops.push({ t: 'check' });
+  const failed = await attempt(seed, backend, ops, settleMs, log).catch((error: Error) => `the run failed: ${error.message}`);
+  if (!failed) return null;
+  if (options.shrink === false) return { message: failed, ops };
+  log(`seed ${seed} (${backend}) failed: ${failed}; shrinking`);
+  return { message: failed, ops: await shrink(seed, backend, ops, settleMs, log) };
+}
+
+/** Applies a disk operation to the scratch copy (server operations do nothing there). */
+function applyOffline(place: Place, op: Op, i: number): void {
+  const path = (rel: string) => join(place.root, rel);
+  try {
+    switch (op.t) {
+      case 'write':
+      case 'grow-keep-mtime':
+        mkdirSync(join(path(op.path), '..'), { recursive: true });
+        writeFileSync(path(op.path), content(op.size, i));
+        break;
+      case 'rm':
+        rmSync(path(op.path), { recursive: true });
+        break;
+      case 'mkdir':
+        mkdirSync(path(op.path));
+        break;
+      case 'mv':
+        renameSync(path(op.from), path(op.to));
+        break;
+      case 'swap':
+        renameSync(path(op.a), path(`${op.a}.swap`));
+        renameSync(path(op.b), path(op.a));
+        renameSync(path(`${op.a}.swap`), path(op.b));
+        break;
+      case 'dir-to-file':
+        rmSync(path(op.path), { recursive: true });
+        writeFileSync(path(op.path), content(9, i));
+        break;
+      case 'file-to-dir':
+        rmSync(path(op.path));
+        mkdirSync(path(op.path));
+        break;
+      case 'remake-root':
+        if (!lstatOrNull(path(INNER))) break;
+        rmSync(place.root, { recursive: true });
+        mkdirSync(join(place.root, INNER), { recursive: true });
+        for (const file of op.files) {
+          mkdirSync(join(path(file), '..'), { recursive: true });
+          writeFileSync(path(file), content(5, i));
+        }
+        break;
+      case 'inner-away':
+        renameSync(path(INNER), place.away);
+        break;
+      case 'inner-back':
+        rmSync(path(INNER), { recursive: true, force: true });
+        renameSync(place.away, path(INNER));
+        break;
+      default:
+        break;
+    }
+  } catch {
+    // as in run(): an operation that does not apply is skipped
+  }
+}
+
+function lstatOrNull(path: string) {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}
+
+async function attempt(seed: number, backend: Backend, ops: readonly Op[], settleMs: number, log: (line: string) => void): Promise<string | null> {
+  const { place, cleanup } = freshPlace(seed);
+  try {
+    return await run(place, backend, ops, settleMs, log);
+  } finally {
+    cleanup();
+  }
+}
+
+/** Drops chunks of operations, then single ones, while the run still fails (a bounded number of runs). */
+async function shrink(seed: number, backend: Backend, ops: Op[], settleMs: number, log: (line: string) => void, budget = 40): Promise<Op[]> {
+  let current = ops;
+  let runs = 0;
+  for (let chunk = Math.floor(current.length / 2); chunk >= 1 && runs < budget; chunk = Math.floor(chunk / 2)) {
+    for (let at = 1; at < current.length - 1 && runs < budget; ) {
+      const candidate = [...current.slice(0, at), ...current.slice(at + chunk)];
+      runs++;
+      if (await attempt(seed, backend, candidate, settleMs, () => {}).catch(() => 'failed')) {
+        current = candidate;
+        log(`  shrunk to ${current.length} operations`);
+      } else {
+        at += chunk;
+      }
+    }
+  }
+  return current;
+}
+
+function parseArgs(argv: string[]): { seeds: number[]; ops: number; backends: Backend[]; verbose: boolean; settleMs: number } {
+  const value = (name: string) => {
+    const i = argv.indexOf(name);
+    return i === -1 ? undefined : argv[i + 1];
+  };
+  const seed = Number(value('--seed') ?? 1);
+  const count = Number(value('--seeds') ?? 1);
+  const backend = value('--backend');
+  if (backend !== undefined && !BACKENDS.includes(backend as Backend) && backend !== 'all') {
+    throw new Error(`--backend: one of ${BACKENDS.join(', ')}, all`);
+  }
+  return {
+    seeds: Array.from({ length: count }, (_, i) => seed + i),
+    ops: Number(value('--ops') ?? 60),
+    backends: backend === undefined || backend === 'all' ? [...BACKENDS] : [backend as Backend],
+    verbose: argv.includes('--verbose'),
+    settleMs: Number(value('--settle-ms') ?? 8000),
+  };
+}
+
+/** Replays a list of operations (as printed on a failure) from `--replay FILE` against one backend. */
+export async function replay(seed: number, backend: Backend, ops: readonly Op[], settleMs: number, log: (line: string) => void): Promise<string | null> {
+  return attempt(seed, backend, ops, settleMs, log).catch((error: Error) => `the run failed: ${error.message}`);
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const replayFile = process.argv.indexOf('--replay');
+  if (replayFile !== -1) {
+    const ops = readFileSync(process.argv[replayFile + 1]!, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Op);
+    for (const backend of args.backends) {
+      const failure = await replay(args.seeds[0]!, backend, ops, args.settleMs, args.verbose ? (line) => console.log(line) : () => {});
+      console.log(`${backend}: ${failure ?? 'no difference'}`);
+      if (failure) process.exitCode = 1;
+    }
+    return;
+  }
+  let failures = 0;
+  for (const backend of args.backends) {
+    let passed = 0;
+    const started = performance.now();
+    for (const seed of args.seeds) {
+      const failure = await fuzz({ seed, ops: args.ops, backend, settleMs: args.settleMs, ...(args.verbose ? { log: (line) => console.log(line) } : {}) });
+      if (!failure) {
+        passed++;
+        continue;
+      }
+      failures++;
+      console.log(`FAIL seed ${seed} backend ${backend}: ${failure.message}`);
+      console.log(`  replay: npm run fuzz -- --seed ${seed} --ops ${args.ops} --backend ${backend} --verbose`);
+      console.log(`  shrunk to ${failure.ops.length} operations:`);
+      for (const op of failure.ops) console.log(`    ${JSON.stringify(op)}`);
+    }
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    console.log(`${backend}: ${passed}/${args.seeds.length} seeds passed, ${args.ops} operations each (${seconds} s)`);
+  }
+  process.exitCode = failures > 0 ? 1 : 0;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();

@@ -1,0 +1,220 @@
+// The one rule of live updates (docs/live-updates.md): a reported path is
+// looked at as it is now; an indexed directory of another identity (inode,
+// device) is walked whole, one of the same identity whose mtime moved is
+// listed again. Each case gives the Reconciler only what a watcher would
+// report (often less), against a real index of a real folder, and compares
+// the index with the disk: URI, kind and size of every entry.
+import assert from 'node:assert/strict';
+import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, test } from 'node:test';
+import { FolderIndex } from '../../src/index/folder-index.ts';
+import { Reconciler } from '../../src/live/reconcile.ts';
+import { silentLogger } from '../../src/log.ts';
+import { makeRoot } from '../../src/uri.ts';
+import { diskUris, tempDir, waitFor, writeTree } from '../helpers.ts';
+import { withScanIndex } from '../scan-helpers.ts';
+
+const linuxOnly = process.platform === 'linux' ? {} : { skip: 'the dirs watcher is tested on Linux' };
+
+/** Every entry under `root` as `uri kind size`, sorted (what the index must list). */
+function diskState(root: string): string[] {
+  const out = [`${pathToFileURL(root).href}/ dir 0`];
+  const walk = (dir: string) => {
+    for (const d of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, d.name);
+      if (d.isDirectory()) {
+        out.push(`${pathToFileURL(path).href}/ dir 0`);
+        walk(path);
+      } else if (d.isFile()) {
+        out.push(`${pathToFileURL(path).href} file ${lstatSync(path).size}`);
+      }
+    }
+  };
+  walk(root);
+  return out.sort();
+}
+
+function indexState(index: FolderIndex): string[] {
+  const rows = index.db.prepare('SELECT uri, kind, size FROM entries').all() as { uri: string; kind: number; size: number }[];
+  return rows.map((r) => `${r.uri} ${r.kind === 1 ? 'dir' : 'file'} ${r.size}`).sort();
+}
+
+interface Case {
+  name: string;
+  tree: Record<string, string>;
+  /** Changes the served folder (`root`) behind the index's back; returns the paths (relative) a watcher reports. */
+  change(root: string): string[];
+}
+
+const CASES: Case[] = [
+  {
+    name: 'a build output swapped in (mv dist dist.old; mv dist.new dist): the new dist is walked whole',
+    tree: { 'dist/a.js': 'a', 'dist/lib/b.js': 'bb', 'dist.new/c.js': 'ccc', 'dist.new/lib/b.js': 'new b', 'src/x.ts': 'x' },
+    change(root) {
+      renameSync(join(root, 'dist'), join(root, 'dist.old'));
+      renameSync(join(root, 'dist.new'), join(root, 'dist'));
+      return ['dist', 'dist.old', 'dist.new'];
+    },
+  },
+  {
+    name: 'a swap reported by its one name (events coalesced): the new dist is walked whole',
+    tree: { 'dist/a.js': 'a', 'dist.new/c.js': 'ccc' },
+    change(root) {
+      rmSync(join(root, 'dist'), { recursive: true });
+      renameSync(join(root, 'dist.new'), join(root, 'dist'));
+      return ['dist'];
+    },
+  },
+  {
+    name: 'the served folder deleted and made again (rm -rf, mkdir): what it holds now is indexed',
+    tree: { 'a.txt': 'a', 'sub/b.txt': 'b' },
+    change(root) {
+      rmSync(root, { recursive: true });
+      mkdirSync(root);
+      writeTree(root, { 'new.txt': 'in the new root', 'newsub/c.txt': 'c' });
+      return [''];
+    },
+  },
+  {
+    name: 'entries made in a folder that no event named (a watch not yet set): the folder is listed again',
+    tree: { 'sub/old.txt': 'old' },
+    change(root) {
+      writeTree(root, { 'sub/new.txt': 'new', 'sub/deeper/d.txt': 'd' });
+      rmSync(join(root, 'sub', 'old.txt'));
+      return ['sub'];
+    },
+  },
+  {
+    name: 'a folder renamed within a folder that is the only path reported: listed again, the renamed one walked',
+    tree: { 'a/b/x.txt': 'x', 'a/b/y/z.txt': 'z' },
+    change(root) {
+      renameSync(join(root, 'a', 'b'), join(root, 'a', 'c'));
+      return ['a'];
+    },
+  },
+  {
+    name: 'a folder replaced by a file of its name',
+    tree: { 'docs/old/a.md': 'a', 'docs/keep.md': 'k' },
+    change(root) {
+      rmSync(join(root, 'docs', 'old'), { recursive: true });
+      writeFileSync(join(root, 'docs', 'old'), 'a file now');
+      return ['docs/old'];
+    },
+  },
+  {
+    name: 'a file replaced by an empty folder of its name',
+    tree: { 'notes.txt': 'notes' },
+    change(root) {
+      rmSync(join(root, 'notes.txt'));
+      mkdirSync(join(root, 'notes.txt'));
+      return ['notes.txt'];
+    },
+  },
+  {
+    name: 'a file grown with its mtime put back (cp -a, touch -r)',
+    tree: { 'notes.txt': 'short' },
+    change(root) {
+      const path = join(root, 'notes.txt');
+      const before = statSync(path);
+      writeFileSync(path, 'much longer than it was before, 36 b');
+      utimesSync(path, before.atime, before.mtime);
+      return ['notes.txt'];
+    },
+  },
+];
+
+describe('the re-list rule: the index equals the disk after the reported paths are looked at', () => {
+  for (const c of CASES) {
+    test(c.name, async () => {
+      const dir = tempDir();
+      const root = join(dir.path, 'served');
+      writeTree(root, c.tree);
+      const index = new FolderIndex({ roots: [makeRoot(root)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+      try {
+        await index.ready;
+        assert.deepEqual(indexState(index), diskState(root), 'the scan indexed the tree');
+        const reported = c.change(root).map((rel) => (rel === '' ? root : join(root, rel)));
+        await new Reconciler(index, silentLogger, () => false).paths(reported);
+        assert.deepEqual(indexState(index), diskState(root));
+      } finally {
+        index.close();
+        dir.cleanup();
+      }
+    });
+  }
+});
+
+/** The index as URIs, sorted (scan-watch-redteam's view). */
+function indexedUris(index: FolderIndex): string[] {
+  return (index.db.prepare('SELECT uri FROM entries ORDER BY uri').pluck().all() as string[]).sort();
+}
+
+/** Waits until the index lists what the disk holds under every root (`what` names the step on a timeout). */
+function settles(index: FolderIndex, roots: string[], what: string): Promise<unknown> {
+  const disk = () => roots.flatMap((root) => (existsSync(root) ? diskUris(root) : [])).sort();
+  return waitFor(() => JSON.stringify(indexedUris(index)) === JSON.stringify(disk()), 20_000, what).catch((error: Error) => {
+    throw new Error(`${error.message}\nindex: ${indexedUris(index).join(' ')}\ndisk:  ${disk().join(' ')}`);
+  });
+}
+
+for (const watcher of ['dirs', 'poll'] as const) {
+  describe(`the re-list rule, live (${watcher} watcher)`, { ...linuxOnly }, () => {
+    const options = { watcher, pollIntervalMs: 100 } as const;
+
+    test('build outputs swapped in again and again while other files change: dist lists the new build each time', async () => {
+      await withScanIndex(
+        (dir) => writeTree(dir, { 'dist/app.js': 'build 0', 'dist/lib/util.js': 'u0', 'src/main.ts': 'main' }),
+        async ({ dir, index, sync }) => {
+          await sync(options).start();
+          for (let build = 1; build <= 5; build++) {
+            // Other changes keep the batch open while the swap happens.
+            writeFileSync(join(dir, 'src', `edit${build}.ts`), `edit ${build}`);
+            writeTree(dir, { [`dist.new/app-${build}.js`]: `build ${build}`, [`dist.new/lib${build}/util.js`]: 'u' });
+            renameSync(join(dir, 'dist'), join(dir, 'dist.old'));
+            renameSync(join(dir, 'dist.new'), join(dir, 'dist'));
+            rmSync(join(dir, 'dist.old'), { recursive: true });
+            await settles(index, [dir], `build ${build} listed`);
+          }
+        },
+      );
+    });
+
+    test('the served folder deleted and made again: its new entries are listed, and later ones live', async () => {
+      const served = (dir: string) => join(dir, 'served');
+      await withScanIndex(
+        (dir) => writeTree(served(dir), { 'a.txt': 'a', 'sub/b.txt': 'b' }),
+        async ({ dir, index, sync }) => {
+          const root = served(dir);
+          await sync(options).start();
+          rmSync(root, { recursive: true });
+          await settles(index, [root], 'the gone folder unlisted');
+          mkdirSync(root);
+          writeTree(root, { 'new.txt': 'new', 'newsub/c.txt': 'c' });
+          await settles(index, [root], 'the re-made folder listed');
+          writeFileSync(join(root, 'later.txt'), 'written once it is watched again');
+          await settles(index, [root], 'a later file listed');
+        },
+        { roots: (dir) => [served(dir)] },
+      );
+    });
+
+    test('a served folder inside another moved away: it is unlisted, and listed again when moved back', async () => {
+      await withScanIndex(
+        (dir) => writeTree(dir, { 'outer/top.txt': 't', 'outer/inner/x.txt': 'x', 'outer/inner/deep/y.txt': 'y' }),
+        async ({ dir, index, sync }) => {
+          const outer = join(dir, 'outer');
+          const inner = join(outer, 'inner');
+          await sync(options).start();
+          renameSync(inner, join(dir, 'away'));
+          await settles(index, [outer], 'the moved folder unlisted');
+          writeFileSync(join(dir, 'away', 'while-away.txt'), 'not served');
+          renameSync(join(dir, 'away'), inner);
+          await settles(index, [outer], 'the folder listed again');
+        },
+        { roots: (dir) => [join(dir, 'outer'), join(dir, 'outer', 'inner')] },
+      );
+    });
+  });
+}
