@@ -70,30 +70,42 @@ async function main(): Promise<void> {
   const app = createApp(config, roots, dbFile, log, { name: 'folder-mcp', version: VERSION, write: config.write });
   if (config.http) return serveOverHttp(app, config.http, config.allowedHosts ?? [], secrets.token, log, config.write);
   const session = app.openSession();
-  let closing = false;
-  const shutdown = async (reason: string) => {
-    if (closing) return;
-    closing = true;
-    log.debug(`shutting down: ${reason}`);
-    // The client has gone: whatever hangs (a conversion, a search thread), the process ends.
-    setTimeout(() => process.exit(0), 10_000).unref();
+  // The client has gone: whatever hangs (a conversion, a search thread), the process ends.
+  const shutdown = shutdownOnce(log, { ms: 10_000, code: 0 }, async () => {
     await handle.close().catch(() => {});
     session.close();
     await app.close();
-    process.exit(0);
-  };
+  });
   // Both protocol eras from one factory: 2026-07-28 (server/discover, listen) and 2025-11-25 and older (initialize).
   const transport = new StdioTransport(process.stdin, process.stdout, {
     onInbound: session.onInbound,
-    onEnd: (reason) => void shutdown(reason),
+    onEnd: shutdown,
   });
   const handle = serveStdio(() => session.createServer(), {
     legacy: 'serve',
     transport,
     onerror: (error) => log.debug(`stdio: ${error.message}`),
   });
+}
+
+/**
+ * Registers SIGTERM and SIGINT, and returns the same trigger for other ends
+ * (stdin closed): the first runs `close` once, then the process exits 0. If
+ * `close` hangs, `backstop.ms` later the process exits with `backstop.code`.
+ */
+function shutdownOnce(log: Logger, backstop: { ms: number; code: number }, close: () => Promise<void>): (reason: string) => void {
+  let closing = false;
+  const shutdown = async (reason: string) => {
+    if (closing) return;
+    closing = true;
+    log.debug(`shutting down: ${reason}`);
+    setTimeout(() => process.exit(backstop.code), backstop.ms).unref();
+    await close();
+    process.exit(0);
+  };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  return (reason) => void shutdown(reason);
 }
 
 /** Streamable HTTP until SIGTERM or SIGINT: then stop accepting, drain (bounded), end listen streams, close the index, exit 0. */
@@ -111,19 +123,11 @@ async function serveOverHttp(app: App, listen: HttpListen, allowedHosts: string[
     process.exit(1);
   }
   process.stderr.write(`folder-mcp: serving MCP over Streamable HTTP at ${endpoint.url}\n`);
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    log.debug(`shutting down: ${signal}`);
-    // Whatever hangs, the process ends: the drain is bounded, this is the backstop.
-    setTimeout(() => process.exit(1), 15_000).unref();
+  // Whatever hangs, the process ends: the drain is bounded, this is the backstop.
+  shutdownOnce(log, { ms: 15_000, code: 1 }, async () => {
     await endpoint.close();
     await app.close();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 }
 
 /** Real paths of the folders given, deduplicated; a bad folder is a usage error. */
