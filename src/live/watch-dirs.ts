@@ -1,7 +1,7 @@
 import { lstatSync, readdir, watch, type Dirent, type FSWatcher, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
-import { isResourceExhausted, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
+import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
 
 /** Directories watched per turn of the event loop at start-up: requests are answered while 50k watches are set up. */
 const START_SLICE = 2000;
@@ -121,6 +121,8 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
   // New subtrees are read here, a few directories at once; each is watched before it is read,
   // so a subdirectory created after the read is reported by that watch.
   const toRead: string[] = [];
+  /** Subtrees newly watched since the reads last ran dry (see watchTree). */
+  let watchedTops: string[] = [];
   let reading = 0;
   let idle: (() => void) | undefined;
   const pump = () => {
@@ -134,7 +136,12 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
         pump();
       });
     }
-    if (reading === 0 && toRead.length === 0) idle?.();
+    if (reading === 0 && toRead.length === 0) {
+      idle?.();
+      const tops = watchedTops;
+      watchedTops = [];
+      if (ready && !closed) for (const top of outermostDirs(tops)) void sink.rescan(top);
+    }
   };
 
   const watchSubdirectories = (dir: string, entries: Dirent[]) => {
@@ -152,9 +159,17 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
     }
   };
 
-  /** Watches `dir` and, once read, the subdirectories beneath it that are not watched yet. */
+  /**
+   * Watches `dir` and, once read, the subdirectories beneath it that are not
+   * watched yet. Once every directory of it is watched, the subtree is
+   * diffed again (sink.rescan): the sync layer may have listed it before
+   * the watches existed, and what changed in between (a file made, or one
+   * written again in place, which moves no directory's mtime) was told by
+   * no event.
+   */
   const watchTree = (dir: string, st: Stats) => {
     if (!watchOne(dir, st)) return;
+    watchedTops.push(dir);
     toRead.push(dir);
     pump();
   };
@@ -170,9 +185,7 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
         const st = lstatOrNull(path);
         if (!st?.isDirectory() || closed) continue;
         missingRoots.delete(path);
-        watchTree(path, st);
-        // Whatever it holds came with no event of ours.
-        void sink.rescan(path);
+        watchTree(path, st); // and diffed once watched: whatever it holds came with no event of ours
       }
       if (missingRoots.size === 0 || closed) {
         clearInterval(rootPoll);
@@ -192,12 +205,10 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
     const known = watched.get(path);
     if (st?.isDirectory()) {
       if (known && known.ino === st.ino && known.born === st.birthtimeMs) return;
-      if (known) {
-        unwatch(path);
-        // The new directory's entries came with no event of ours.
-        void sink.rescan(path);
-      }
+      if (known) unwatch(path);
+      // The new directory's entries came with no event of ours: watchTree diffs it once watched.
       if (!rules.isIgnored(path, true)) watchTree(path, st);
+      else if (known) void sink.rescan(path);
     } else {
       if (known) unwatch(path);
       if (rootPaths.has(path)) rootMissing(path);
