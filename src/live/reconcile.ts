@@ -77,6 +77,16 @@ export class Reconciler {
     const relists = new Set<string>();
     const ignoreEdits = new Set<string>();
     const looked = new Set<string>();
+    /**
+     * An indexed directory as it is now against its row: of another identity
+     * (a build output swapped in with mv dist.new dist, a folder re-made), it
+     * is walked whole; the same one with its mtime moved (entries made,
+     * removed or renamed that no event may have named), listed again.
+     */
+    const judgeDirectory = (path: string, known: EntryRow, row: EntryRow) => {
+      if (!sameIdentity(known, row)) trees.add(path);
+      else if (known.mtime !== row.mtime) relists.add(path);
+    };
     for (const path of new Set(paths)) {
       const root = findRoot(this.roots, path);
       if (!root) continue;
@@ -109,8 +119,7 @@ export class Reconciler {
         const row = rootRow(root, rootIndex, st);
         const known = store.get(row.uri);
         // Re-made (rm -rf and mkdir, a checkout that replaced it): nothing the index knows of it holds.
-        if (known && !sameIdentity(known, row)) trees.add(path);
-        else if (known && known.mtime !== row.mtime) relists.add(path);
+        if (known) judgeDirectory(path, known, row);
         this.consider(row, path, known ?? null);
         continue;
       }
@@ -126,18 +135,15 @@ export class Reconciler {
         trees.add(this.highestUnindexedAncestor(dirname(path), root));
         continue;
       }
+      const knownDir = isFile ? undefined : store.get(dirUri);
       if (isFile) {
         this.removeIfIndexed(dirUri); // a directory replaced by a file of the same name
         this.consider(entryRow(path, basename(path), false, st, parentUri, rootIndex), path);
         await this.limitSniffs();
-      } else if (store.get(dirUri)) {
+      } else if (knownDir) {
         const row = entryRow(path, basename(path), true, st, parentUri, rootIndex);
-        const known = store.get(dirUri)!;
-        // Another directory under this name (a build output swapped in: mv dist.new dist): walk it whole.
-        if (!sameIdentity(known, row)) trees.add(path);
-        // The same one, with entries added or removed that no event may have named: list it again.
-        else if (known.mtime !== row.mtime) relists.add(path);
-        this.consider(row, path, known);
+        judgeDirectory(path, knownDir, row);
+        this.consider(row, path, knownDir);
       } else {
         this.removeIfIndexed(fileUri);
         trees.add(path); // new directory (created, moved in, or un-ignored): walk it
@@ -184,16 +190,24 @@ export class Reconciler {
       this.removeIfIndexed(pathToUri(dir, false));
       this.consider(entryRow(dir, basename(dir), true, st, parentUri, rootIndex), dir);
     }
+    await this.diffDirectories(dir, rootIndex, newDirsAre);
+    await this.flush();
+    this.reportSkips();
+  }
+
+  /**
+   * Diffs `dir` and the directories diffDirectory queues beneath it (all of
+   * them, or with `walkWhole` only those whose mtime moved: see relist).
+   */
+  private async diffDirectories(dir: string, rootIndex: number, newDirsAre: RewatchReason | undefined, walkWhole?: string[]): Promise<void> {
     const pending = [dir];
     while (pending.length > 0) {
       if (this.isClosed()) return;
       // A few directories at once: each is a readdir and a few lstats, mostly waiting on the thread pool.
       const round = pending.splice(-PARALLEL_DIRS);
-      await Promise.all(round.map((d) => this.diffDirectory(d, rootIndex, pending, newDirsAre)));
+      await Promise.all(round.map((d) => this.diffDirectory(d, rootIndex, pending, newDirsAre, walkWhole)));
       if (this.pendingCount() >= BATCH) await this.flush();
     }
-    await this.flush();
-    this.reportSkips();
   }
 
   /**
@@ -209,14 +223,8 @@ export class Reconciler {
     const root = findRoot(this.roots, dir);
     if (!root) return;
     const rootIndex = this.roots.indexOf(root);
-    const pending = [dir];
     const walkWhole: string[] = [];
-    while (pending.length > 0) {
-      if (this.isClosed()) return;
-      const round = pending.splice(-PARALLEL_DIRS);
-      await Promise.all(round.map((d) => this.diffDirectory(d, rootIndex, pending, 'found', walkWhole)));
-      if (this.pendingCount() >= BATCH) await this.flush();
-    }
+    await this.diffDirectories(dir, rootIndex, 'found', walkWhole);
     await this.flush();
     for (const tree of outermostDirs(walkWhole)) {
       if (this.isClosed()) return;
