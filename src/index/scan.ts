@@ -168,7 +168,14 @@ export class Walk {
     while (this.rootIndex < this.endIndex && batch.rows.length < rows) {
       const root = roots[this.rootIndex]!;
       if (this.pending === null) {
-        const rootEntry = rootRow(root, this.rootIndex, statSync(root.path));
+        const st = statRoot(root.path);
+        if (st === null) {
+          // Gone (deleted, moved away, being re-made): nothing of it is indexed, and the scan goes
+          // on with the other roots; the live sync looks at every root after the scan (Reconciler.paths).
+          this.rootIndex++;
+          continue;
+        }
+        const rootEntry = rootRow(root, this.rootIndex, st);
         batch.rows.push(rootEntry);
         this.pending = [{ path: root.path, uri: rootEntry.uri }];
       }
@@ -197,8 +204,8 @@ export class Walk {
       listing = readServableDirSync(dir.path);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (dir.path === root.path) throw error;
       if (code === 'ENOENT' || code === 'ENOTDIR') return { ...dir, gitignore: null, failed: 'gone' };
+      if (dir.path === root.path) throw error;
       if (code === 'ENAMETOOLONG') skips.add('deep', escapeName(dir.path));
       else log.warn(`skipping unreadable directory ${escapeName(dir.path)}: ${code ?? (error as Error).message}`);
       return { ...dir, gitignore: null, failed: 'unreadable' };
@@ -241,6 +248,18 @@ export class Walk {
       }
     }
     return { ...dir, gitignore };
+  }
+}
+
+/** A root's stats; null when it is not there (or not a folder) now. Other failures (EACCES) are thrown: the scan reports them. */
+function statRoot(path: string): Stats | null {
+  try {
+    const st = statSync(path);
+    return st.isDirectory() ? st : null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw error;
   }
 }
 

@@ -120,6 +120,7 @@ export class Reconciler {
         const known = store.get(row.uri);
         // Re-made (rm -rf and mkdir, a checkout that replaced it): nothing the index knows of it holds.
         if (known) judgeDirectory(path, known, row);
+        else trees.add(path); // not indexed: gone during the scan, or since, and back
         this.consider(row, path, known ?? null);
         continue;
       }

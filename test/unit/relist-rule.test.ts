@@ -146,6 +146,25 @@ describe('the re-list rule: the index equals the disk after the reported paths a
   }
 });
 
+describe('a served folder missing when the cold scan runs (found by the fuzzer, seed 174: re-made mid-scan)', () => {
+  test('the scan indexes the other folders, and this one once it is back and looked at', async () => {
+    const dir = tempDir();
+    const [here, missing] = [join(dir.path, 'here'), join(dir.path, 'missing')];
+    writeTree(here, { 'x.txt': 'x', 'sub/y.txt': 'y' });
+    const index = new FolderIndex({ roots: [makeRoot(here), makeRoot(missing)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    try {
+      await index.ready;
+      assert.deepEqual(indexState(index), diskState(here));
+      writeTree(missing, { 'z.txt': 'z', 'deeper/w.txt': 'w' });
+      await new Reconciler(index, silentLogger, () => false).paths([missing]);
+      assert.deepEqual(indexState(index), [...diskState(here), ...diskState(missing)].sort());
+    } finally {
+      index.close();
+      dir.cleanup();
+    }
+  });
+});
+
 /** The index as URIs, sorted (scan-watch-redteam's view). */
 function indexedUris(index: FolderIndex): string[] {
   return (index.db.prepare('SELECT uri FROM entries ORDER BY uri').pluck().all() as string[]).sort();
