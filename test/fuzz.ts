@@ -19,6 +19,7 @@
 import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { rng } from '../bench/tree.ts';
 import { connect, tempDir, type Connected } from './helpers.ts';
 
 export type Backend = 'dirs' | 'poll' | 'chokidar';
@@ -63,18 +64,6 @@ const NAMES = ['a', 'b', 'c.txt', 'd.md', 'e f.txt', 'é.txt', 'g-h', 'i_j.txt']
 /** The second served folder, inside the first (a root inside a root). */
 const INNER = 'inner';
 const MAX_DEPTH = 3;
-
-/** A small seeded PRNG (mulberry32): the same seed, the same run. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Place {
   /** The served folder. */
@@ -121,7 +110,8 @@ function content(size: number, salt: number): string {
 }
 
 /** Generates the next operation from the disk as it is (so every operation applies). */
-function nextOp(rand: () => number, place: Place, up: boolean, innerAway: boolean): Op {
+function nextOp(rand: () => number, place: Place, up: boolean): Op {
+  const innerAway = innerIsAway(place);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
   const { files, dirs } = walk(place.root);
   const movable = dirs.filter((d) => d !== INNER);
@@ -179,15 +169,90 @@ function nextOp(rand: () => number, place: Place, up: boolean, innerAway: boolea
   return path ? { t: 'write', path, size: Math.floor(rand() * 64) } : { t: 'check' };
 }
 
+/** Whether the inner served folder is away (then the server cannot start: a served folder must exist). */
+function innerIsAway(place: Place): boolean {
+  return lstatOrNull(join(place.root, INNER)) === null;
+}
+
+/** Errors of an operation that no longer applies (in a replayed, shrunk run): it is skipped. */
+const NOT_APPLICABLE = new Set(['ENOENT', 'ERR_FS_EISDIR', 'EEXIST', 'ENOTDIR', 'EISDIR', 'ENOTEMPTY', 'EINVAL']);
+
+/**
+ * Applies a disk operation (server operations do nothing here); returns the
+ * files it wrote (read back at the next check), or null when it does not
+ * apply. Used to generate a run (on a scratch copy) and to run it.
+ */
+function applyDiskOp(place: Place, op: Op, i: number): string[] | null {
+  const path = (rel: string) => join(place.root, rel);
+  const write = (rel: string, size: number) => {
+    mkdirSync(join(path(rel), '..'), { recursive: true });
+    writeFileSync(path(rel), content(size, i));
+  };
+  try {
+    switch (op.t) {
+      case 'write':
+        write(op.path, op.size);
+        return [op.path];
+      case 'grow-keep-mtime': {
+        const before = statSync(path(op.path));
+        write(op.path, op.size);
+        utimesSync(path(op.path), before.atime, before.mtime);
+        return [op.path];
+      }
+      case 'rm':
+        rmSync(path(op.path), { recursive: true });
+        return [];
+      case 'mkdir':
+        mkdirSync(path(op.path));
+        return [];
+      case 'mv':
+        renameSync(path(op.from), path(op.to));
+        return [];
+      case 'swap':
+        renameSync(path(op.a), path(`${op.a}.swap`));
+        renameSync(path(op.b), path(op.a));
+        renameSync(path(`${op.a}.swap`), path(op.b));
+        return [];
+      case 'dir-to-file':
+        rmSync(path(op.path), { recursive: true });
+        write(op.path, 9);
+        return [op.path];
+      case 'file-to-dir':
+        rmSync(path(op.path));
+        mkdirSync(path(op.path));
+        return [];
+      case 'remake-root':
+        if (innerIsAway(place)) return null; // the inner folder would be lost with it
+        rmSync(place.root, { recursive: true });
+        mkdirSync(path(INNER), { recursive: true });
+        for (const file of op.files) write(file, 5);
+        return op.files;
+      case 'inner-away':
+        if (innerIsAway(place)) return null;
+        renameSync(path(INNER), place.away);
+        return [];
+      case 'inner-back':
+        if (!innerIsAway(place)) return null;
+        rmSync(path(INNER), { recursive: true, force: true });
+        renameSync(place.away, path(INNER));
+        return [];
+      default:
+        return [];
+    }
+  } catch (error) {
+    if (NOT_APPLICABLE.has((error as NodeJS.ErrnoException).code ?? '')) return null;
+    throw error;
+  }
+}
+
 /** Runs operations against a server; resolves to the first difference found, or null. */
 async function run(place: Place, backend: Backend, ops: readonly Op[], settleMs: number, log: (line: string) => void): Promise<string | null> {
   let server: Connected | null = null;
-  let innerAway = false;
   /** Files written since the last check (read back at the next one). */
   const written = new Set<string>();
   const args = () => [place.root, join(place.root, INNER), '--db', place.dbFile, '--watcher', backend, '--poll-interval', '100', '--no-search', '--log-level', 'warn'];
   const start = async () => {
-    if (server || innerAway) return false;
+    if (server || innerIsAway(place)) return false;
     // The legacy era: one process per connection (the modern client may start another for a probe).
     server = await connect(args(), { era: 'legacy' });
     return true;
@@ -199,107 +264,42 @@ async function run(place: Place, backend: Backend, ops: readonly Op[], settleMs:
     if (kill && s.pid !== undefined) process.kill(s.pid, 'SIGKILL');
     await s.close().catch(() => {});
   };
-  const path = (rel: string) => join(place.root, rel);
+  const check = async (s: Connected) =>
+    settle(s, place, written, settleMs).catch((error: Error) => {
+      throw new Error(`${error.message}; the server's stderr:\n${s.stderr()}`);
+    });
   try {
     for (const [i, op] of ops.entries()) {
       log(`${i}: ${JSON.stringify(op)}`);
-      try {
-        switch (op.t) {
-          case 'write':
-            mkdirSync(join(path(op.path), '..'), { recursive: true });
-            writeFileSync(path(op.path), content(op.size, i));
-            written.add(op.path);
-            break;
-          case 'grow-keep-mtime': {
-            const before = statSync(path(op.path));
-            writeFileSync(path(op.path), content(op.size, i));
-            utimesSync(path(op.path), before.atime, before.mtime);
-            written.add(op.path);
-            break;
-          }
-          case 'rm':
-            rmSync(path(op.path), { recursive: true });
-            break;
-          case 'mkdir':
-            mkdirSync(path(op.path));
-            break;
-          case 'mv':
-            renameSync(path(op.from), path(op.to));
-            break;
-          case 'swap':
-            renameSync(path(op.a), path(`${op.a}.swap`));
-            renameSync(path(op.b), path(op.a));
-            renameSync(path(`${op.a}.swap`), path(op.b));
-            break;
-          case 'dir-to-file':
-            rmSync(path(op.path), { recursive: true });
-            writeFileSync(path(op.path), content(9, i));
-            written.add(op.path);
-            break;
-          case 'file-to-dir':
-            rmSync(path(op.path));
-            mkdirSync(path(op.path));
-            break;
-          case 'remake-root':
-            if (innerAway) break; // the inner folder would be lost with it
-            rmSync(place.root, { recursive: true });
-            mkdirSync(join(place.root, INNER), { recursive: true });
-            for (const file of op.files) {
-              mkdirSync(join(path(file), '..'), { recursive: true });
-              writeFileSync(path(file), content(5, i));
-              written.add(file);
-            }
-            break;
-          case 'inner-away':
-            if (innerAway) break;
-            renameSync(path(INNER), place.away);
-            innerAway = true;
-            break;
-          case 'inner-back':
-            if (!innerAway) break;
-            rmSync(path(INNER), { recursive: true, force: true });
-            renameSync(place.away, path(INNER));
-            innerAway = false;
-            break;
-          case 'start':
-            await start();
-            break;
-          case 'stop':
-            await stop(false);
-            break;
-          case 'kill':
-            if (!server && !(await start())) break;
-            if (op.afterMs > 0) await new Promise((resolve) => setTimeout(resolve, op.afterMs));
-            await stop(true);
-            break;
-          case 'check': {
-            if (!server) break;
-            const s: Connected = server;
-            const difference = await settle(s, place, written, settleMs).catch((error: Error) => {
-              throw new Error(`${error.message}; the server's stderr:\n${s.stderr()}`);
-            });
-            if (difference) return `check at op ${i}: ${difference}`;
-            written.clear();
-            break;
-          }
+      switch (op.t) {
+        case 'start':
+          await start();
+          break;
+        case 'stop':
+          await stop(false);
+          break;
+        case 'kill':
+          if (!server && !(await start())) break;
+          if (op.afterMs > 0) await new Promise((resolve) => setTimeout(resolve, op.afterMs));
+          await stop(true);
+          break;
+        case 'check': {
+          if (!server) break;
+          const difference = await check(server);
+          if (difference) return `check at op ${i}: ${difference}`;
+          written.clear();
+          break;
         }
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        // A replayed (shrunk) run may hold operations that no longer apply: skipped.
-        if (code !== 'ENOENT' && code !== 'ERR_FS_EISDIR' && code !== 'EEXIST' && code !== 'ENOTDIR' && code !== 'EISDIR' && code !== 'ENOTEMPTY' && code !== 'EINVAL') throw error;
-        log(`  skipped (${code})`);
+        default: {
+          const wrote = applyDiskOp(place, op, i);
+          if (wrote === null) log('  skipped: does not apply');
+          for (const file of wrote ?? []) written.add(file);
+        }
       }
     }
-    if (innerAway) {
-      rmSync(path(INNER), { recursive: true, force: true });
-      renameSync(place.away, path(INNER));
-      innerAway = false;
-    }
+    applyDiskOp(place, { t: 'inner-back' }, ops.length);
     if (!server) await start();
-    const s: Connected = server!;
-    const difference = await settle(s, place, written, settleMs).catch((error: Error) => {
-      throw new Error(`${error.message}; the server's stderr:\n${s.stderr()}`);
-    });
+    const difference = await check(server!);
     return difference ? `final check: ${difference}` : null;
   } finally {
     await stop(false);
@@ -382,15 +382,12 @@ export async function fuzz(options: FuzzOptions): Promise<FuzzFailure | null> {
   const scratch = freshPlace(seed);
   try {
     let up = true;
-    let innerAway = false;
     for (let i = 0; i < options.ops; i++) {
-      const op = nextOp(rand, scratch.place, up, innerAway);
+      const op = nextOp(rand, scratch.place, up);
       ops.push(op);
-      applyOffline(scratch.place, op, i + 1);
+      applyDiskOp(scratch.place, op, i + 1);
       if (op.t === 'start') up = true;
       if (op.t === 'stop' || op.t === 'kill') up = false;
-      if (op.t === 'inner-away') innerAway = true;
-      if (op.t === 'inner-back') innerAway = false;
     }
   } finally {
     scratch.cleanup();
@@ -401,62 +398,6 @@ export async function fuzz(options: FuzzOptions): Promise<FuzzFailure | null> {
   if (options.shrink === false) return { message: failed, ops };
   log(`seed ${seed} (${backend}) failed: ${failed}; shrinking`);
   return { message: failed, ops: await shrink(seed, backend, ops, settleMs, log) };
-}
-
-/** Applies a disk operation to the scratch copy (server operations do nothing there). */
-function applyOffline(place: Place, op: Op, i: number): void {
-  const path = (rel: string) => join(place.root, rel);
-  try {
-    switch (op.t) {
-      case 'write':
-      case 'grow-keep-mtime':
-        mkdirSync(join(path(op.path), '..'), { recursive: true });
-        writeFileSync(path(op.path), content(op.size, i));
-        break;
-      case 'rm':
-        rmSync(path(op.path), { recursive: true });
-        break;
-      case 'mkdir':
-        mkdirSync(path(op.path));
-        break;
-      case 'mv':
-        renameSync(path(op.from), path(op.to));
-        break;
-      case 'swap':
-        renameSync(path(op.a), path(`${op.a}.swap`));
-        renameSync(path(op.b), path(op.a));
-        renameSync(path(`${op.a}.swap`), path(op.b));
-        break;
-      case 'dir-to-file':
-        rmSync(path(op.path), { recursive: true });
-        writeFileSync(path(op.path), content(9, i));
-        break;
-      case 'file-to-dir':
-        rmSync(path(op.path));
-        mkdirSync(path(op.path));
-        break;
-      case 'remake-root':
-        if (!lstatOrNull(path(INNER))) break;
-        rmSync(place.root, { recursive: true });
-        mkdirSync(join(place.root, INNER), { recursive: true });
-        for (const file of op.files) {
-          mkdirSync(join(path(file), '..'), { recursive: true });
-          writeFileSync(path(file), content(5, i));
-        }
-        break;
-      case 'inner-away':
-        renameSync(path(INNER), place.away);
-        break;
-      case 'inner-back':
-        rmSync(path(INNER), { recursive: true, force: true });
-        renameSync(place.away, path(INNER));
-        break;
-      default:
-        break;
-    }
-  } catch {
-    // as in run(): an operation that does not apply is skipped
-  }
 }
 
 function lstatOrNull(path: string) {
