@@ -2,12 +2,13 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { linkSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { after, before } from 'node:test';
 import { z } from 'zod';
+import { makeRoot, type Root } from '../src/uri.ts';
 
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
@@ -19,6 +20,20 @@ export type LooseResult = Record<string, unknown>;
 export function tempDir(prefix = 'folder-mcp-test-'): { path: string; cleanup: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
   return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/**
+ * The write tests' sandbox: a served folder holding `sub/a.txt` and, beside
+ * it, a folder that is not served holding `secret.txt` (real paths both),
+ * in a fresh temp dir that `base.cleanup()` removes.
+ */
+export function writeSandbox(prefix: string): { base: ReturnType<typeof tempDir>; served: string; outside: string; roots: Root[] } {
+  const base = tempDir(prefix);
+  const served = join(realpathSync(base.path), 'served');
+  const outside = join(realpathSync(base.path), 'outside');
+  writeTree(served, { 'sub/a.txt': 'a\n' });
+  writeTree(outside, { 'secret.txt': 'secret\n' });
+  return { base, served, outside, roots: [makeRoot(served)] };
 }
 
 /** Writes files (path -> content) under `root`, creating folders; a path ending in '/' is a folder. */
@@ -136,11 +151,16 @@ export async function connect(
   const onStderr = (chunk: Buffer) => {
     stderr += chunk.toString();
   };
+  /** A server that dies before it answers: say what it wrote. */
+  const withStderr = (error: Error): never => {
+    error.message += `; the server's stderr:\n${stderr}`;
+    throw error;
+  };
   if (era === 'legacy') {
     const transport = new V1StdioClientTransport(params);
     transport.stderr?.on('data', onStderr);
     const client = new V1Client({ name: 'folder-mcp-test', version: '0.0.0' });
-    await client.connect(transport);
+    await client.connect(transport).catch(withStderr);
     return {
       era,
       client,
@@ -162,7 +182,7 @@ export async function connect(
     { name: 'folder-mcp-test', version: '0.0.0' },
     { versionNegotiation: { mode: era === 'auto' ? 'auto' : { pin: '2026-07-28' } } },
   );
-  await client.connect(transport);
+  await client.connect(transport).catch(withStderr);
   const listens = new Map<string, { close(): Promise<void> }>();
   return {
     era,

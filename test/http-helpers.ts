@@ -6,7 +6,43 @@ import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { z } from 'zod';
-import { CLI, Loose, type LooseResult } from './helpers.ts';
+import { after, before } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { createApp, type App } from '../src/app.ts';
+import { parseCliArgs } from '../src/config.ts';
+import { allowedHostsFor } from '../src/http/guard.ts';
+import { serveHttp, type HttpEndpoint, type HttpServeLimits } from '../src/http/serve.ts';
+import { silentLogger } from '../src/log.ts';
+import { makeRoot } from '../src/uri.ts';
+import { CLI, Loose, tempDir, writeTree, type LooseResult } from './helpers.ts';
+
+/** A real App on a temp tree (a.txt, sub/b.txt) and its endpoint on 127.0.0.1:0, in this process, for one describe block. */
+export function serveInProcess(limits: Partial<HttpServeLimits> = {}) {
+  const served = {} as { root: ReturnType<typeof tempDir>; app: App; endpoint: HttpEndpoint; port: number; rootUri: string };
+  before(async () => {
+    served.root = tempDir();
+    writeTree(served.root.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
+    served.rootUri = pathToFileURL(served.root.path).href + '/';
+    const parsed = parseCliArgs([served.root.path, '--watcher', 'none']);
+    if (parsed.kind !== 'run') throw new Error(`parseCliArgs: ${parsed.kind}`);
+    served.app = createApp(parsed.config, [makeRoot(served.root.path)], ':memory:', silentLogger, { name: 'folder-mcp', version: '0' });
+    served.endpoint = await serveHttp({
+      app: served.app,
+      info: { name: 'folder-mcp', version: '0' },
+      listen: { host: '127.0.0.1', port: 0 },
+      policy: { allowedHosts: allowedHostsFor('127.0.0.1'), token: undefined },
+      log: silentLogger,
+      limits,
+    });
+    served.port = Number(new URL(served.endpoint.url).port);
+  });
+  after(async () => {
+    await served.endpoint?.close();
+    await served.app?.close();
+    served.root?.cleanup();
+  });
+  return served;
+}
 
 export interface HttpProcess {
   url: string;

@@ -4,41 +4,11 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { connect as connectSocket, type Socket } from 'node:net';
-import { after, before, describe, test } from 'node:test';
-import { createApp, type App } from '../../src/app.ts';
-import { parseCliArgs } from '../../src/config.ts';
+import { describe, test } from 'node:test';
 import { allowedHostsFor, checkRequest } from '../../src/http/guard.ts';
-import { MAX_BATCH_MESSAGES, serveHttp, type HttpEndpoint, type HttpServeLimits } from '../../src/http/serve.ts';
-import { silentLogger } from '../../src/log.ts';
-import { makeRoot } from '../../src/uri.ts';
-import { tempDir, waitFor, writeTree } from '../helpers.ts';
-import { rawPost } from '../http-helpers.ts';
-
-function serveInProcess(limits: Partial<HttpServeLimits>) {
-  const served = {} as { root: ReturnType<typeof tempDir>; app: App; endpoint: HttpEndpoint; port: number };
-  before(async () => {
-    served.root = tempDir();
-    writeTree(served.root.path, { 'a.txt': 'a\n' });
-    const parsed = parseCliArgs([served.root.path, '--watcher', 'none']);
-    if (parsed.kind !== 'run') throw new Error('bad args');
-    served.app = createApp(parsed.config, [makeRoot(served.root.path)], ':memory:', silentLogger, { name: 'folder-mcp', version: '0' });
-    served.endpoint = await serveHttp({
-      app: served.app,
-      info: { name: 'folder-mcp', version: '0' },
-      listen: { host: '127.0.0.1', port: 0 },
-      policy: { allowedHosts: allowedHostsFor('127.0.0.1'), token: undefined },
-      log: silentLogger,
-      limits,
-    });
-    served.port = Number(new URL(served.endpoint.url).port);
-  });
-  after(async () => {
-    await served.endpoint?.close();
-    await served.app?.close();
-    served.root?.cleanup();
-  });
-  return served;
-}
+import { MAX_BATCH_MESSAGES } from '../../src/http/serve.ts';
+import { waitFor } from '../helpers.ts';
+import { rawPost, serveInProcess } from '../http-helpers.ts';
 
 /** A socket that sends the start of a request head and never the rest; resolves once connected. */
 function halfSent(port: number): Promise<Socket & { gone: boolean }> {

@@ -1,47 +1,13 @@
 // The HTTP endpoint in process (real sockets on 127.0.0.1, a real App): what
 // a listen stream or a 2025-era session holds is released however it ends.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { pathToFileURL } from 'node:url';
+import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/client';
-import { createApp, type App } from '../../src/app.ts';
-import { parseCliArgs } from '../../src/config.ts';
-import { allowedHostsFor } from '../../src/http/guard.ts';
-import { serveHttp, type HttpEndpoint, type HttpServeLimits } from '../../src/http/serve.ts';
-import { silentLogger } from '../../src/log.ts';
-import { makeRoot } from '../../src/uri.ts';
-import { tempDir, waitFor, writeTree } from '../helpers.ts';
-import { connectHttp, rawPost } from '../http-helpers.ts';
+import type { HttpEndpoint } from '../../src/http/serve.ts';
+import { waitFor } from '../helpers.ts';
+import { connectHttp, rawPost, serveInProcess } from '../http-helpers.ts';
 import type { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
-
-/** A real App on a temp tree and its endpoint on 127.0.0.1:0, for one describe block. */
-function serveInProcess(limits: Partial<HttpServeLimits> = {}) {
-  const served = {} as { root: ReturnType<typeof tempDir>; app: App; endpoint: HttpEndpoint; rootUri: string };
-  before(async () => {
-    served.root = tempDir();
-    writeTree(served.root.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
-    served.rootUri = pathToFileURL(served.root.path).href + '/';
-    const parsed = parseCliArgs([served.root.path, '--watcher', 'none']);
-    assert.equal(parsed.kind, 'run');
-    if (parsed.kind !== 'run') return;
-    served.app = createApp(parsed.config, [makeRoot(served.root.path)], ':memory:', silentLogger, { name: 'folder-mcp', version: '0' });
-    served.endpoint = await serveHttp({
-      app: served.app,
-      info: { name: 'folder-mcp', version: '0' },
-      listen: { host: '127.0.0.1', port: 0 },
-      policy: { allowedHosts: allowedHostsFor('127.0.0.1'), token: undefined },
-      log: silentLogger,
-      limits,
-    });
-  });
-  after(async () => {
-    await served.endpoint?.close();
-    await served.app?.close();
-    served.root?.cleanup();
-  });
-  return served;
-}
 
 describe('listen streams and sessions over HTTP, in process', () => {
   const served = serveInProcess({ idleMs: 300, goneMs: 300 });

@@ -6,29 +6,20 @@
 // is opened, no hard-linked file changes, and no temp file is left behind.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { linkSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { rename, symlink, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { makeDirectory, moveSafely, writeFileSafely, WriteError, type WriteHooks } from '../../src/content/safe-write.ts';
-import { makeRoot, type Root } from '../../src/uri.ts';
-import { tempDir } from '../helpers.ts';
+import type { Root } from '../../src/uri.ts';
+import { tempDir, writeSandbox } from '../helpers.ts';
 
 let base: ReturnType<typeof tempDir>;
 let served: string;
 let outside: string;
 let roots: Root[];
 
-beforeEach(() => {
-  base = tempDir('folder-mcp-redteam-');
-  served = join(realpathSync(base.path), 'served');
-  outside = join(realpathSync(base.path), 'outside');
-  mkdirSync(join(served, 'sub'), { recursive: true });
-  mkdirSync(outside);
-  writeFileSync(join(outside, 'secret.txt'), 'secret\n');
-  writeFileSync(join(served, 'sub', 'a.txt'), 'a\n');
-  roots = [makeRoot(served)];
-});
+beforeEach(() => ({ base, served, outside, roots } = writeSandbox('folder-mcp-redteam-')));
 
 afterEach(() => base.cleanup());
 

@@ -4,7 +4,7 @@
 // also checks that nothing appeared outside the served folder.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import {
@@ -19,7 +19,7 @@ import {
   type WriteReason,
 } from '../../src/content/safe-write.ts';
 import { makeRoot, type Root } from '../../src/uri.ts';
-import { tempDir } from '../helpers.ts';
+import { tempDir, writeSandbox } from '../helpers.ts';
 
 describe('judgeTarget: may this path be written', () => {
   const roots = [makeRoot('/srv/app'), makeRoot('/home/u/notes')];
@@ -70,16 +70,7 @@ let served: string;
 let outside: string;
 let roots: Root[];
 
-beforeEach(() => {
-  base = tempDir('folder-mcp-write-');
-  served = join(realpathSync(base.path), 'served');
-  outside = join(realpathSync(base.path), 'outside');
-  mkdirSync(join(served, 'sub'), { recursive: true });
-  mkdirSync(outside);
-  writeFileSync(join(outside, 'secret.txt'), 'secret\n');
-  writeFileSync(join(served, 'sub', 'a.txt'), 'a\n');
-  roots = [makeRoot(served)];
-});
+beforeEach(() => ({ base, served, outside, roots } = writeSandbox('folder-mcp-write-')));
 
 afterEach(() => base.cleanup());
 
