@@ -172,6 +172,7 @@ export class Walk {
         if (st === null) {
           // Gone (deleted, moved away, being re-made): nothing of it is indexed, and the scan goes
           // on with the other roots; the live sync looks at every root after the scan (Reconciler.paths).
+          this.options.log.warn(`served folder ${escapeName(root.path)} is gone or not a folder: nothing of it is indexed until it is back`);
           this.rootIndex++;
           continue;
         }
