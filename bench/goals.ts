@@ -136,7 +136,7 @@ const GOALS: Goal[] = [
     },
   },
   {
-    goal: "6. peak RSS while watching (dirs, auto's backend above 1,000 entries)",
+    goal: "6. peak RSS while watching (dirs, auto's backend)",
     target: '<= 400 MiB at 1M',
     measure: (at) => {
       const peak = get<{ dirs?: { peakRssMiB: number | null } }>(at, 'watch')?.dirs?.peakRssMiB ?? null;
