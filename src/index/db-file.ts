@@ -69,25 +69,42 @@ export function inspectDbFile(path: string): DbFileKind {
     if (fd !== undefined) closeSync(fd);
   }
   if (!head.equals(SQLITE_HEADER)) return { kind: 'refuse', reason: 'is not an SQLite database, so not a folder-mcp index' };
-  return isOurs(path) ? { kind: 'index' } : { kind: 'refuse', reason: 'is an SQLite database that folder-mcp did not make' };
+  switch (whose(path)) {
+    case 'ours':
+      return { kind: 'index' };
+    case 'blank':
+      return { kind: 'empty' };
+    case 'theirs':
+      return { kind: 'refuse', reason: 'is an SQLite database that folder-mcp did not make' };
+  }
 }
 
 /**
  * A folder-mcp index has a `meta` table with our mark, or (an index written
  * before the mark existed) a `meta` table holding `cursor_secret` beside an
- * `entries` table. Read-only: nothing is written to a file not known to be ours.
+ * `entries` table. A blank database (no table, index, view or trigger, and
+ * user_version and application_id 0) holds nothing to lose: it is what a
+ * server killed before its schema was committed leaves (the header is
+ * written when WAL mode is set, the schema a moment later), and is made an
+ * index like an empty file. Read-only: nothing is written to a file not
+ * known to be ours.
  */
-function isOurs(path: string): boolean {
+function whose(path: string): 'ours' | 'blank' | 'theirs' {
   let db: Database.Database | undefined;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
-    const tables = new Set((db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map((t) => t.name));
-    if (!tables.has('meta')) return false;
+    const schema = db.prepare(`SELECT type, name FROM sqlite_master`).all() as { type: string; name: string }[];
+    if (schema.length === 0) {
+      const blank = db.pragma('user_version', { simple: true }) === 0 && db.pragma('application_id', { simple: true }) === 0;
+      return blank ? 'blank' : 'theirs';
+    }
+    const tables = new Set(schema.filter((s) => s.type === 'table').map((t) => t.name));
+    if (!tables.has('meta')) return 'theirs';
     const keys = new Map((db.prepare(`SELECT key, value FROM meta`).all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
-    return keys.get(APP_MARK.key) === APP_MARK.value || (keys.has('cursor_secret') && tables.has('entries'));
+    return keys.get(APP_MARK.key) === APP_MARK.value || (keys.has('cursor_secret') && tables.has('entries')) ? 'ours' : 'theirs';
   } catch {
     // Unreadable as a database (corrupt, locked, encrypted): nothing says it is ours.
-    return false;
+    return 'theirs';
   } finally {
     db?.close();
   }

@@ -29,6 +29,14 @@ describe('inspectDbFile and dbFileProblem', () => {
   older.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('cursor_secret', 'x'); CREATE TABLE entries (uri TEXT PRIMARY KEY)`);
   older.close();
   openDb(at('ours.db'), silentLogger).db.close();
+  // What a server killed between setting WAL mode and committing its schema leaves: a header, nothing else.
+  const blank = new Database(at('blank.db'));
+  blank.pragma('journal_mode = WAL');
+  blank.close();
+  // No schema either, but someone set its version: not blank.
+  const versioned = new Database(at('versioned.db'));
+  versioned.pragma('user_version = 7');
+  versioned.close();
   const hasMkfifo = process.platform !== 'win32';
   if (hasMkfifo) execFileSync('mkfifo', [at('fifo.db')]);
 
@@ -37,6 +45,8 @@ describe('inspectDbFile and dbFileProblem', () => {
     ['empty.db', 'empty'],
     ['ours.db', 'index'],
     ['older.db', 'index'],
+    ['blank.db', 'empty'],
+    ['versioned.db', 'refuse', /did not make/],
     ['notes.txt', 'refuse', /is not an SQLite database/],
     ['theirs.db', 'refuse', /SQLite database that folder-mcp did not make/],
     ['corrupt.db', 'refuse', /did not make/],
