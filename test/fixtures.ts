@@ -230,6 +230,155 @@ export function makeDocx(paragraphs: readonly DocxParagraph[]): Buffer {
   return makeZip(docxParts(paragraphs));
 }
 
+const XML_HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>';
+const RELS_NS = 'http://schemas.openxmlformats.org/package/2006/relationships';
+const DOC_REL = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+
+function rels(targets: readonly [id: string, type: string, target: string][]): string {
+  const items = targets.map(([id, type, target]) => `<Relationship Id="${id}" Type="${DOC_REL}/${type}" Target="${target}"/>`);
+  return `${XML_HEAD}<Relationships xmlns="${RELS_NS}">${items.join('')}</Relationships>`;
+}
+
+/** A cell of makeXlsx: text (a shared string), a number, a boolean, or a number shown as a date (a date style). */
+export type XlsxCell = string | number | boolean | null | { date: number } | { inline: string } | { error: string };
+
+export interface XlsxSheet {
+  name: string;
+  rows: XlsxCell[][];
+  hidden?: boolean;
+}
+
+/** The parts of an Excel workbook, ready for makeZip: shared strings, a date style, one worksheet per sheet. */
+export function xlsxParts(sheets: readonly XlsxSheet[], options: { date1904?: boolean; worksheetXml?: (i: number) => string } = {}): ZipEntryInput[] {
+  const strings: string[] = [];
+  const shared = (text: string) => {
+    const at = strings.indexOf(text);
+    return at === -1 ? strings.push(text) - 1 : at;
+  };
+  const column = (i: number) => {
+    let name = '';
+    for (let n = i + 1; n > 0; n = Math.floor((n - 1) / 26)) name = String.fromCharCode(65 + ((n - 1) % 26)) + name;
+    return name;
+  };
+  const worksheet = (sheet: XlsxSheet) => {
+    const rows = sheet.rows.map((row, r) => {
+      const cells = row.map((cell, c) => {
+        const ref = `${column(c)}${r + 1}`;
+        if (cell === null) return '';
+        if (typeof cell === 'string') return `<c r="${ref}" t="s"><v>${shared(cell)}</v></c>`;
+        if (typeof cell === 'number') return `<c r="${ref}"><v>${cell}</v></c>`;
+        if (typeof cell === 'boolean') return `<c r="${ref}" t="b"><v>${cell ? 1 : 0}</v></c>`;
+        if ('date' in cell) return `<c r="${ref}" s="1"><v>${cell.date}</v></c>`;
+        if ('inline' in cell) return `<c r="${ref}" t="inlineStr"><is><t>${escapeXml(cell.inline)}</t></is></c>`;
+        return `<c r="${ref}" t="e"><v>${escapeXml(cell.error)}</v></c>`;
+      });
+      return `<row r="${r + 1}">${cells.join('')}</row>`;
+    });
+    return `${XML_HEAD}<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${rows.join('')}</sheetData></worksheet>`;
+  };
+  const sheetXml = sheets.map((sheet, i) => options.worksheetXml?.(i) ?? worksheet(sheet));
+  const workbook =
+    `${XML_HEAD}<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="${DOC_REL}">` +
+    `<workbookPr${options.date1904 ? ' date1904="1"' : ''}/><sheets>` +
+    sheets.map((s, i) => `<sheet name="${escapeXml(s.name)}" sheetId="${i + 1}"${s.hidden ? ' state="hidden"' : ''} r:id="rId${i + 1}"/>`).join('') +
+    '</sheets></workbook>';
+  const sst =
+    `${XML_HEAD}<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="${strings.length}">` +
+    strings.map((t) => `<si><t xml:space="preserve">${escapeXml(t)}</t></si>`).join('') +
+    '</sst>';
+  const styles =
+    `${XML_HEAD}<styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">` +
+    '<numFmts count="1"><numFmt numFmtId="164" formatCode="yyyy\\-mm\\-dd;@"/></numFmts>' +
+    '<cellXfs count="2"><xf numFmtId="0"/><xf numFmtId="164" applyNumberFormat="1"/></cellXfs></styleSheet>';
+  return [
+    { name: '[Content_Types].xml', data: `${XML_HEAD}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>` },
+    { name: '_rels/.rels', data: rels([['rId1', 'officeDocument', 'xl/workbook.xml']]) },
+    {
+      name: 'xl/_rels/workbook.xml.rels',
+      data: rels([
+        ...sheets.map((_, i) => [`rId${i + 1}`, 'worksheet', `worksheets/sheet${i + 1}.xml`] as [string, string, string]),
+        ['rIdS', 'sharedStrings', 'sharedStrings.xml'],
+        ['rIdT', 'styles', '/xl/styles.xml'],
+      ]),
+    },
+    { name: 'xl/workbook.xml', data: workbook },
+    ...sheetXml.map((data, i) => ({ name: `xl/worksheets/sheet${i + 1}.xml`, data })),
+    { name: 'xl/sharedStrings.xml', data: sst },
+    { name: 'xl/styles.xml', data: styles },
+  ];
+}
+
+/** An .xlsx with the given sheets. */
+export function makeXlsx(sheets: readonly XlsxSheet[], options: { date1904?: boolean } = {}): Buffer {
+  return makeZip(xlsxParts(sheets, options));
+}
+
+export interface PptxSlide {
+  title?: string;
+  /** Paragraphs of a body text box. */
+  body?: string[];
+  /** A table, a row of cells each. */
+  table?: string[][];
+  notes?: string[];
+  hidden?: boolean;
+}
+
+/** The parts of a PowerPoint presentation, ready for makeZip: slides in order, notes pages where given. */
+export function pptxParts(slides: readonly PptxSlide[]): ZipEntryInput[] {
+  const A = 'http://schemas.openxmlformats.org/drawingml/2006/main';
+  const P = 'http://schemas.openxmlformats.org/presentationml/2006/main';
+  const para = (text: string) => `<a:p><a:r><a:rPr lang="en-US"/><a:t>${escapeXml(text)}</a:t></a:r></a:p>`;
+  const shape = (type: string | null, paragraphs: readonly string[]) =>
+    `<p:sp><p:nvSpPr><p:cNvPr id="2" name="s"/><p:cNvSpPr/><p:nvPr>${type === null ? '' : `<p:ph type="${type}"/>`}</p:nvPr></p:nvSpPr>` +
+    `<p:txBody><a:bodyPr/>${paragraphs.map(para).join('')}</p:txBody></p:sp>`;
+  const table = (rows: readonly string[][]) =>
+    `<p:graphicFrame><a:graphic><a:graphicData><a:tbl>${rows
+      .map((row) => `<a:tr>${row.map((cell) => `<a:tc><a:txBody>${para(cell)}</a:txBody></a:tc>`).join('')}</a:tr>`)
+      .join('')}</a:tbl></a:graphicData></a:graphic></p:graphicFrame>`;
+  const parts: ZipEntryInput[] = [
+    { name: '[Content_Types].xml', data: `${XML_HEAD}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>` },
+    { name: '_rels/.rels', data: rels([['rId1', 'officeDocument', 'ppt/presentation.xml']]) },
+    {
+      name: 'ppt/_rels/presentation.xml.rels',
+      // Listed out of order: the order of the slides is sldIdLst's.
+      data: rels(slides.map((_, i) => [`rId${i + 1}`, 'slide', `slides/slide${i + 1}.xml`] as [string, string, string]).reverse()),
+    },
+    {
+      name: 'ppt/presentation.xml',
+      data:
+        `${XML_HEAD}<p:presentation xmlns:a="${A}" xmlns:p="${P}" xmlns:r="${DOC_REL}"><p:sldIdLst>` +
+        slides.map((_, i) => `<p:sldId id="${256 + i}" r:id="rId${i + 1}"/>`).join('') +
+        '</p:sldIdLst></p:presentation>',
+    },
+  ];
+  slides.forEach((slide, i) => {
+    const shapes = [
+      slide.title !== undefined ? shape('title', [slide.title]) : '',
+      slide.body ? shape(null, slide.body) : '',
+      slide.table ? table(slide.table) : '',
+    ].join('');
+    parts.push({
+      name: `ppt/slides/slide${i + 1}.xml`,
+      data: `${XML_HEAD}<p:sld xmlns:a="${A}" xmlns:p="${P}"${slide.hidden ? ' show="0"' : ''}><p:cSld><p:spTree>${shapes}</p:spTree></p:cSld></p:sld>`,
+    });
+    if (slide.notes) {
+      parts.push({ name: `ppt/slides/_rels/slide${i + 1}.xml.rels`, data: rels([['rId1', 'notesSlide', `../notesSlides/notesSlide${i + 1}.xml`]]) });
+      parts.push({
+        name: `ppt/notesSlides/notesSlide${i + 1}.xml`,
+        data:
+          `${XML_HEAD}<p:notes xmlns:a="${A}" xmlns:p="${P}"><p:cSld><p:spTree>` +
+          `${shape('sldImg', [])}${shape('body', slide.notes)}${shape('sldNum', [String(i + 1)])}</p:spTree></p:cSld></p:notes>`,
+      });
+    }
+  });
+  return parts;
+}
+
+/** A .pptx with the given slides. */
+export function makePptx(slides: readonly PptxSlide[]): Buffer {
+  return makeZip(pptxParts(slides));
+}
+
 function escapeXml(text: string): string {
   return text.replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' })[c]!);
 }

@@ -112,7 +112,7 @@ export class ContentSearch {
     options: {
       workerUrl?: URL | null;
       budgetMs?: number;
-      /** Converts PDF, .docx and notebooks to their text; without it they are left out (notebooks are then read as JSON text). */
+      /** Converts PDF, Office documents and notebooks to their text; without it they are left out (notebooks are then read as JSON text). */
       converter?: SearchConverter;
       /** Largest document converted: what a read converts (--max-read-bytes). */
       maxConvertBytes?: number;
@@ -430,7 +430,7 @@ export class ContentSearch {
     const doc = this.stmts.doc.get(row.uri) as DocState | undefined;
     const hasText = text !== undefined ? 1 : 0;
     const form = text?.form ?? null;
-    const places = text && text.places.length > 0 ? JSON.stringify(text.places.map((p) => [p.offset, p.unit, p.number])) : null;
+    const places = text && text.places.length > 0 ? JSON.stringify(text.places.map((p) => (p.name === undefined ? [p.offset, p.unit, p.number] : [p.offset, p.unit, p.number, p.name]))) : null;
     let id: number;
     if (doc) {
       this.stmts.deleteText.run(doc.id);

@@ -6,7 +6,7 @@ import type { Db } from '../index/db.ts';
 import type { EntryRow } from '../entry.ts';
 import type { KeyRange } from '../query/plan.ts';
 import type { SearchExpression } from './search-query.ts';
-import { placeAt, type Place } from '../content/converters/types.ts';
+import { PLACE_UNITS, placeAt, type Place } from '../content/converters/types.ts';
 
 /** Ranked candidates looked at per search, at most (a scoped search with a very common word may miss the rest). */
 const MAX_CANDIDATES = 20_000;
@@ -24,8 +24,8 @@ export interface SearchHit {
   snippet: string;
   /** The MIME type of the converted text searched (a format alternative: a PDF's text); absent for a text file's own text. */
   form?: string;
-  /** The page (PDF) or cell (notebook) the match is in. */
-  place?: { unit: 'page' | 'cell'; number: number };
+  /** The page (PDF), cell (notebook), sheet (workbook, with its name) or slide the match is in. */
+  place?: Omit<Place, 'offset'>;
 }
 
 export interface SearchScope {
@@ -124,7 +124,7 @@ export class SearchReader {
         score: -c.score,
         ...at,
         ...(c.form !== null ? { form: c.form } : {}),
-        ...(place ? { place: { unit: place.unit, number: place.number } } : {}),
+        ...(place ? { place: { unit: place.unit, number: place.number, ...(place.name !== undefined ? { name: place.name } : {}) } } : {}),
       });
     }
     return { hits, truncated: false };
@@ -168,14 +168,21 @@ function locateMatch(snippet: string, body: string): { line: number; text: strin
   };
 }
 
-/** search_docs.places: [[offset, unit, number], ...] as the content index wrote it; malformed entries are dropped. */
+/** search_docs.places: [[offset, unit, number, name?], ...] as the content index wrote it; malformed entries are dropped. */
 function parsePlaces(json: string): Place[] {
   try {
     const raw = JSON.parse(json) as unknown;
     if (!Array.isArray(raw)) return [];
     return raw
-      .filter((p): p is [number, 'page' | 'cell', number] => Array.isArray(p) && typeof p[0] === 'number' && (p[1] === 'page' || p[1] === 'cell') && typeof p[2] === 'number')
-      .map(([offset, unit, number]) => ({ offset, unit, number }));
+      .filter(
+        (p): p is [number, Place['unit'], number, string?] =>
+          Array.isArray(p) &&
+          typeof p[0] === 'number' &&
+          (PLACE_UNITS as readonly unknown[]).includes(p[1]) &&
+          typeof p[2] === 'number' &&
+          (p[3] === undefined || typeof p[3] === 'string'),
+      )
+      .map(([offset, unit, number, name]) => ({ offset, unit, number, ...(name !== undefined ? { name } : {}) }));
   } catch {
     return [];
   }

@@ -1,5 +1,5 @@
 // The `search` tool: full-text search over the text documents and the text a
-// read shows of PDFs, .docx and notebooks (SQLite FTS5, bm25 ranking), one
+// read shows of PDFs, Office documents and notebooks (SQLite FTS5, bm25 ranking), one
 // snippet and line number per file, and the page or cell when it has them.
 import { z } from 'zod';
 import { PROGRESS_INTERVAL_MS, type ProgressSink } from '../protocol/progress.ts';
@@ -66,9 +66,12 @@ const hit = z.object({
   mimeType: z
     .string()
     .optional()
-    .describe('present when the match is in the text form of a document (a PDF\'s text, a notebook\'s Markdown): its type; line counts in that text, as the read tool shows it'),
+    .describe('present when the match is in the text form of a document (a PDF\'s text, a notebook\'s, workbook\'s or presentation\'s Markdown): its type; line counts in that text, as the read tool shows it'),
   page: z.number().optional().describe('the PDF page of the match (1-based)'),
   cell: z.number().optional().describe('the notebook cell of the match (1-based, every cell counted)'),
+  sheet: z.number().optional().describe('the workbook sheet of the match (1-based, in workbook order)'),
+  sheetName: z.string().optional().describe("that sheet's name"),
+  slide: z.number().optional().describe('the presentation slide of the match (1-based)'),
 });
 
 const output = z.object({
@@ -89,8 +92,8 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
   name: 'search',
   title: 'Search file contents',
   description:
-    'Full-text search over the text files of the served folders and the text of PDF, .docx and Jupyter notebook files, best matches first (bm25), ' +
-    'with the line number and a snippet of each match, and the page (PDF) or cell (notebook) it is in. ' +
+    'Full-text search over the text files of the served folders and the text of PDF, .docx, .xlsx, .pptx and Jupyter notebook files, best matches first (bm25), ' +
+    'with the line number and a snippet of each match, and the page (PDF), cell (notebook), sheet (workbook) or slide it is in. ' +
     `Text files up to ${SEARCH_MAX_FILE_BYTES / 1024 / 1024} MiB are indexed. Use find for file names, read to see a file.`,
   input,
   output,
@@ -128,12 +131,13 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
       score: Number(h.score.toPrecision(4)),
       ...(h.form !== undefined ? { mimeType: h.form } : {}),
       ...(h.place ? { [h.place.unit]: h.place.number } : {}),
+      ...(h.place?.unit === 'sheet' && h.place.name !== undefined ? { sheetName: h.place.name } : {}),
     }));
     const indexing = progress.complete ? undefined : { done: progress.done, total: progress.total };
     // One hit per line: the matched line's own control characters are escaped too.
     const lines = hits.map((h, i) => {
       const r = results[i]!;
-      const where = h.place ? ` (${h.place.unit} ${h.place.number})` : '';
+      const where = h.place ? ` (${h.place.unit} ${h.place.number}${h.place.name !== undefined ? ` ${JSON.stringify(h.place.name)}` : ''})` : '';
       return `${r.path}:${r.line}${where}: ${listingName(r.text)}`;
     });
     const summary =

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip } from '../fixtures.ts';
+import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makePptx, makeXlsx, makeZip, pptxParts, xlsxParts } from '../fixtures.ts';
 import { CLI, connect, ERAS, serveTree, tempDir, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
 
 const NOTEBOOK = makeNotebook([
@@ -26,6 +26,8 @@ const TREE: Record<string, string | Uint8Array> = {
   'nb/analysis.ipynb': NOTEBOOK,
   'docs/report.pdf': makePdf(['Quarterly report\nPage one body', 'Second page body']),
   'docs/letter.docx': makeDocx([{ heading: 1, text: 'Dear reader' }, 'Thank you (really).']),
+  'docs/budget.xlsx': makeXlsx([{ name: 'Q1', rows: [['Item', 'Cost'], ['Rent', 1200]] }]),
+  'docs/deck.pptx': makePptx([{ title: 'Plan', body: ['Ship it'], notes: ['Speak slowly'] }]),
   'docs/scan': makePdf(['Scanned without extension']),
   'docs/long.pdf': makePdf(Array.from({ length: 500 }, (_, i) => `Body of page ${i + 1}`)),
   'text/utf16le.txt': utf16le,
@@ -37,6 +39,10 @@ const TREE: Record<string, string | Uint8Array> = {
     docxParts(['boom']).map((p) => (p.name === 'word/document.xml' ? { ...p, declaredSize: 0xfffffff0 } : p)),
   ),
   'bad/broken.ipynb': '{"cells": [',
+  'bad/bomb.xlsx': makeZip(
+    xlsxParts([{ name: 'S', rows: [['boom']] }]).map((p) => (p.name === 'xl/sharedStrings.xml' ? { ...p, declaredSize: 0xfffffff0 } : p)),
+  ),
+  'bad/malformed.pptx': makeZip(pptxParts([{ title: 'x' }]).map((p) => (p.name === 'ppt/slides/slide1.xml' ? { ...p, data: '<p:sld><p:cSld>' } : p))),
   'bad/encrypted.pdf': makePdf(['secret'], { encrypted: true }),
 };
 
@@ -112,6 +118,13 @@ for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () =
     assert.equal(alternatives[0]!.text, '# Dear reader\n\nThank you (really).\n');
   });
 
+  test('an Excel workbook and a PowerPoint deck: the bytes, then Markdown', async () => {
+    const sheet = await checkPrimary('docs/budget.xlsx', await read('docs/budget.xlsx'), 'blob');
+    assert.deepEqual(sheet.map((a) => [a.mimeType, a.text]), [['text/markdown', '## Sheet 1: Q1\n\n| Item | Cost |\n| --- | --- |\n| Rent | 1200 |\n']]);
+    const deck = await checkPrimary('docs/deck.pptx', await read('docs/deck.pptx'), 'blob');
+    assert.deepEqual(deck.map((a) => [a.mimeType, a.text]), [['text/markdown', '## Slide 1: Plan\n\nShip it\n\nNotes:\nSpeak slowly\n']]);
+  });
+
   test('a PDF without an extension is recognised by its signature on read', async () => {
     const items = await read('docs/scan');
     const alternatives = await checkPrimary('docs/scan', items, 'blob');
@@ -133,7 +146,7 @@ for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () =
   });
 
   test('corrupt, truncated and zip-bomb files: the primary item alone, one warning each, the server keeps serving', async () => {
-    for (const rel of ['bad/corrupt.pdf', 'bad/encrypted.pdf', 'bad/truncated.docx', 'bad/bomb.docx', 'bad/broken.ipynb']) {
+    for (const rel of ['bad/corrupt.pdf', 'bad/encrypted.pdf', 'bad/truncated.docx', 'bad/bomb.docx', 'bad/broken.ipynb', 'bad/bomb.xlsx', 'bad/malformed.pptx']) {
       const items = await read(rel);
       assert.equal(items.length, 1, `${rel}: alternative left out`);
       await checkPrimary(rel, items, rel.endsWith('.ipynb') ? 'text' : 'blob');
@@ -143,6 +156,8 @@ for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () =
     }
     assert.match(tree.conn.stderr(), /bomb\.docx left out: zip entries uncompress to more than/);
     assert.match(tree.conn.stderr(), /encrypted\.pdf left out: PDF is encrypted/);
+    assert.match(tree.conn.stderr(), /bomb\.xlsx left out: zip entries uncompress to more than/);
+    assert.match(tree.conn.stderr(), /malformed\.pptx left out: ppt\/slides\/slide1\.xml is not well-formed XML/);
     assert.equal((await read('docs/report.pdf')).length, 2, 'still serving');
   });
 
@@ -154,6 +169,8 @@ for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () =
     assert.deepEqual(await alternativesOf('nb/analysis.ipynb'), ['text/markdown']);
     assert.deepEqual(await alternativesOf('docs/report.pdf'), ['text/plain']);
     assert.deepEqual(await alternativesOf('docs/letter.docx'), ['text/markdown']);
+    assert.deepEqual(await alternativesOf('docs/budget.xlsx'), ['text/markdown']);
+    assert.deepEqual(await alternativesOf('docs/deck.pptx'), ['text/markdown']);
     assert.equal(await alternativesOf('text/plain.md'), undefined);
     assert.equal(await alternativesOf('docs/'), undefined);
   });

@@ -17,7 +17,9 @@ import {
   type Converter,
 } from '../../src/content/converters/types.ts';
 import { checkZip } from '../../src/content/converters/zip.ts';
-import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makeZip, zlibZeros } from '../fixtures.ts';
+import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makePptx, makeXlsx, makeZip, pptxParts, xlsxParts, zlibZeros } from '../fixtures.ts';
+import { pptxConverter } from '../../src/content/converters/pptx.ts';
+import { columnOf, excelDate, isBuiltInDateFormat, isDateFormat, unescapeXstring, xlsxConverter } from '../../src/content/converters/xlsx.ts';
 import { ConversionCache, Formats, truncateUtf8, truncationMarker } from '../../src/content/formats.ts';
 import {
   childCommand,
@@ -221,6 +223,171 @@ describe('docx converter', () => {
   });
 });
 
+async function located(converter: Converter, bytes: Buffer, overrides: Partial<ConversionLimits> = {}) {
+  const input = { name: 'fixture', bytes, text: undefined, signal: new AbortController().signal, limits: { ...limits, ...overrides } };
+  const result = await converter.convertLocated!(input);
+  // convert is the same text without the places.
+  assert.equal(await converter.convert(input), result.text);
+  return result;
+}
+
+/** Each place points at the heading of its sheet or slide. */
+function assertPlacesAtHeadings(result: { text: string; places: { offset: number; unit: string; number: number }[] }, heading: string) {
+  for (const place of result.places) {
+    assert.ok(result.text.startsWith(`## ${heading} ${place.number}`, place.offset), `${place.unit} ${place.number} at ${place.offset}`);
+  }
+}
+
+/** A billion-laughs document: entities declared in a DTD, each ten of the one before. */
+const ENTITY_BOMB =
+  '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">' +
+  Array.from({ length: 9 }, (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i === 0 ? '' : i};`.repeat(10)}">`).join('') +
+  ']><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row><c t="inlineStr"><is><t>&lol9;</t></is></c></row></sheetData></worksheet>';
+
+describe('xlsx converter', () => {
+  test('each sheet in workbook order under its heading, as a table of the values', async () => {
+    const result = await located(
+      xlsxConverter,
+      makeXlsx([
+        { name: 'Budget', rows: [['Item', 'Cost', 'When'], ['Rent | flat', 1200.5, { date: 45352 }], [null, true, { date: 45352.5625 }], ['Fee', null, null, 'far right']] },
+        { name: 'Empty', rows: [] },
+        { name: 'Odd', hidden: true, rows: [[{ inline: 'inline\ntext' }, { error: '#DIV/0!' }, false, 0.1 + 0.2]] },
+      ]),
+    );
+    assert.equal(
+      result.text,
+      '## Sheet 1: Budget\n\n| Item | Cost | When |  |\n| --- | --- | --- | --- |\n| Rent \\| flat | 1200.5 | 2024-03-01 |  |\n|  | TRUE | 2024-03-01 13:30:00 |  |\n| Fee |  |  | far right |\n' +
+        '\n## Sheet 2: Empty\n\n(empty)\n' +
+        '\n## Sheet 3: Odd (hidden)\n\n| inline text | #DIV/0! | FALSE | 0.30000000000000004 |\n| --- | --- | --- | --- |\n',
+    );
+    assert.deepEqual(
+      result.places.map((p) => [p.unit, p.number, p.name]),
+      [['sheet', 1, 'Budget'], ['sheet', 2, 'Empty'], ['sheet', 3, 'Odd']],
+    );
+    assertPlacesAtHeadings(result, 'Sheet');
+  });
+
+  test('a table starts at its leftmost used column; a stored (uncompressed) workbook reads the same', async () => {
+    const sheets = [{ name: 'S', rows: [[null, null, 'c1', 'd1'], [null, null, null, 'd2']] }];
+    const expected = '## Sheet 1: S\n\n| c1 | d1 |\n| --- | --- |\n|  | d2 |\n';
+    assert.equal((await located(xlsxConverter, makeXlsx(sheets))).text, expected);
+    assert.equal((await located(xlsxConverter, makeZip(xlsxParts(sheets).map((p) => ({ ...p, deflate: false }))))).text, expected);
+  });
+
+  test('dates: the 1900 system with its phantom leap day, the 1904 system, times alone', async () => {
+    assert.equal(excelDate(1, false), '1900-01-01');
+    assert.equal(excelDate(59, false), '1900-02-28');
+    assert.equal(excelDate(60, false), '1900-02-29');
+    assert.equal(excelDate(61, false), '1900-03-01');
+    assert.equal(excelDate(25569, false), '1970-01-01');
+    assert.equal(excelDate(45352.75, false), '2024-03-01 18:00:00');
+    assert.equal(excelDate(0.5, false), '12:00:00');
+    assert.equal(excelDate(0.99999999, false), '1900-01-01', 'a time that rounds up to midnight is the next day');
+    assert.equal(excelDate(0, true), '1904-01-01');
+    assert.equal(excelDate(43890, true), '2024-03-01');
+    const text = (await located(xlsxConverter, makeXlsx([{ name: 'S', rows: [[{ date: 0 }, { date: 1 }]] }], { date1904: true }))).text;
+    assert.match(text, /\| 1904-01-01 \| 1904-01-02 \|/);
+  });
+
+  test('which number formats are dates', () => {
+    for (const id of [14, 15, 22, 45, 47]) assert.equal(isBuiltInDateFormat(id), true, String(id));
+    for (const id of [0, 1, 2, 9, 10, 11, 12, 13, 23, 37, 44, 48, 49]) assert.equal(isBuiltInDateFormat(id), false, String(id));
+    for (const code of ['yyyy-mm-dd', 'd/m/yy', '[$-409]mmmm d, yyyy;@', 'h:mm:ss AM/PM', '[h]:mm', 'yyyy\\-mm\\-dd;@']) {
+      assert.equal(isDateFormat(code), true, code);
+    }
+    for (const code of ['General', '0.00', '#,##0;[Red]-#,##0', '0.00E+00', '"days" 0', '@', '_-* #,##0_-', '[Color10]0']) {
+      assert.equal(isDateFormat(code), false, code);
+    }
+  });
+
+  test('cell references and escaped characters', () => {
+    assert.deepEqual(['A1', 'Z9', 'AA10', 'XFD1048576', '12'].map(columnOf), [0, 25, 26, 16383, undefined]);
+    assert.equal(unescapeXstring('a_x000D_b'), 'a\rb');
+    assert.equal(unescapeXstring('_x005F_x000D_'), '_x000D_', 'an escaped underscore is not an escape');
+    assert.equal(unescapeXstring('plain_x'), 'plain_x');
+  });
+
+  test('past the cell budget: what was read, and lines saying what was not', async () => {
+    const rows = Array.from({ length: 10 }, (_, r) => [`r${r}a`, `r${r}b`]);
+    const result = await located(xlsxConverter, makeXlsx([{ name: 'One', rows }, { name: 'Two', rows }]), { sheetCells: 7 });
+    assert.match(result.text, /\| r3a \| {2}\|\n\n\[the rest of this sheet not read: over the conversion budget\]\n\n\[1 more sheet not extracted/);
+    assert.doesNotMatch(result.text, /r4a|Sheet 2/);
+  });
+
+  test('a sheet far past the output budget is cut by rows, with the count of rows left', async () => {
+    const rows = Array.from({ length: 3000 }, (_, r) => [`row ${r}`, 'x'.repeat(100)]);
+    const result = await located(xlsxConverter, makeXlsx([{ name: 'Big', rows }]), { outputBytes: 10_000 });
+    assert.ok(result.text.length < 12_000, `${result.text.length} chars`);
+    assert.match(result.text, /\n\n\[\d+ more rows not shown: over the conversion budget\]\n$/);
+  });
+
+  test('only the shared strings the kept cells use are read: a table of millions of strings costs no memory', async () => {
+    const sst = `<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${'<si><t>x</t></si>'.repeat(1_000_000)}</sst>`;
+    const parts = xlsxParts([{ name: 'S', rows: [['first']] }]).map((p) =>
+      p.name === 'xl/sharedStrings.xml' ? { ...p, data: sst.replace('<si><t>x</t></si>', '<si><r><t>fir</t></r><r><t>st</t></r><rPh><t>ruby</t></rPh></si>') } : p,
+    );
+    assert.equal((await located(xlsxConverter, makeZip(parts))).text, '## Sheet 1: S\n\n| first |\n| --- |\n');
+  });
+
+  test('hostile workbooks are refused: zip bomb, entity bomb, malformed XML, truncated, not a workbook', async () => {
+    const declared = xlsxParts([{ name: 'S', rows: [['x']] }]).map((p) => (p.name === 'xl/worksheets/sheet1.xml' ? { ...p, declaredSize: 0xfffffff0 } : p));
+    await rejectsConversion(located(xlsxConverter, makeZip(declared)), /more than 67108864 bytes/);
+    const lying = xlsxParts([{ name: 'S', rows: [['x']] }]).map((p) =>
+      p.name === 'xl/sharedStrings.xml' ? { ...p, data: Buffer.alloc(20 * 1024 * 1024, 0x20), declaredSize: 1000 } : p,
+    );
+    await rejectsConversion(located(xlsxConverter, makeZip(lying)), /past its declared size/);
+    const bomb = makeZip(xlsxParts([{ name: 'S', rows: [] }], { worksheetXml: () => ENTITY_BOMB }));
+    await rejectsConversion(located(xlsxConverter, bomb), /sheet1\.xml is not well-formed XML/);
+    const broken = makeZip(xlsxParts([{ name: 'S', rows: [] }], { worksheetXml: () => '<worksheet><sheetData><row>' }));
+    await rejectsConversion(located(xlsxConverter, broken), /sheet1\.xml is not well-formed XML/);
+    const whole = makeXlsx([{ name: 'S', rows: [['x']] }]);
+    await rejectsConversion(located(xlsxConverter, whole.subarray(0, whole.length - 30)), /truncated|not a zip/);
+    await rejectsConversion(located(xlsxConverter, makeDocx(['a letter'])), /not an Excel workbook/);
+  });
+});
+
+describe('pptx converter', () => {
+  const deck = makePptx([
+    { title: 'Welcome', body: ['First point', 'Second | point'], notes: ['Say hello', 'then wave'] },
+    { body: ['no title here'], table: [['Region', 'Sales'], ['North', '12']], hidden: true },
+    { title: 'Last' },
+  ]);
+
+  test('slides in presentation order: title, text, tables, speaker notes (not the notes page number)', async () => {
+    const result = await located(pptxConverter, deck);
+    assert.equal(
+      result.text,
+      '## Slide 1: Welcome\n\nFirst point\nSecond | point\n\nNotes:\nSay hello\nthen wave\n' +
+        '\n## Slide 2 (hidden)\n\nno title here\n| Region | Sales |\n| North | 12 |\n' +
+        '\n## Slide 3: Last\n',
+    );
+    assert.deepEqual(result.places.map((p) => [p.unit, p.number]), [['slide', 1], ['slide', 2], ['slide', 3]]);
+    assertPlacesAtHeadings(result, 'Slide');
+  });
+
+  test('past the output budget: the slides read, and a line counting the rest', async () => {
+    const slides = Array.from({ length: 50 }, (_, i) => ({ title: `Slide title ${i}`, body: ['y'.repeat(500)] }));
+    const result = await located(pptxConverter, makePptx(slides), { outputBytes: 5_000 });
+    assert.match(result.text, /\n\[\d+ more slides not extracted: over the conversion budget\]\n$/);
+    assert.ok(result.places.length < 50 && result.places.length > 5);
+  });
+
+  test('hostile presentations are refused: zip bomb, entity bomb, not a presentation', async () => {
+    const declared = pptxParts([{ title: 'x' }]).map((p) => (p.name === 'ppt/slides/slide1.xml' ? { ...p, declaredSize: 0xfffffff0 } : p));
+    await rejectsConversion(located(pptxConverter, makeZip(declared)), /more than 67108864 bytes/);
+    const bomb = pptxParts([{ title: 'x' }]).map((p) => (p.name === 'ppt/slides/slide1.xml' ? { ...p, data: ENTITY_BOMB } : p));
+    await rejectsConversion(located(pptxConverter, makeZip(bomb)), /slide1\.xml is not well-formed XML/);
+    await rejectsConversion(located(pptxConverter, makeXlsx([{ name: 'S', rows: [] }])), /not a PowerPoint presentation \(its main part is a workbook\)/);
+    await rejectsConversion(located(pptxConverter, makeZip([{ name: 'a.txt', data: 'a zip, no package' }])), /not a PowerPoint presentation \(no presentation part\)/);
+  });
+
+  test('an aborted conversion stops', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    await assert.rejects(pptxConverter.convert({ name: 'x', bytes: deck, text: undefined, signal: controller.signal, limits }), /aborted/);
+  });
+});
+
 describe('registry', () => {
   test('converters apply by extension or MIME type, and by signature only for unknown binary', () => {
     const pdf = makePdf(['x']);
@@ -229,6 +396,8 @@ describe('registry', () => {
     assert.deepEqual(ids('a.ipynb', 'application/x-ipynb+json'), ['ipynb-markdown@1']);
     assert.deepEqual(ids('A.PDF', 'application/pdf'), ['pdf-text@1']);
     assert.deepEqual(ids('a.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'), ['docx-markdown@2']);
+    assert.deepEqual(ids('Book.XLSX', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'), ['xlsx-markdown@1']);
+    assert.deepEqual(ids('deck.pptx', 'application/vnd.openxmlformats-officedocument.presentationml.presentation'), ['pptx-markdown@1']);
     assert.deepEqual(ids('scan', 'application/octet-stream', pdf), ['pdf-text@1']);
     assert.deepEqual(ids('scan', 'application/octet-stream', Buffer.from('hello')), []);
     assert.deepEqual(ids('notes.txt', 'text/plain', pdf), [], 'a text file that mentions %PDF- is not a PDF');

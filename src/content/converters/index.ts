@@ -2,13 +2,15 @@ import { BINARY_FALLBACK_MIME } from '../mime.ts';
 import { docxConverter } from './docx.ts';
 import { notebookConverter } from './notebook.ts';
 import { pdfConverter } from './pdf.ts';
+import { pptxConverter } from './pptx.ts';
 import type { Converter } from './types.ts';
+import { xlsxConverter } from './xlsx.ts';
 
 /**
  * Every format converter, in the order their alternatives follow the primary
  * content. To add a format: write a Converter in its own file and list it here.
  */
-export const CONVERTERS: readonly Converter[] = [notebookConverter, pdfConverter, docxConverter];
+export const CONVERTERS: readonly Converter[] = [notebookConverter, pdfConverter, docxConverter, xlsxConverter, pptxConverter];
 
 /** What the registry needs to know of a document: its name and primary type (an index row has both). */
 export interface DocumentKind {

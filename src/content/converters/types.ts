@@ -21,10 +21,12 @@ export interface ConversionLimits {
   timeMs: number;
   /** PDF pages extracted; the rest are counted in a closing line. */
   pdfPages: number;
-  /** Sum of the uncompressed sizes of a zip container's entries (.docx). */
+  /** Sum of the uncompressed sizes of a zip container's entries (.docx, .xlsx, .pptx). */
   zipBytes: number;
   /** Entries of a zip container. */
   zipEntries: number;
+  /** Spreadsheet cells kept (.xlsx); the rest are counted in a closing line. */
+  sheetCells: number;
   /** Characters kept of one notebook cell output. */
   notebookOutputChars: number;
 }
@@ -36,6 +38,7 @@ export const DEFAULT_CONVERSION_LIMITS: ConversionLimits = {
   pdfPages: 200,
   zipBytes: 64 * 1024 * 1024,
   zipEntries: 10_000,
+  sheetCells: 200_000,
   notebookOutputChars: 2_000,
 };
 
@@ -73,12 +76,17 @@ export interface Converter {
   convertLocated?(input: ConvertInput): Promise<LocatedText>;
 }
 
-/** Where a part of a converted text comes from: a PDF page, a notebook cell (both 1-based). */
+/** The kinds of place a converted text is made of. */
+export const PLACE_UNITS = ['page', 'cell', 'sheet', 'slide'] as const;
+
+/** Where a part of a converted text comes from: a PDF page, a notebook cell, a workbook's sheet, a slide (all 1-based). */
 export interface Place {
-  /** Offset in the text (UTF-16 code units) at which the page or cell starts. */
+  /** Offset in the text (UTF-16 code units) at which the page, cell, sheet or slide starts. */
   offset: number;
-  unit: 'page' | 'cell';
+  unit: (typeof PLACE_UNITS)[number];
   number: number;
+  /** A sheet's name. */
+  name?: string;
 }
 
 /** A converted text and the places in it, in offset order. */

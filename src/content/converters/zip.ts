@@ -24,6 +24,17 @@ interface ZipEntry {
  * past the budget.
  */
 export function checkZip(bytes: Buffer, budget: ZipBudget): void {
+  readZip(bytes, budget, () => false);
+}
+
+/**
+ * checkZip, handing back the entries it inflated whose names `keep` takes
+ * (the names as stored, without a leading '/'): a reader of an Office
+ * package (xlsx.ts, pptx.ts) gets the parts the check already verified, and
+ * never more than the budget in all.
+ */
+export function readZip(bytes: Buffer, budget: ZipBudget, keep: (name: string) => boolean): Map<string, Buffer> {
+  const kept = new Map<string, Buffer>();
   const entries = centralDirectory(bytes, budget);
   let declared = 0;
   for (const entry of entries) {
@@ -36,8 +47,10 @@ export function checkZip(bytes: Buffer, budget: ZipBudget): void {
   }
   for (const entry of entries) {
     const data = entryData(bytes, entry);
+    const name = entry.name.replace(/^\/+/, '');
     if (entry.method === 0) {
       if (data.length !== entry.size) throw new ConversionError(`zip entry ${entry.name} is corrupt`);
+      if (keep(name)) kept.set(name, data);
       continue;
     }
     if (entry.method !== 8) throw new ConversionError(`zip entry ${entry.name} uses compression method ${entry.method}`);
@@ -53,7 +66,9 @@ export function checkZip(bytes: Buffer, budget: ZipBudget): void {
       throw new ConversionError(`zip entry ${entry.name} is corrupt: ${(error as Error).message}`);
     }
     if (inflated.length !== entry.size) throw new ConversionError(`zip entry ${entry.name} is corrupt (size mismatch)`);
+    if (keep(name)) kept.set(name, inflated);
   }
+  return kept;
 }
 
 function centralDirectory(bytes: Buffer, budget: ZipBudget): ZipEntry[] {
