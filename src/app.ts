@@ -204,6 +204,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
   const search = config.search
     ? new ContentSearch(index, log, undefined, {
         budgetMs: config.searchBudgetMs,
+        waitMs: config.searchWaitMs,
         converter: convert.formats,
         maxConvertBytes: config.maxReadBytes,
       })

@@ -26,6 +26,8 @@ export interface Config {
   search: boolean;
   /** Time one search may take before its result is cut short (ms). */
   searchBudgetMs: number;
+  /** How long a search sent while a small folder's first content build runs waits for it (ms; 0: never). */
+  searchWaitMs: number;
   /** `--http [HOST:]PORT`: serve Streamable HTTP at /mcp instead of stdio. */
   http?: HttpListen;
   /** `--allowed-host NAME`: Host/Origin names accepted besides loopback (a proxy's public name). */
@@ -63,6 +65,8 @@ export const DEFAULT_PAGE_SIZE = 2000;
 export const MAX_PAGE_SIZE = 10_000;
 /** Matches SEARCH_BUDGET_MS in src/catalog/content-search.ts (config stays free of the catalog's imports). */
 export const DEFAULT_SEARCH_BUDGET_MS = 2000;
+/** Matches SEARCH_WAIT_MS in src/catalog/content-search.ts. */
+export const DEFAULT_SEARCH_WAIT_MS = 5000;
 
 export const USAGE = `Usage: folder-mcp [options] <folder>...
 
@@ -87,6 +91,9 @@ Options:
   --no-search            no full-text content index and no search tool
   --search-budget-ms N   time one search may take; past it the result is cut
                          short and says so (default ${DEFAULT_SEARCH_BUDGET_MS})
+  --search-wait-ms N     how long a search sent while a small folder's (up to
+                         1,000 files) first content index build runs waits for
+                         it; 0 never waits (default ${DEFAULT_SEARCH_WAIT_MS})
   --log-level LEVEL      error | warn | info | debug (default info); logs go to stderr
   --http [HOST:]PORT     serve Streamable HTTP at http://HOST:PORT/mcp instead of
                          stdio (HOST default 127.0.0.1; PORT 0 picks a free one)
@@ -125,6 +132,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
         'poll-interval': { type: 'string' },
         'no-search': { type: 'boolean' },
         'search-budget-ms': { type: 'string' },
+        'search-wait-ms': { type: 'string' },
         'log-level': { type: 'string' },
         http: { type: 'string' },
         'allowed-host': { type: 'string', multiple: true },
@@ -171,6 +179,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       pollIntervalMs: positiveInt(values['poll-interval'], '--poll-interval', DEFAULT_POLL_INTERVAL_MS, 3_600_000),
       search: !values['no-search'],
       searchBudgetMs: positiveInt(values['search-budget-ms'], '--search-budget-ms', DEFAULT_SEARCH_BUDGET_MS, 60_000),
+      searchWaitMs: positiveInt(values['search-wait-ms'], '--search-wait-ms', DEFAULT_SEARCH_WAIT_MS, 60_000, 0),
       ...(http && { http }),
       ...(values['allowed-host'] && { allowedHosts: values['allowed-host'].map(allowedHostName) }),
       ...(values['token-file'] !== undefined && { tokenFile: values['token-file'] }),
@@ -189,6 +198,7 @@ const OPTION_VALUES: Record<string, string> = {
   '--watcher': WATCHER_KINDS.join(' | '),
   '--poll-interval': 'a whole number of milliseconds, from 1 to 3600000',
   '--search-budget-ms': 'a whole number of milliseconds, from 1 to 60000',
+  '--search-wait-ms': 'a whole number of milliseconds, from 0 to 60000',
   '--http': '[HOST:]PORT',
   '--allowed-host': 'a host name',
   '--token-file': 'a file path',
@@ -232,10 +242,10 @@ function allowedHostName(name: string): string {
   return lower;
 }
 
-function positiveInt(text: string | undefined, flag: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
+function positiveInt(text: string | undefined, flag: string, fallback: number, max = Number.MAX_SAFE_INTEGER, min = 1): number {
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text)) throw new UsageError(`${flag} needs ${OPTION_VALUES[flag] ?? 'a positive whole number'}, got '${text}'`);
   const n = Number(text);
-  if (n < 1 || n > max) throw new UsageError(`${flag} must be between 1 and ${max}, got ${text}`);
+  if (n < min || n > max) throw new UsageError(`${flag} must be between ${min} and ${max}, got ${text}`);
   return n;
 }

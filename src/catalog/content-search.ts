@@ -49,6 +49,10 @@ const READ_CONCURRENCY = 8;
  * search-query.ts, and on the search thread a runaway one is killed.
  */
 export const SEARCH_BUDGET_MS = 2000;
+/** A search that arrives while the first build runs waits for it, at most this long (--search-wait-ms), when the folder is small enough... */
+export const SEARCH_WAIT_MS = 5000;
+/** ...that is, when it has at most this many documents to index. */
+export const SEARCH_WAIT_MAX_FILES = 1000;
 
 
 /** MIME types whose files are worth reading as text; everything else is left out without a read. */
@@ -97,6 +101,7 @@ export class ContentSearch {
   private readonly reader: SearchReader;
   private readonly thread: SearchThread | null;
   private readonly budgetMs: number;
+  private readonly waitMs: number;
   private readonly converter: SearchConverter | undefined;
   private readonly maxConvertBytes: number;
   /** Set while applyPending runs, so that a conversion inside it does not start it again. */
@@ -112,6 +117,8 @@ export class ContentSearch {
     options: {
       workerUrl?: URL | null;
       budgetMs?: number;
+      /** How long a search waits for a small folder's first build (SEARCH_WAIT_MS). */
+      waitMs?: number;
       /** Converts PDF, Office documents and notebooks to their text; without it they are left out (notebooks are then read as JSON text). */
       converter?: SearchConverter;
       /** Largest document converted: what a read converts (--max-read-bytes). */
@@ -119,6 +126,7 @@ export class ContentSearch {
     } = {},
   ) {
     this.budgetMs = options.budgetMs ?? SEARCH_BUDGET_MS;
+    this.waitMs = options.waitMs ?? SEARCH_WAIT_MS;
     this.converter = options.converter;
     this.maxConvertBytes = options.maxConvertBytes ?? Number.MAX_SAFE_INTEGER;
     this.db = index.db;
@@ -218,6 +226,11 @@ export class ContentSearch {
 
   get searchBudgetMs(): number {
     return this.budgetMs;
+  }
+
+  /** Waits for the first build to complete, as a search sent during it does: at most --search-wait-ms, and only for a small folder. */
+  whenSmallBuildComplete(): Promise<boolean> {
+    return this.whenComplete(this.waitMs, SEARCH_WAIT_MAX_FILES);
   }
 
   /** Ranked hits within `scope`, best first, on the calling thread with no time budget (tests, benchmarks). */

@@ -13,10 +13,6 @@ import { listingName } from '../content/collection.ts';
 
 export const SEARCH_DEFAULT_LIMIT = 20;
 export const SEARCH_MAX_LIMIT = 100;
-/** A search that arrives while the first build runs waits for it, at most this long, when the folder is small enough... */
-export const SEARCH_WAIT_MS = 5000;
-/** ...that is, when it has at most this many documents to index. */
-export const SEARCH_WAIT_MAX_FILES = 1000;
 
 /**
  * Runs `wait` (a wait for the first content build), telling a call that sent
@@ -110,7 +106,7 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     await ctx.index.ready;
     // A search right after start on a small folder would otherwise say "No
     // matches" for words the index is about to have: wait for the first build, bounded.
-    if (!search.progress.complete) await withBuildProgress(search, tc.progress, () => search.whenComplete(SEARCH_WAIT_MS, SEARCH_WAIT_MAX_FILES));
+    if (!search.progress.complete) await withBuildProgress(search, tc.progress, () => search.whenSmallBuildComplete());
     const query = scopeQuery({ glob: asList(args.glob), name: asList(args.name), prefix: args.prefix }, ctx.roots);
     const exact = query.namePatterns === undefined && query.uriPatterns === undefined;
     let outcome;

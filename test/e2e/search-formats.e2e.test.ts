@@ -43,8 +43,8 @@ const TREE: Record<string, string | Uint8Array> = {
   'deck.pptx': makePptx([{ title: 'Intro', body: ['hello'] }, { title: 'Plan', body: ['ship it'], notes: ['mention the pangolinous roadmap'] }]),
 };
 
-async function callTool(conn: Connected, name: string, args: Record<string, unknown>): Promise<ToolCall> {
-  return (await conn.request('tools/call', { name, arguments: args })) as ToolCall;
+async function callTool(conn: Connected, name: string, args: Record<string, unknown>, timeoutMs?: number): Promise<ToolCall> {
+  return (await conn.request('tools/call', { name, arguments: args }, timeoutMs === undefined ? undefined : { timeout: timeoutMs })) as ToolCall;
 }
 
 const textOf = (result: ToolCall) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
@@ -182,9 +182,11 @@ describe('an early search on a small folder waits for the content index', () => 
     files['zz/last.pdf'] = makePdf(['cover', 'the lemurian clue']);
     files['zz/last.txt'] = 'a lemurian line\n';
     writeTree(root.path, files);
-    const conn = await connect([root.path, '--db', join(state.path, 'index.db')]);
+    // The wait is 5 s by default; a loaded machine (two test runs on two cores) can take longer to build
+    // 900 files and start the conversion process, and this test is about waiting, not about 5 s.
+    const conn = await connect([root.path, '--db', join(state.path, 'index.db'), '--search-wait-ms', '60000']);
     try {
-      const result = await callTool(conn, 'search', { query: 'lemurian' });
+      const result = await callTool(conn, 'search', { query: 'lemurian' }, 70_000);
       assert.equal(result.structuredContent?.indexing, undefined, textOf(result));
       assert.deepEqual(hitsOf(result).map((h) => [h.path, h.page]).sort(), [['zz/last.pdf', 2], ['zz/last.txt', undefined]], textOf(result));
       assert.doesNotMatch(textOf(result), /No matches|still being built/);

@@ -19,6 +19,8 @@ describe('command-line mistakes: one line that says what was wrong and what is a
     [['--write', '--max-write-bytes', '0', '/p'], /^--max-write-bytes must be between 1 and/],
     [['--write', '--max-write-bytes', '4M', '/p'], /^--max-write-bytes needs a positive whole number of bytes, got '4M'$/],
     [['--max-write-bytes', '100', '/p'], /^--max-write-bytes applies to --write only$/],
+    [['--search-wait-ms', '60001', '/p'], /^--search-wait-ms must be between 0 and 60000, got 60001$/],
+    [['--search-wait-ms', '-1', '/p'], /^--search-wait-ms needs a whole number of milliseconds, from 0 to 60000, got '-1'$/],
   ];
   for (const [argv, message] of rows) {
     test(argv.join(' ') || '(nothing)', () => {
@@ -37,7 +39,9 @@ describe('command-line mistakes: one line that says what was wrong and what is a
     }
     const writable = parseCliArgs(['--write', '--max-write-bytes', '1024', '/p']);
     assert.ok(writable.kind === 'run' && writable.config.write && writable.config.maxWriteBytes === 1024);
+    const waits = parseCliArgs(['--search-wait-ms', '0', '/p']);
+    assert.ok(waits.kind === 'run' && waits.config.searchWaitMs === 0, '0: a search never waits');
     const defaults = parseCliArgs(['--write', '/p']);
-    assert.ok(defaults.kind === 'run' && defaults.config.maxWriteBytes === 4 * 1024 * 1024);
+    assert.ok(defaults.kind === 'run' && defaults.config.maxWriteBytes === 4 * 1024 * 1024 && defaults.config.searchWaitMs === 5000);
   });
 });

@@ -284,6 +284,9 @@ describe('xlsx converter', () => {
     assert.equal(excelDate(0.5, false), '12:00:00');
     assert.equal(excelDate(0.99999999, false), '1900-01-01', 'a time that rounds up to midnight is the next day');
     assert.equal(excelDate(0, true), '1904-01-01');
+    assert.equal(excelDate(1e20, false), '100000000000000000000', 'past the Date range: the number');
+    assert.equal(excelDate(2958466, false), '2958466', 'past 9999-12-31: the number');
+    assert.equal(excelDate(-1, false), '-1');
     assert.equal(excelDate(43890, true), '2024-03-01');
     const text = (await located(xlsxConverter, makeXlsx([{ name: 'S', rows: [[{ date: 0 }, { date: 1 }]] }], { date1904: true }))).text;
     assert.match(text, /\| 1904-01-01 \| 1904-01-02 \|/);

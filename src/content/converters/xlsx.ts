@@ -241,7 +241,10 @@ export function excelDate(serial: number, date1904: boolean): string {
   else {
     // Serial 25569 is 1970-01-01 in the 1900 system (past the phantom leap day), 24107 in the 1904 one.
     const epochDays = date1904 ? days - 24107 : days < 60 ? days - 25568 : days - 25569;
-    date = new Date(epochDays * DAY_MS).toISOString().slice(0, 10);
+    const when = new Date(epochDays * DAY_MS);
+    // Past year 9999 Excel shows #####; past the Date range there is no ISO form at all.
+    if (Number.isNaN(when.getTime()) || when.getUTCFullYear() > 9999) return String(serial);
+    date = when.toISOString().slice(0, 10);
   }
   return seconds === 0 ? date : `${date} ${time}`;
 }
