@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, mock, test } from 'node:test';
+import { Coalescer } from '../../src/live/coalesce.ts';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import type { EntryRow } from '../../src/entry.ts';
 import { BACKEND_STARTERS, planWatchers } from '../../src/live/choose.ts';
@@ -14,6 +15,70 @@ import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
 import { tempDir, waitFor, writeTree } from '../helpers.ts';
+
+describe('Coalescer', () => {
+  // Timers and the clock are mocked: nothing here depends on how fast the machine is.
+  const run = (options: ConstructorParameters<typeof Coalescer>[3], body: (c: Coalescer, fired: () => number) => void) => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
+    try {
+      let count = 0;
+      const coalescer = new Coalescer(() => count++, 20, 500, { spellMs: 250, now: () => Date.now(), ...options });
+      body(coalescer, () => count);
+      coalescer.cancel();
+    } finally {
+      mock.timers.reset();
+    }
+  };
+
+  test('the leading edge fires within trigger(); what follows is gathered and fires after the quiet time', () => {
+    run({}, (c, fired) => {
+      c.trigger();
+      assert.equal(fired(), 1);
+      c.trigger();
+      c.trigger();
+      assert.equal(fired(), 1, 'inside the spell: gathered');
+      mock.timers.tick(10);
+      c.trigger();
+      assert.equal(fired(), 1, 'the quiet time starts again at each trigger');
+      mock.timers.tick(19);
+      assert.equal(fired(), 1);
+      mock.timers.tick(1);
+      assert.equal(fired(), 2, 'one firing for the two');
+    });
+  });
+
+  test('leadingOnNextTurn: a synchronous batch of triggers fires once, on the next turn', () => {
+    run({ leadingOnNextTurn: true }, (c, fired) => {
+      c.trigger();
+      c.trigger();
+      c.trigger();
+      assert.equal(fired(), 0);
+      mock.timers.tick(0);
+      assert.equal(fired(), 1);
+      c.trigger();
+      mock.timers.tick(0);
+      assert.equal(fired(), 1, 'within the spell: no leading edge, the quiet time');
+      mock.timers.tick(20);
+      assert.equal(fired(), 2);
+      mock.timers.tick(300);
+      c.trigger();
+      mock.timers.tick(0);
+      assert.equal(fired(), 3, 'after a quiet spell: the next turn again');
+    });
+  });
+
+  test('a steady stream still fires every maxDelayMs', () => {
+    run({}, (c, fired) => {
+      c.trigger(); // leading
+      for (let t = 0; t < 1000; t += 10) {
+        c.trigger();
+        mock.timers.tick(10);
+      }
+      // 1 leading + one every 500 ms of the 1,000 ms stream (a quiet 20 ms never came).
+      assert.equal(fired(), 3);
+    });
+  });
+});
 
 describe('planWatchers', () => {
   const cases: Array<[Parameters<typeof planWatchers>, string[]]> = [

@@ -1,0 +1,86 @@
+import type { Logger } from '../log.ts';
+import { outermostDirs, type WatcherBackend } from './watcher.ts';
+import type { WriteQueue } from './write-queue.ts';
+
+/**
+ * How long after a new directory's first walk it is walked again: soon, and
+ * once more later, for a watcher slow to watch it on a loaded machine
+ * (measured: chokidar missed files written into a new directory of a burst).
+ */
+const NEW_DIRECTORY_DELAYS_MS = [1000, 5000];
+/**
+ * Safety net: with a watcher running, the whole tree is diffed again every
+ * so often, at least this long apart and at most 1% of the time (a pause of
+ * 100 times the last diff's duration). Watchers do lose events (inotify queue
+ * overflow, races on directories that come and go); this bounds how long a
+ * lost event can leave the index wrong.
+ */
+const SAFETY_MIN_INTERVAL_MS = 60_000;
+const SAFETY_DUTY_FACTOR = 100;
+
+export interface RechecksOptions {
+  queue: WriteQueue;
+  /** Diffs one directory's subtree with the disk (on the queue). */
+  tree(dir: string): Promise<void>;
+  /** Diffs every root on the queue; resolves to how long it took. */
+  diffRoots(): Promise<number>;
+  /** Entries written by the reconciler so far. */
+  written(): number;
+  /** The running watcher backend. */
+  backend(): WatcherBackend | undefined;
+  closed(): boolean;
+  log: Logger;
+}
+
+/** The looks at the disk that no event asks for: new directories again, and the periodic diff. */
+export class Rechecks {
+  /** New directories to diff again, per pass of NEW_DIRECTORY_DELAYS_MS. */
+  private readonly pending = NEW_DIRECTORY_DELAYS_MS.map(() => new Set<string>());
+  private readonly timers: (NodeJS.Timeout | undefined)[] = NEW_DIRECTORY_DELAYS_MS.map(() => undefined);
+  private safetyTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: RechecksOptions) {}
+
+  /** A directory the reconciler just walked for the first time: walked again 1 s and 5 s later. */
+  newDirectory(dir: string, pass = 0): void {
+    if (this.options.closed() || pass >= NEW_DIRECTORY_DELAYS_MS.length) return;
+    this.pending[pass]!.add(dir);
+    if (this.timers[pass] !== undefined) return;
+    const delay = NEW_DIRECTORY_DELAYS_MS[pass]! - (NEW_DIRECTORY_DELAYS_MS[pass - 1] ?? 0);
+    this.timers[pass] = setTimeout(() => {
+      this.timers[pass] = undefined;
+      const dirs = outermostDirs(this.pending[pass]!);
+      this.pending[pass] = new Set();
+      void this.options.queue.run(async () => {
+        for (const dir of dirs) await this.options.tree(dir);
+      });
+      for (const dir of dirs) this.newDirectory(dir, pass + 1);
+    }, delay);
+  }
+
+  /** Schedules the next periodic diff, given how long the last one took. */
+  scheduleSafetyDiff(lastMs: number): void {
+    const backend = this.options.backend();
+    // poll diffs all the time anyway; none promised a static index.
+    if (this.options.closed() || backend === undefined || backend === 'poll' || backend === 'none') return;
+    this.safetyTimer = setTimeout(
+      async () => {
+        const before = this.options.written();
+        const ms = await this.options.diffRoots();
+        const missed = this.options.written() - before;
+        if (missed > 0 && !this.options.closed()) {
+          // Includes changes whose events were still in the debounce window; a large number means lost events.
+          this.options.log.info(`periodic check applied ${missed} change(s) not yet applied from watcher events (${ms} ms)`);
+        }
+        this.scheduleSafetyDiff(ms);
+      },
+      Math.max(SAFETY_MIN_INTERVAL_MS, SAFETY_DUTY_FACTOR * lastMs),
+    );
+    this.safetyTimer.unref();
+  }
+
+  close(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    clearTimeout(this.safetyTimer);
+  }
+}

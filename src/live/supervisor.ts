@@ -1,0 +1,135 @@
+import type { FolderIndex } from '../index/folder-index.ts';
+import type { Store } from '../index/store.ts';
+import type { Logger } from '../log.ts';
+import { uriToPath } from '../uri.ts';
+import { BACKEND_STARTERS, type WatcherPlan } from './choose.ts';
+import { isResourceExhausted, type RewatchReason, type StartWatcher, type Watcher, type WatcherBackend, type WatchSink } from './watcher.ts';
+
+export interface SupervisorOptions {
+  index: FolderIndex;
+  log: Logger;
+  /** Where the running backend reports. */
+  sink: WatchSink;
+  /** The backends' start functions (injected so a test can make one fail like an exhausted inotify). */
+  starters?: Record<WatcherBackend, StartWatcher>;
+  /** `--poll-interval`: the poll backend's shortest pause between two polls. */
+  pollIntervalMs?: number;
+  closed(): boolean;
+  /** Diffs every root (after a fallback: whatever changed while no backend ran). */
+  diffRoots(): Promise<number>;
+}
+
+/**
+ * Runs one watcher backend: starts the first candidate of the plan that
+ * starts, and when the running one cannot go on (out of watches or
+ * descriptors), closes it, starts the next and diffs the tree.
+ */
+export class WatcherSupervisor {
+  private watcher: Watcher | undefined;
+  private plan: WatcherPlan | undefined;
+  private degrading = false;
+
+  constructor(private readonly options: SupervisorOptions) {}
+
+  /** The running backend, if any. */
+  get backend(): WatcherBackend | undefined {
+    return this.watcher?.backend;
+  }
+
+  /** Asks the running backend to watch `dir` again (it was re-made or moved). */
+  rewatch(dir: string, reason: RewatchReason): void {
+    this.watcher?.rewatch?.(dir, reason);
+  }
+
+  /** Starts the plan's first candidate that starts; false when none did (each failure explained on stderr). */
+  start(plan: WatcherPlan): Promise<boolean> {
+    this.plan = plan;
+    return this.startFirst(plan.candidates, plan.reason);
+  }
+
+  /** The running backend ran out of OS resources: close it, start the next candidate, then diff the roots. */
+  async degrade(error: Error): Promise<void> {
+    if (this.options.closed() || this.degrading || !this.watcher || !this.plan) return;
+    this.degrading = true;
+    const failed = this.watcher;
+    this.watcher = undefined;
+    const rest = this.plan.candidates.slice(this.plan.candidates.indexOf(failed.backend) + 1);
+    const fallback = rest.length > 0 ? rest : (['poll'] as const);
+    this.options.log.warn(
+      `watcher ${failed.backend} failed (${error.message}${isResourceExhausted(error) ? ': out of watches or file descriptors; raise fs.inotify.max_user_watches' : ''}); degrading to ${fallback[0]}`,
+    );
+    await failed.close().catch(() => {});
+    if (await this.startFirst(fallback, `${failed.backend} failed`)) await this.options.diffRoots();
+    this.degrading = false;
+  }
+
+  async close(): Promise<void> {
+    const watcher = this.watcher;
+    this.watcher = undefined;
+    await watcher?.close().catch(() => {});
+  }
+
+  private async startFirst(candidates: readonly WatcherBackend[], reason: string): Promise<boolean> {
+    const { index, log, closed } = this.options;
+    for (let i = 0; i < candidates.length; i++) {
+      const backend = candidates[i]!;
+      if (closed()) return false;
+      const started = performance.now();
+      let tookOver = false;
+      try {
+        const starters = this.options.starters ?? BACKEND_STARTERS;
+        const watcher = await starters[backend]({
+          roots: index.roots,
+          rules: index.rules,
+          sink: this.options.sink,
+          log,
+          directories: () => indexedDirectories(index.store),
+          stopped: closed,
+          watching: (dirs) => {
+            tookOver = true;
+            index.releaseScanWatches(dirs);
+          },
+          ...(this.options.pollIntervalMs !== undefined ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
+        });
+        if (closed()) {
+          await watcher.close();
+          return false;
+        }
+        this.watcher = watcher;
+        const ms = Math.round(performance.now() - started);
+        if (backend === 'none') log.info(`watcher: none (${reason}); the index changes only at start-up`);
+        else log.info(`watcher: ${backend} (${reason}), ready in ${ms} ms`);
+        return true;
+      } catch (error) {
+        if (closed()) return false; // closed while it started: not a failure worth a warning
+        // Its watches replaced some of the scan's, and are gone with it.
+        if (tookOver) index.spoilScanChanges(`the ${backend} watcher failed after taking over from the scan's watches`);
+        // Out of watches while the scan's still hold theirs (chokidar does not take them over):
+        // let them go, and try the same backend again; the tree is then diffed, as without them.
+        if (isResourceExhausted(error) && index.dropScanWatches()) {
+          log.info(`watcher ${backend} ran out of watches while the scan's were held: released them, trying ${backend} again (the tree is diffed after)`);
+          i--;
+          continue;
+        }
+        const next = candidates[i + 1];
+        log.warn(`watcher ${backend} could not start (${(error as Error).message ?? String(error)})` + (next ? `; falling back to ${next}` : ''));
+        reason = `${backend} failed to start`;
+      }
+    }
+    log.warn('no watcher could start: the index changes only at start-up');
+    return false;
+  }
+}
+
+/** Collections read from the index per query. */
+const DIRECTORY_PAGE = 5000;
+
+/** Every collection of the index as a path, in URI order (a parent before its children), a page at a time. */
+function* indexedDirectories(store: Store): Generator<string> {
+  for (let after = ''; ; ) {
+    const page = store.collectionUris(after, DIRECTORY_PAGE);
+    for (const uri of page) yield uriToPath(uri);
+    if (page.length < DIRECTORY_PAGE) return;
+    after = page.at(-1)!;
+  }
+}
