@@ -9,6 +9,7 @@ import { constants, fstatSync, readlinkSync, realpathSync, type BigIntStats } fr
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import { findRoot, type Root } from '../uri.ts';
 import { ContentError } from './content-error.ts';
+import { errnoCode } from '../errno.ts';
 
 export type FileKind = 'file' | 'directory' | 'FIFO' | 'socket' | 'character device' | 'block device' | 'symlink' | 'unknown';
 
@@ -216,9 +217,6 @@ function isGone(error: unknown): boolean {
   return code !== undefined && (GONE_CODES.has(code) || code === 'EACCES' || code === 'EPERM');
 }
 
-function errnoCode(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException | null)?.code;
-}
 
 function unreadable(error: unknown): ContentError {
   const code = errnoCode(error);

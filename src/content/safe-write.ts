@@ -18,6 +18,7 @@ import { constants, fstatSync, readlinkSync, realpathSync, statSync, type BigInt
 import { link, lstat, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { findRoot, type Root } from '../uri.ts';
+import { errnoCode } from '../errno.ts';
 
 /** Path segments a write never creates, changes or passes through, whatever the ignore rules say. */
 export const NEVER_WRITTEN = new Set(['.git', 'node_modules']);
@@ -215,9 +216,6 @@ async function lstatOrNull(path: string): Promise<BigIntStats | null> {
   }
 }
 
-function errnoCode(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException | null)?.code;
-}
 
 /** What the target was before a write: the identity an edit read, to refuse a write over a file changed since. */
 export interface FileIdentity {

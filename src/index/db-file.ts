@@ -5,6 +5,7 @@
 import Database from 'better-sqlite3';
 import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, readSync, statSync, unlinkSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
+import { describeError, isNoEntry } from '../errno.ts';
 
 /** The first 16 bytes of every SQLite 3 database file. */
 const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
@@ -46,13 +47,12 @@ export function inspectDbFile(path: string): DbFileKind {
   try {
     stats = statSync(path);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') {
+    if (isNoEntry(error)) {
       // A dangling symlink names a file that SQLite would create somewhere else.
       if (isSymlink(path)) return { kind: 'refuse', reason: 'is a symbolic link to nothing' };
       return { kind: 'absent' };
     }
-    return { kind: 'refuse', reason: `cannot be examined (${code ?? (error as Error).message})` };
+    return { kind: 'refuse', reason: `cannot be examined (${describeError(error)})` };
   }
   if (stats.isDirectory()) return { kind: 'refuse', reason: 'is a folder, not a file' };
   if (!stats.isFile()) return { kind: 'refuse', reason: 'is not a regular file' };
@@ -64,7 +64,7 @@ export function inspectDbFile(path: string): DbFileKind {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
     readSync(fd, head, 0, head.length, 0);
   } catch (error) {
-    return { kind: 'refuse', reason: `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
+    return { kind: 'refuse', reason: `cannot be read (${describeError(error)})` };
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
@@ -143,7 +143,7 @@ function cannotWrite(path: string): string | null {
     accessSync(path, constants.W_OK);
     return null;
   } catch (error) {
-    return `is not writable (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`;
+    return `is not writable (${describeError(error)})`;
   }
 }
 

@@ -1,5 +1,6 @@
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, join } from 'node:path';
+import { describeError, errnoCode, isNoEntry } from '../errno.ts';
 
 /** Paths changed during a scan past which their list is dropped and the tree diffed instead (a checkout mid-scan). */
 export const SCAN_WATCH_MAX_PATHS = 20_000;
@@ -55,11 +56,15 @@ function readMaxQueuedEvents(): number {
   }
 }
 
-/** How a directory is watched: fs.watch, or a stand-in that fails like an exhausted inotify (tests). */
-export type WatchScanDirectory = (dir: string, listener: (event: string, filename: string | null) => void) => FSWatcher;
+/**
+ * How one directory is watched, by the scan's watches and by the `dirs`
+ * backend (live/watch-dirs.ts): fs.watch, or a stand-in that fails like an
+ * exhausted inotify (tests).
+ */
+export type WatchDirectory = (dir: string, listener: (event: string, filename: string | null) => void) => FSWatcher;
 
-// Not persistent: the transport keeps the process alive, not the scan's watches.
-const fsWatchDirectory: WatchScanDirectory = (dir, listener) => watch(dir, { persistent: false }, listener);
+/** fs.watch, not persistent: the transport keeps the process alive, not the watches. */
+export const fsWatchDirectory: WatchDirectory = (dir, listener) => watch(dir, { persistent: false }, listener);
 
 /**
  * The cold scan's record of what changed behind it. The walk watches each
@@ -90,7 +95,7 @@ export class ScanWatch {
 
   constructor(
     private readonly maxPaths = SCAN_WATCH_MAX_PATHS,
-    private readonly watchDirectory: WatchScanDirectory = fsWatchDirectory,
+    private readonly watchDirectory: WatchDirectory = fsWatchDirectory,
     private readonly maxDirs = SCAN_WATCH_MAX_DIRS,
   ) {}
 
@@ -102,10 +107,10 @@ export class ScanWatch {
     try {
       watcher = this.watchDirectory(dir, (_event, filename) => this.record(dir, filename));
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
+      const code = errnoCode(error);
       // Gone or unreadable: the walk finds that too, and its parent's watch names it if it comes back.
-      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EPERM') return;
-      this.giveUp(`cannot watch ${dir} (${code ?? (error as Error).message})`);
+      if (isNoEntry(error) || code === 'EACCES' || code === 'EPERM') return;
+      this.giveUp(`cannot watch ${dir} (${describeError(error)})`);
       return;
     }
     watcher.on('error', (error: NodeJS.ErrnoException) => this.giveUp(`a watch failed (${error.code ?? error.message})`));

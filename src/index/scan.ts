@@ -18,6 +18,7 @@ import { SNIFF_BYTES, detectTextEncoding } from '../content/sniff.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
 import { ALWAYS_EXCLUDED, type IgnoreRules } from './ignore.ts';
 import { SkipReport, escapeName, invalidPathText, lstatEntrySync, readServableDirSync, type DirListing } from './servable.ts';
+import { describeError, errnoCode, isNoEntry } from '../errno.ts';
 
 export interface ScanOptions {
   roots: readonly Root[];
@@ -204,11 +205,10 @@ export class Walk {
     try {
       listing = readServableDirSync(dir.path);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') return { ...dir, gitignore: null, failed: 'gone' };
+      if (isNoEntry(error)) return { ...dir, gitignore: null, failed: 'gone' };
       if (dir.path === root.path) throw error;
-      if (code === 'ENAMETOOLONG') skips.add('deep', escapeName(dir.path));
-      else log.warn(`skipping unreadable directory ${escapeName(dir.path)}: ${code ?? (error as Error).message}`);
+      if (errnoCode(error) === 'ENAMETOOLONG') skips.add('deep', escapeName(dir.path));
+      else log.warn(`skipping unreadable directory ${escapeName(dir.path)}: ${describeError(error)}`);
       return { ...dir, gitignore: null, failed: 'unreadable' };
     }
     for (const name of listing.invalidNames) skips.add('name', invalidPathText(dir.path, name));
@@ -258,8 +258,7 @@ function statRoot(path: string): Stats | null {
     const st = statSync(path);
     return st.isDirectory() ? st : null;
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    if (isNoEntry(error)) return null;
     throw error;
   }
 }

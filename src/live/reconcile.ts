@@ -11,6 +11,7 @@ import { SkipReport, escapeName, invalidPathText, lstatEntry, readServableDir, t
 import type { Logger } from '../log.ts';
 import { findRoot, pathToUri, uriToPath, type Root } from '../uri.ts';
 import { outermostDirs, type RewatchReason } from './watcher.ts';
+import { describeError, errnoCode, isNoEntry } from '../errno.ts';
 
 /** Rows (and removals) per committed transaction. */
 const BATCH = 2000;
@@ -271,7 +272,7 @@ export class Reconciler {
     } catch (error) {
       // The root went away mid-walk, or the walk's thread failed: what was compared so far is
       // written below, and the next check (periodic, or the next poll) covers the rest.
-      this.log.warn(`cannot walk ${escapeName(root.path)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      this.log.warn(`cannot walk ${escapeName(root.path)}: ${describeError(error)}`);
     }
     await this.flush();
     this.reportSkips();
@@ -330,11 +331,10 @@ export class Reconciler {
       // The scan's reader: the same names are skipped here as there, siblings kept.
       listing = await readServableDir(dir);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') this.removeIfIndexed(dirUri);
-      else if (code === 'ENAMETOOLONG') this.skips.add('deep', escapeName(dir));
+      if (isNoEntry(error)) this.removeIfIndexed(dirUri);
+      else if (errnoCode(error) === 'ENAMETOOLONG') this.skips.add('deep', escapeName(dir));
       // Unreadable: keep what the index knows rather than pretend it is empty.
-      else this.log.warn(`cannot read directory ${escapeName(dir)}: ${code ?? (error as Error).message}`);
+      else this.log.warn(`cannot read directory ${escapeName(dir)}: ${describeError(error)}`);
       return;
     }
     for (const name of listing.invalidNames) this.skips.add('name', invalidPathText(dir, name));

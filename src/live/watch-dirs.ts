@@ -1,6 +1,9 @@
-import { lstatSync, readdir, watch, type Dirent, type FSWatcher, type Stats } from 'node:fs';
+import { lstatSync, watch, type Dirent, type FSWatcher, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { describeError, isNoEntry } from '../errno.ts';
 import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
+import { fsWatchDirectory, type WatchDirectory } from '../index/scan-watch.ts';
+import { readServableDir } from '../index/servable.ts';
 import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
 
 /** Directories watched per turn of the event loop at start-up: requests are answered while 50k watches are set up. */
@@ -13,12 +16,6 @@ const PARALLEL_READDIR = 8;
  * a checkout that re-made it). Once back it is watched and walked whole.
  */
 const ROOT_RETURN_POLL_MS = 500;
-
-/** How one directory is watched: fs.watch, or a stand-in that fails the way an exhausted inotify does (tests). */
-export type WatchDirectory = (dir: string, listener: (event: string, filename: string | null) => void) => FSWatcher;
-
-// Not persistent: the transport keeps the process alive, not 50k watch handles.
-const fsWatchDirectory: WatchDirectory = (dir, listener) => watch(dir, { persistent: false }, listener);
 
 /** The `dirs` backend as running: how many directories it watches, for tests and the probe. */
 export interface DirsWatcher extends Watcher {
@@ -94,7 +91,7 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
       watcher = watchDirectory(dir, (event, filename) => onEvent(dir, event, filename));
     } catch (error) {
       if (isResourceExhausted(error)) exhausted(error as Error);
-      else if (!isGone(error)) log.warn(`watcher (dirs): cannot watch ${dir}: ${describe(error)}`);
+      else if (!isNoEntry(error)) log.warn(`watcher (dirs): cannot watch ${dir}: ${describeError(error)}`);
       return false;
     }
     watcher.on('error', (error) => onError(dir, watcher, error));
@@ -129,12 +126,19 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
     while (reading < PARALLEL_READDIR && toRead.length > 0 && !closed) {
       const dir = toRead.pop()!;
       reading++;
-      readdir(dir, { withFileTypes: true }, (error, entries) => {
-        reading--;
-        if (!error) watchSubdirectories(dir, entries);
-        // A directory gone or unreadable since it was watched: its own events (or its parent's) say so.
-        pump();
-      });
+      // The scan's reader: a subdirectory whose name cannot be served is not watched either.
+      readServableDir(dir).then(
+        (listing) => {
+          reading--;
+          watchSubdirectories(dir, listing.entries);
+          pump();
+        },
+        () => {
+          // A directory gone or unreadable since it was watched: its own events (or its parent's) say so.
+          reading--;
+          pump();
+        },
+      );
     }
     if (reading === 0 && toRead.length === 0) {
       idle?.();
@@ -233,7 +237,7 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
   const onError = (dir: string, watcher: FSWatcher, error: Error) => {
     if (closed || watched.get(dir)?.watcher !== watcher) return;
     if (isResourceExhausted(error)) return exhausted(error);
-    log.warn(`watcher (dirs): ${dir}: ${describe(error)}`);
+    log.warn(`watcher (dirs): ${dir}: ${describeError(error)}`);
     unwatch(dir);
     check(dir); // still there: watched afresh
     if (watched.has(dir)) void sink.rescan(dir);
@@ -343,11 +347,3 @@ function lstatOrNull(path: string): Stats | null {
   }
 }
 
-function isGone(error: unknown): boolean {
-  const code = (error as NodeJS.ErrnoException).code;
-  return code === 'ENOENT' || code === 'ENOTDIR';
-}
-
-function describe(error: unknown): string {
-  return (error as NodeJS.ErrnoException).code ?? (error as Error).message ?? String(error);
-}
