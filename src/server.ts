@@ -4,7 +4,8 @@ import type { Connection } from './protocol/connection.ts';
 import type { ServerContext } from './protocol/context.ts';
 import { REQUEST_HANDLERS, type CatalogHandlers } from './protocol/handlers.ts';
 import { progressSink, waitForIndex, whileScanning, type WaitExtra } from './protocol/progress.ts';
-import { FolderServer, LOOSE_PARAMS } from './protocol/sdk.ts';
+import { LOOSE_PARAMS } from './protocol/sdk/loose-params.ts';
+import { FolderServer } from './protocol/sdk/tool-results.ts';
 
 /** What a server instance's handlers need of the shared services (src/app.ts builds them). */
 export interface HandlerServices {
@@ -41,7 +42,7 @@ export function createServer(services: () => HandlerServices, connection: Connec
   const { write = false, ...identity } = info;
   const server = new FolderServer(identity, { capabilities: SERVER_CAPABILITIES, instructions: instructionsFor(write), cacheHints: CACHE_HINTS });
   for (const [method, handler] of Object.entries(REQUEST_HANDLERS)) {
-    // Three-argument form with loose params: the proposals' params reach the handler (src/protocol/sdk.ts).
+    // Three-argument form with loose params: the proposals' params reach the handler (src/protocol/sdk/loose-params.ts).
     server.setRequestHandler(method, { params: LOOSE_PARAMS }, async (params, request) => {
       const { ctx, catalog } = services();
       const extra = {

@@ -1,10 +1,10 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { RESOURCE_NOT_FOUND_MESSAGE } from '../protocol/errors.ts';
-import { toLegacyError } from '../protocol/sdk.ts';
+import { toLegacyError } from '../protocol/sdk/legacy-not-found.ts';
 
 /**
  * A 2025-era HTTP answer with not-found as that era says it (-32002, not the
- * SDK's -32602 for both eras; src/protocol/sdk.ts), as the stdio transport
+ * SDK's -32602 for both eras; src/protocol/sdk/legacy-not-found.ts), as the stdio transport
  * does for a legacy connection. The SDK's stateless legacy leg answers a
  * request as JSON or as an SSE stream (progress first, then the result): the
  * stream is rewritten line by line as it passes, never buffered whole.

@@ -1,9 +1,10 @@
-import { isInitializeRequest, WebStandardStreamableHTTPServerTransport, type JSONRPCMessage } from '@modelcontextprotocol/server';
+import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import { randomUUID } from 'node:crypto';
 import type { App, ClientSession } from '../app.ts';
 import { BoundedEventStore, SSE_RETRY_MS } from './event-store.ts';
 import { whenAnswered } from './streams.ts';
 import { toLegacyResponse } from './legacy.ts';
+import { primeGetStream } from '../protocol/sdk/get-stream-priming.ts';
 
 /** What the 2025-era sessions may hold of the process. */
 export interface SessionLimits {
@@ -121,7 +122,10 @@ export class LegacySessions {
     let response: Response;
     try {
       response = await toLegacyResponse(await entry.transport.handleRequest(request, { parsedBody: body }));
-      if (notificationStream && request.headers.get('last-event-id') === null) response = await primed(response, entry.events);
+      if (notificationStream && request.headers.get('last-event-id') === null) {
+        // The SDK sends nothing on it until its first keep-alive (src/protocol/sdk/get-stream-priming.ts).
+        response = await primeGetStream(response, (message) => entry.events.storeEvent(GET_STREAM_ID, message), SSE_RETRY_MS);
+      }
     } catch (error) {
       release();
       throw error;
@@ -180,28 +184,3 @@ function jsonError(status: number, code: number, message: string, headers: Recor
 /** The SDK's id of a session's GET stream, under which its events are stored. */
 const GET_STREAM_ID = '_GET_stream';
 
-/**
- * A session's GET stream, opened with a priming event (an id to resume from,
- * and `retry:`), as the SDK opens its POST streams: the SDK sends nothing on
- * it until the first keep-alive, 15 s later, and until then the client had
- * not even its headers.
- */
-async function primed(response: Response, events: BoundedEventStore): Promise<Response> {
-  if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream') || response.body === null) return response;
-  const id = await events.storeEvent(GET_STREAM_ID, {} as JSONRPCMessage);
-  const reader = response.body.getReader();
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(new TextEncoder().encode(`id: ${id}\nretry: ${SSE_RETRY_MS}\ndata: \n\n`));
-    },
-    async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) controller.close();
-      else controller.enqueue(value);
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
-}

@@ -41,7 +41,7 @@ export class ProtocolError extends Error {
 /**
  * Not found, and outside the roots, look the same. Thrown as the 2026-07-28
  * code (-32602, `data.uri`); a legacy-era connection rewrites it to -32002 on
- * the way out (src/protocol/sdk.ts), because the SDK maps every -32002 to
+ * the way out (src/protocol/sdk/legacy-not-found.ts), because the SDK maps every -32002 to
  * -32602 on both eras.
  */
 export function resourceNotFound(uri: unknown): ProtocolError {

@@ -1,7 +1,7 @@
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import type { Readable, Writable } from 'node:stream';
 import { ErrorCode } from './errors.ts';
-import { toLegacyError } from './sdk.ts';
+import { toLegacyError } from './sdk/legacy-not-found.ts';
 import { errorResponse, leadingRequestId, lifecycleStep, readLine, type Era, type ErrorResponse } from './wire.ts';
 
 /**
@@ -43,7 +43,7 @@ export interface StdioTransportOptions {
  * - the 2025 lifecycle: nothing but ping before `initialize`, `initialize`
  *   once (the SDK serves both);
  * - legacy-era not-found goes out as -32002 (the SDK sends -32602 on both
- *   eras; src/protocol/sdk.ts);
+ *   eras; src/protocol/sdk/legacy-not-found.ts);
  * - writes under back-pressure wait on one `drain`, not one listener each;
  * - back-pressure on input: stdin is paused while MAX_REQUESTS_IN_FLIGHT
  *   requests wait for answers or stdout waits to drain;
