@@ -11,6 +11,7 @@ import { acquireDbLock } from './index/lock.ts';
 import { createLive, type Live } from './live/live.ts';
 import type { Logger, RelayingLogger } from './log.ts';
 import { Connection } from './protocol/connection.ts';
+import { CATALOG_METHODS } from './protocol/handlers.ts';
 import type { ServerContext } from './protocol/context.ts';
 import { trackListens } from './protocol/listen.ts';
 import { relayLogLine } from './protocol/logging.ts';
@@ -144,18 +145,6 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
 export const WARM_WAIT_MAX_ENTRIES = 10_000;
 export const WARM_WAIT_MS = 2000;
 
-function waitAtMost(promise: Promise<unknown>, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    timer.unref();
-    const done = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    promise.then(done, done);
-  });
-}
-
 function startServices(config: Config, roots: readonly Root[], requestedDb: string, log: Logger): Services & { close(): Promise<void> } {
   // One server per index file: a second one (Claude Desktop and Claude Code on one folder) indexes in memory.
   const lock = requestedDb === ':memory:' ? null : acquireDbLock(requestedDb);
@@ -214,8 +203,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
   // In the background: requests wait on index.ready themselves.
   const started = live.start();
   if (index.warm && index.store.countUpTo(WARM_WAIT_MAX_ENTRIES + 1) <= WARM_WAIT_MAX_ENTRIES) {
-    ctx.catchUp = waitAtMost(started, WARM_WAIT_MS);
-    void ctx.catchUp.then(() => delete ctx.catchUp);
+    index.holdUntilCaughtUp(started, WARM_WAIT_MS);
   }
   // Content index for the search tool: built after the first scan, in the background.
   search?.start();
@@ -246,13 +234,10 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
 export function lazyCatalog(load: () => Promise<Catalog>): Catalog {
   let loading: Promise<Catalog> | undefined;
   const catalog = () => (loading ??= load());
-  return {
-    listTools: async (params) => (await catalog()).listTools(params),
-    callTool: async (params, progress) => (await catalog()).callTool(params, progress),
-    listPrompts: async (params) => (await catalog()).listPrompts(params),
-    getPrompt: async (params) => (await catalog()).getPrompt(params),
-    complete: async (params) => (await catalog()).complete(params),
-    readReserved: async (uri) => (await catalog()).readReserved(uri),
-    reservedMetadata: async (uri) => (await catalog()).reservedMetadata(uri),
+  // Each method of the list: load, then call the loaded catalog's.
+  const forward = (method: (typeof CATALOG_METHODS)[number]) => async (...args: unknown[]) => {
+    const loaded = await catalog();
+    return (loaded[method] as (...args: unknown[]) => unknown).apply(loaded, args);
   };
+  return Object.fromEntries(CATALOG_METHODS.map((method) => [method, forward(method)])) as unknown as Catalog;
 }

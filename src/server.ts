@@ -51,8 +51,10 @@ export function createServer(services: () => HandlerServices, connection: Connec
       };
       const progress = progressSink(extra);
       const handle = () => handler.handle({ ctx, catalog, connection, ...(progress ? { progress } : {}) }, params as Record<string, unknown>);
+      // The one place requests wait for the index (the table says what each needs): handlers and tools do not wait again.
       if (handler.waitsFor === 'nothing') return handle();
-      if (ctx.catchUp) await ctx.catchUp;
+      const catchingUp = ctx.index.catchingUp;
+      if (catchingUp) await catchingUp;
       if (ctx.index.isReady) return handle();
       if (handler.waitsFor === 'keys') return whileScanning(ctx.index, extra, handle);
       await waitForIndex(ctx.index, extra);

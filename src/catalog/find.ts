@@ -53,7 +53,6 @@ export const findTool: ToolDefinition<z.infer<typeof input>> = {
   output,
   async run(tc, args) {
     const { ctx } = tc;
-    await ctx.index.ready;
     const query = scopeQuery({ glob: asList(args.glob), name: asList(args.name), prefix: args.prefix }, ctx.roots);
     // The type filter is part of what the cursor is bound to, beside the list filter.
     const print = `find:${args.type}:${fingerprint(query)}`;

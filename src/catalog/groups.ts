@@ -42,7 +42,6 @@ export function catalogGroups(kind: 'tools' | 'prompts'): GroupsDocument {
 
 /** The served roots and each one's top-level folders, from the index. */
 export async function resourceGroups(ctx: ServerContext): Promise<GroupsDocument> {
-  await ctx.index.ready;
   const doc: GroupsDocument = { groups: [] };
   // Named as the tools print paths: two roots with one folder name are `same` and `same~2`, never two groups alike.
   const labels = ctx.roots.length > 1 ? labelsOf(ctx.roots) : ctx.roots.map((root) => root.name);

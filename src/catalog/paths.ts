@@ -144,7 +144,6 @@ export class AmbiguousPath extends ToolFailure {
  * it throws AmbiguousPath, listing them.
  */
 export async function resolveTarget(ctx: ServerContext, text: string): Promise<EntryRow | undefined> {
-  await ctx.index.ready;
   const lookup = (uri: string) =>
     lookupEntry(uri, { store: ctx.index.store, roots: ctx.roots, followSymlinks: ctx.followSymlinks });
   if (isUriText(text)) return lookup(text);

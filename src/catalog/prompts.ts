@@ -132,7 +132,6 @@ export function recentDocuments(store: Store, since: number, scopes: readonly st
 
 async function recentChanges(ctx: ServerContext, window: string, scope: string | undefined) {
   const ms = parseWindow(window);
-  await ctx.index.ready;
   const since = Date.now() - ms;
   const scopes = scope ? prefixUris(scope, ctx.roots) : null;
   const rows = recentDocuments(ctx.index.store, since, scopes, RECENT_MAX_FILES + 1);

@@ -103,7 +103,6 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
       if (error instanceof SearchQueryError) throw new ToolFailure(error.message);
       throw error;
     }
-    await ctx.index.ready;
     // A search right after start on a small folder would otherwise say "No
     // matches" for words the index is about to have: wait for the first build, bounded.
     if (!search.progress.complete) await withBuildProgress(search, tc.progress, () => search.whenSmallBuildComplete());

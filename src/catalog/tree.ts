@@ -54,7 +54,6 @@ export const treeTool: ToolDefinition<z.infer<typeof input>> = {
   output,
   async run(tc, args) {
     const { ctx } = tc;
-    await ctx.index.ready;
     let tops: EntryRow[];
     if (args.uri === undefined) {
       tops = ctx.roots.map((root) => ctx.index.store.get(root.uri)).filter((row): row is EntryRow => row !== undefined);

@@ -62,6 +62,8 @@ export class FolderIndex {
   private committedWaiters: (() => void)[] = [];
   /** The cold scan's watches, until takeScanChanges(). */
   private scanChanges: ScanChangeRecord | null;
+  /** See holdUntilCaughtUp. */
+  private catchUp: Promise<void> | undefined;
 
   constructor(readonly options: FolderIndexOptions) {
     const opened = openDb(options.dbFile, options.log, options.dbInOwnCache ?? false);
@@ -91,6 +93,33 @@ export class FolderIndex {
   /** True once `ready` has settled (at once for a warm index). */
   get isReady(): boolean {
     return this.scanDone;
+  }
+
+  /**
+   * Requests that read the index wait for `caughtUp` (as long as `maxMs` at
+   * most) before they are served: a warm start of a small index holds them
+   * until the index has caught up with what changed while the server was
+   * down (app.ts says when and why; server.ts waits).
+   */
+  holdUntilCaughtUp(caughtUp: Promise<unknown>, maxMs: number): void {
+    const held = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, maxMs);
+      timer.unref();
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      caughtUp.then(done, done);
+    });
+    this.catchUp = held;
+    void held.then(() => {
+      if (this.catchUp === held) this.catchUp = undefined;
+    });
+  }
+
+  /** Settles once a held catch-up is over; undefined when none is held (then nothing to wait for). */
+  get catchingUp(): Promise<void> | undefined {
+    return this.catchUp;
   }
 
   get roots(): readonly Root[] {

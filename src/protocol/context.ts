@@ -35,10 +35,4 @@ export interface ServerContext {
   convert(entry: EntryRow, content: FileContent): Promise<Alternative[]>;
   /** The bytes of files being read at once, for every client together (src/content/read-budget.ts). */
   readBudget: ReadBudget;
-  /**
-   * Set on a warm start of a small index: settles once the index has caught
-   * up with the disk (or the wait's bound is over). Requests that read the
-   * index wait for it (src/server.ts).
-   */
-  catchUp?: Promise<void>;
 }

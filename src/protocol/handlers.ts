@@ -28,6 +28,12 @@ export interface CatalogHandlers {
   reservedMetadata(uri: string): Result;
 }
 
+/** Every method of CatalogHandlers, once: what a wrapper of the catalog (app.ts: lazyCatalog) is made from. */
+export const CATALOG_METHODS = ['listTools', 'callTool', 'listPrompts', 'getPrompt', 'complete', 'readReserved', 'reservedMetadata'] as const;
+// A method added to CatalogHandlers and not to the list above fails to compile here.
+const everyCatalogMethod: Exclude<keyof CatalogHandlers, (typeof CATALOG_METHODS)[number]> extends never ? true : never = true;
+void everyCatalogMethod;
+
 /** What a handler may use: the shared services and the client's own state. */
 export interface HandlerScope {
   ctx: ServerContext;

@@ -53,6 +53,8 @@ export async function listResources(
   const afterKey = cursorKey(ctx, query, print);
   let parent: string | undefined;
   if (query.uri !== undefined) {
+    // A 'keys' handler waits for what it needs (src/server.ts): the collection named must be indexed to be found.
+    await ctx.index.ready;
     const entry = await findEntry(ctx, query.uri);
     if (entry.kind !== EntryKind.collection) {
       throw invalidParams(`Invalid params: uri is not a collection: ${String(echo(query.uri))}`);

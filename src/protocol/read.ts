@@ -48,7 +48,6 @@ export async function readResource(ctx: ServerContext, params: unknown): Promise
 }
 
 export async function findEntry(ctx: ServerContext, uri: unknown): Promise<EntryRow> {
-  await ctx.index.ready;
   const entry = await lookupEntry(uri, {
     store: ctx.index.store,
     roots: ctx.roots,
