@@ -44,7 +44,7 @@ function proseTree(files: number): { root: string; needle: string } {
 
 const HOSTILE = 'w* f* a* b* c* d* e* g* h* i* j* k* l* m* n* o* p* q* r* s* t* u* v* x* y* z* 1* 2* 3* 4* 5* 6*';
 
-/** The broadest query the parser accepts: 4 three-letter prefix terms (src/catalog/search-query.ts). */
+/** The broadest query the parser accepts: 4 three-letter prefix terms (src/search/search-query.ts). */
 const BROAD = 'abc* cde* efg* ghi*';
 
 async function search(conn: Connected, query: string) {

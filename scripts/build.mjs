@@ -26,7 +26,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const ENTRY_POINTS = {
   'folder-mcp': 'src/cli.ts',
   worker: 'src/content/worker.ts',
-  'search-worker': 'src/catalog/search-worker.ts',
+  'search-worker': 'src/search/search-worker.ts',
   'scan-worker': 'src/index/scan-worker.ts',
 };
 

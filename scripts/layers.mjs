@@ -14,7 +14,7 @@ const FLOORS = [
   ['keys', 'log', 'uri', 'config', 'entry', 'errno'],
   ['content/'],
   ['index/'],
-  ['query/', 'resource'],
+  ['query/', 'resource', 'search/'],
   ['protocol/'],
   ['catalog/', 'live/'],
   ['server'],

@@ -1,7 +1,7 @@
 import type { Server } from '@modelcontextprotocol/server';
 import { randomBytes } from 'node:crypto';
 import type { Catalog } from './catalog/catalog.ts';
-import { ContentSearch } from './catalog/content-search.ts';
+import { ContentSearch } from './search/content-search.ts';
 import type { Config } from './config.ts';
 import { ReadBudget } from './content/read-budget.ts';
 import { createConvert } from './content/formats.ts';

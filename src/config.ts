@@ -63,9 +63,9 @@ export const DEFAULT_MAX_WRITE_BYTES = 4 * 1024 * 1024;
  */
 export const DEFAULT_PAGE_SIZE = 2000;
 export const MAX_PAGE_SIZE = 10_000;
-/** Matches SEARCH_BUDGET_MS in src/catalog/content-search.ts (config stays free of the catalog's imports). */
+/** `--search-budget-ms`: the time one search may take (src/search/content-search.ts). */
 export const DEFAULT_SEARCH_BUDGET_MS = 2000;
-/** Matches SEARCH_WAIT_MS in src/catalog/content-search.ts. */
+/** `--search-wait-ms`: how long an early search on a small folder waits for the first build (src/search/content-search.ts). */
 export const DEFAULT_SEARCH_WAIT_MS = 5000;
 
 export const USAGE = `Usage: folder-mcp [options] <folder>...

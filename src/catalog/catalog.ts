@@ -8,7 +8,7 @@ import type { ProgressSink } from '../protocol/progress.ts';
 import { pageInMemory, parseQuery } from '../protocol/list.ts';
 import { matchesQuery } from '../query/plan.ts';
 import { complete, PathCompleter } from './complete.ts';
-import type { ContentSearch } from './content-search.ts';
+import type { ContentSearch } from '../search/content-search.ts';
 import { findTool } from './find.ts';
 import { readReservedResource, reservedResourceMetadata } from './groups.ts';
 import { getPrompt, PROMPTS } from './prompts.ts';

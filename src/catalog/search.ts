@@ -3,10 +3,11 @@
 // snippet and line number per file, and the page or cell when it has them.
 import { z } from 'zod';
 import { PROGRESS_INTERVAL_MS, type ProgressSink } from '../protocol/progress.ts';
-import { SEARCH_BUDGET_MS, SEARCH_MAX_FILE_BYTES, type ContentSearch } from './content-search.ts';
-import { SearchBusyError } from './search-thread.ts';
+import { DEFAULT_SEARCH_BUDGET_MS } from '../config.ts';
+import { SEARCH_MAX_FILE_BYTES, type ContentSearch } from '../search/content-search.ts';
+import { SearchBusyError } from '../search/search-thread.ts';
 import { scopeQuery } from './scope.ts';
-import { parseSearchQuery, SearchQueryError } from './search-query.ts';
+import { parseSearchQuery, SearchQueryError } from '../search/search-query.ts';
 import { asList, resourceLink, stringOrList, ToolFailure, type ToolDefinition } from './tool.ts';
 import { displayPath } from './paths.ts';
 import { listingName } from '../content/collection.ts';
@@ -81,7 +82,7 @@ const output = z.object({
   truncated: z
     .boolean()
     .optional()
-    .describe(`True when the search was cut short at its time budget (default ${SEARCH_BUDGET_MS} ms): results are the best found by then, maybe none.`),
+    .describe(`True when the search was cut short at its time budget (default ${DEFAULT_SEARCH_BUDGET_MS} ms): results are the best found by then, maybe none.`),
 });
 
 export const searchTool: ToolDefinition<z.infer<typeof input>> = {

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { ServerContext } from '../protocol/context.ts';
 import type { ProgressSink } from '../protocol/progress.ts';
 import { toResource, type ResourceRow } from '../resource.ts';
-import type { ContentSearch } from './content-search.ts';
+import type { ContentSearch } from '../search/content-search.ts';
 
 /** SEP-1292 namespace of everything this server offers as tools and prompts. */
 export const CATALOG_GROUP = 'files';

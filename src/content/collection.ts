@@ -1,4 +1,5 @@
 import { EntryKind, type EntryRow } from '../entry.ts';
+import { textKind } from './mime.ts';
 
 /** Bounds of a collection read (docs/resources.md, Reading). */
 export interface CollectionReadLimits {
@@ -47,17 +48,11 @@ export function listingName(name: string): string {
 
 /**
  * Whether a child document may be text worth embedding in a collection read,
- * by its indexed MIME type: media, archives, office files and sniffed binary
- * are skipped without being opened (a folder of a thousand images costs no
- * reads). Anything else is read, and embedded only if it decodes as text.
+ * by its indexed MIME type (mime.ts: textKind): media, archives, office files
+ * and sniffed binary are skipped without being opened (a folder of a thousand
+ * images costs no reads). Anything else is read, and embedded only if it
+ * decodes as text.
  */
-export function mayBeText(mime: string): boolean {
-  const [type = '', subtype = ''] = mime.split('/');
-  if (subtype.endsWith('+xml') || subtype.endsWith('+json')) return true;
-  if (type === 'image' || type === 'audio' || type === 'video' || type === 'font' || type === 'model') return false;
-  if (type !== 'application') return true;
-  return !BINARY_APPLICATION.test(subtype);
+export function mayBeText(mimeType: string): boolean {
+  return textKind(mimeType) !== 'binary';
 }
-
-const BINARY_APPLICATION =
-  /^(octet-stream|pdf|zip|gzip|x-gzip|x-tar|x-bzip2?|x-xz|x-7z-compressed|x-rar-compressed|zstd|java-archive|wasm|vnd\.|msword|x-msdownload|x-executable|x-mach-binary|x-sharedlib|x-sqlite3)/;

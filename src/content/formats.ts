@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { succ } from '../keys.ts';
 import { EntryKind, type EntryRow, type IndexChange } from '../entry.ts';
 import type { Logger } from '../log.ts';
 import { CONVERTERS, convertersByName, convertersFor } from './converters/index.ts';
@@ -97,8 +98,8 @@ export class ConversionCache {
     const stmts = this.prepared();
     this.db.transaction(() => {
       for (const uri of uris) {
-        // Canonical URIs are ASCII: '/' + 1 is '0', the end of the subtree's key range.
-        if (uri.endsWith('/')) stmts.forgetRange.run(uri, `${uri.slice(0, -1)}0`);
+        // A collection URI ends in '/', so succ() is never null here.
+        if (uri.endsWith('/')) stmts.forgetRange.run(uri, succ(uri)!);
         else stmts.forget.run(uri);
       }
     })();

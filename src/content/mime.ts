@@ -49,3 +49,25 @@ export function extOf(name: string): string {
   const dot = name.lastIndexOf('.');
   return dot === -1 ? '' : name.slice(dot + 1);
 }
+
+/**
+ * What a MIME type says of a file's bytes, the one rule for it: `text` (a
+ * known text type: read as text, searched), `binary` (media, archives, office
+ * files, sniffed binary: never opened as text), or `unknown` (another
+ * application/ type: a collection read opens it and keeps it only if it
+ * decodes as text; the content index leaves it out).
+ */
+export function textKind(mimeType: string): 'text' | 'binary' | 'unknown' {
+  const [type = '', subtype = ''] = mimeType.split('/');
+  if (type === 'text' || subtype.endsWith('+xml') || subtype.endsWith('+json')) return 'text';
+  if (type === 'application' && TEXT_APPLICATION.test(subtype)) return 'text';
+  if (type === 'image' || type === 'audio' || type === 'video' || type === 'font' || type === 'model') return 'binary';
+  if (type !== 'application') return 'unknown';
+  return BINARY_APPLICATION.test(subtype) ? 'binary' : 'unknown';
+}
+
+const TEXT_APPLICATION =
+  /^(json|xml|javascript|ecmascript|x-javascript|typescript|toml|yaml|x-yaml|x-sh|x-shellscript|sql|graphql|x-tex|x-latex|x-httpd-php|x-perl|x-ruby|x-python|x-ndjson|x-sql|x-csh)$/;
+
+const BINARY_APPLICATION =
+  /^(octet-stream|pdf|zip|gzip|x-gzip|x-tar|x-bzip2?|x-xz|x-7z-compressed|x-rar-compressed|zstd|java-archive|wasm|vnd\.|msword|x-msdownload|x-executable|x-mach-binary|x-sharedlib|x-sqlite3)/;

@@ -36,7 +36,7 @@ CREATE TABLE entries (
   dev    INTEGER NOT NULL         -- device number
 ) WITHOUT ROWID;
 
--- The content index behind the search tool (src/catalog/content-search.ts).
+-- The content index behind the search tool (src/search/content-search.ts).
 CREATE TABLE search_docs (
   id    INTEGER PRIMARY KEY,     -- rowid of the document's row in search_fts
   uri   TEXT NOT NULL UNIQUE,

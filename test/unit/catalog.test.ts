@@ -8,10 +8,10 @@ import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { lazyCatalog } from '../../src/app.ts';
 import type { Catalog } from '../../src/catalog/catalog.ts';
-import { ContentSearch, isTextMime, locate } from '../../src/catalog/content-search.ts';
+import { ContentSearch, isTextMime, locate } from '../../src/search/content-search.ts';
 import { encodeRelative, escapeGlob, prefixUris } from '../../src/catalog/paths.ts';
 import { scopeQuery } from '../../src/catalog/scope.ts';
-import { parseSearchQuery, SearchQueryError } from '../../src/catalog/search-query.ts';
+import { parseSearchQuery, SearchQueryError } from '../../src/search/search-query.ts';
 import { searchTool } from '../../src/catalog/search.ts';
 import { resourceGroups } from '../../src/catalog/groups.ts';
 import type { ServerContext } from '../../src/protocol/context.ts';
@@ -289,6 +289,7 @@ test('resource groups name at most 200 top-level folders per root and count the 
     writeTree(dir.path, { 'file.txt': 'not a group\n' });
     const root = makeRoot(dir.path);
     const index = new FolderIndex({ roots: [root], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    await index.ready; // what src/server.ts waits for before any request that reads the index
     const ctx = { index, roots: [root], log: silentLogger } as unknown as ServerContext;
     const doc = await resourceGroups(ctx);
     assert.equal(doc.groups.length, 201);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { mayBeText, formatListing, listingName } from '../../src/content/collection.ts';
+import { textKind } from '../../src/content/mime.ts';
 import { docxConverter } from '../../src/content/converters/docx.ts';
 import { htmlToMarkdown } from '../../src/content/converters/html-markdown.ts';
 import { alternativeMimeTypes, convertersFor, CONVERTERS } from '../../src/content/converters/index.ts';
@@ -443,6 +444,26 @@ describe('collection helpers', () => {
     assert.equal(formatListing([doc, dir], 0), 'a\\u0009b.txt\tdocument\t12\nsub/\tcollection\t-\n');
     assert.match(formatListing([doc], 5), /\n\.\.\. 5 more entries: use resources\/list/);
     assert.equal(listingName('x\\u0041\ny'), 'x\\u005cu0041\\u000ay');
+  });
+
+  test('textKind: one rule for what a MIME type says of the bytes (search reads text, a collection read text and unknown)', () => {
+    const table: [string, 'text' | 'binary' | 'unknown'][] = [
+      ['text/plain', 'text'],
+      ['text/x-weird', 'text'],
+      ['application/json', 'text'],
+      ['application/x-ipynb+json', 'text'],
+      ['image/svg+xml', 'text'],
+      ['application/vnd.api+json', 'text'],
+      ['application/toml', 'text'],
+      ['image/png', 'binary'],
+      ['font/woff2', 'binary'],
+      ['application/pdf', 'binary'],
+      ['application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', 'binary'],
+      ['application/octet-stream', 'binary'],
+      ['application/x-unheard-of', 'unknown'],
+      ['message/rfc822', 'unknown'],
+    ];
+    for (const [mime, kind] of table) assert.equal(textKind(mime), kind, mime);
   });
 
   test('mayBeText skips media, archives and office files by type', () => {

@@ -9,15 +9,17 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Place } from '../content/converters/types.ts';
 import type { SearchText } from '../content/formats.ts';
-import { decodeText, readFileContent, type FileContent } from '../content/read.ts';
-import { openVerified } from '../content/safe-open.ts';
+import { textKind } from '../content/mime.ts';
+import { readFileContent, readSmallText, type FileContent } from '../content/read.ts';
 import { ENTRY_COLUMNS, type Db } from '../index/db.ts';
+import { succ } from '../keys.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
 import type { FolderIndex, IndexChange } from '../index/folder-index.ts';
+import { DEFAULT_SEARCH_BUDGET_MS, DEFAULT_SEARCH_WAIT_MS } from '../config.ts';
 import type { Logger } from '../log.ts';
 import type { ListQuery } from '../query/filter.ts';
 import { planQuery } from '../query/plan.ts';
-import { uriToPath, type Root } from '../uri.ts';
+import { uriToPath } from '../uri.ts';
 import type { SearchExpression } from './search-query.ts';
 import { SearchReader, type SearchHit, type SearchOutcome, type SearchScope } from './search-reader.ts';
 import { defaultSearchWorkerUrl, SearchThread, SearchThreadError } from './search-thread.ts';
@@ -44,24 +46,18 @@ const CHECK_SLICE_ROWS = 5000;
 // build, for little gain (20,000 small files: 8 -> 2.1 s, 32 -> 1.9 s).
 const READ_CONCURRENCY = 8;
 /**
- * Time a search may take. Past it no further statement starts and the result
- * says it was cut short; one statement is bounded by the query limits of
- * search-query.ts, and on the search thread a runaway one is killed.
+ * A search that arrives while the first build runs waits for it (at most
+ * --search-wait-ms) when the folder has at most this many documents to index.
+ * A search's own time is bounded by --search-budget-ms: past it no further
+ * statement starts and the result says it was cut short; one statement is
+ * bounded by the query limits of search-query.ts, and on the search thread a
+ * runaway one is killed.
  */
-export const SEARCH_BUDGET_MS = 2000;
-/** A search that arrives while the first build runs waits for it, at most this long (--search-wait-ms), when the folder is small enough... */
-export const SEARCH_WAIT_MS = 5000;
-/** ...that is, when it has at most this many documents to index. */
 export const SEARCH_WAIT_MAX_FILES = 1000;
 
-
-/** MIME types whose files are worth reading as text; everything else is left out without a read. */
-export function isTextMime(mime: string): boolean {
-  if (mime.startsWith('text/')) return true;
-  if (mime.endsWith('+json') || mime.endsWith('+xml')) return true;
-  return /^application\/(json|xml|javascript|ecmascript|x-javascript|typescript|toml|yaml|x-yaml|x-sh|x-shellscript|sql|graphql|x-tex|x-latex|x-httpd-php|x-perl|x-ruby|x-python|x-ndjson|ld\+json|x-sql|x-csh)$/.test(
-    mime,
-  );
+/** MIME types whose files are read as text and searched: the known text types (content/mime.ts: textKind). */
+export function isTextMime(mimeType: string): boolean {
+  return textKind(mimeType) === 'text';
 }
 
 /** Turns documents into the text the index keeps (content/formats.ts's Formats), when conversions are on. */
@@ -117,7 +113,7 @@ export class ContentSearch {
     options: {
       workerUrl?: URL | null;
       budgetMs?: number;
-      /** How long a search waits for a small folder's first build (SEARCH_WAIT_MS). */
+      /** How long a search waits for a small folder's first build (--search-wait-ms). */
       waitMs?: number;
       /** Converts PDF, Office documents and notebooks to their text; without it they are left out (notebooks are then read as JSON text). */
       converter?: SearchConverter;
@@ -125,8 +121,8 @@ export class ContentSearch {
       maxConvertBytes?: number;
     } = {},
   ) {
-    this.budgetMs = options.budgetMs ?? SEARCH_BUDGET_MS;
-    this.waitMs = options.waitMs ?? SEARCH_WAIT_MS;
+    this.budgetMs = options.budgetMs ?? DEFAULT_SEARCH_BUDGET_MS;
+    this.waitMs = options.waitMs ?? DEFAULT_SEARCH_WAIT_MS;
     this.converter = options.converter;
     this.maxConvertBytes = options.maxConvertBytes ?? Number.MAX_SAFE_INTEGER;
     this.db = index.db;
@@ -461,8 +457,8 @@ export class ContentSearch {
       if (doc) this.removeDoc(doc.id);
       return;
     }
-    const hi = uri.slice(0, -1) + String.fromCharCode(uri.charCodeAt(uri.length - 1) + 1);
-    for (const { id } of this.stmts.docsInRange.all(uri, hi) as { id: number }[]) this.removeDoc(id);
+    // A collection URI ends in '/', so succ() is never null here.
+    for (const { id } of this.stmts.docsInRange.all(uri, succ(uri)!) as { id: number }[]) this.removeDoc(id);
   }
 
   private removeDoc(id: number): void {
@@ -507,30 +503,6 @@ export class ContentSearch {
   }
 }
 
-/**
- * The text of a file of at most `maxBytes`, in one read sized by fstat (most
- * files are small: a fixed 1 MiB read buffer per file would dominate the
- * build). Security as in content/read.ts: O_NOFOLLOW, and fstat on the handle.
- */
-async function readSmallText(path: string, maxBytes: number, roots: readonly Root[]): Promise<string | undefined> {
-  const { handle } = await openVerified(path, roots); // Security: no symlinked folder, FIFO or device (content/safe-open.ts)
-  try {
-    const stats = await handle.stat();
-    if (!stats.isFile() || stats.size > maxBytes) return undefined;
-    // One byte more than fstat said: a file that grew meanwhile is noticed, not cut.
-    const buffer = Buffer.allocUnsafe(stats.size + 1);
-    let length = 0;
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
-      if (bytesRead === 0) break;
-      length += bytesRead;
-      if (length === buffer.length) return (await readFileContent(path, maxBytes, roots)).text;
-    }
-    return decodeText(buffer.subarray(0, length));
-  } finally {
-    await handle.close();
-  }
-}
 
 /** What the index keeps of one document: its text, the MIME type of the converted form (null: the file's own text), the places in it. */
 interface IndexedText {
