@@ -12,7 +12,8 @@ import {
   type ConvertInput,
   type LocatedText,
 } from './converters/types.ts';
-import { ConversionWorker, defaultWorkerUrl } from './isolate.ts';
+import { builtScriptUrl } from '../workers.ts';
+import { ConversionWorker } from './isolate.ts';
 import type { FileContent } from './read.ts';
 
 type Db = Database.Database;
@@ -355,7 +356,7 @@ export function createConvert(
   index: { db: Db; onChange(listener: (change: IndexChange) => void): () => void },
   log: Logger,
 ): { convert: Formats['convert']; formats: Formats; close(): Promise<void> } {
-  const workerUrl = defaultWorkerUrl();
+  const workerUrl = builtScriptUrl('worker');
   const worker = workerUrl ? new ConversionWorker(workerUrl) : undefined;
   // The content index converts one document at a time, in a process of its own running nicer than the server.
   const backgroundWorker = workerUrl ? new ConversionWorker(workerUrl, 2, {}, BACKGROUND_NICENESS) : undefined;

@@ -312,16 +312,3 @@ function sampleRss(pid: number, done: (rss: number | undefined) => void): void {
   execFile('ps', ['-o', 'rss=', '-p', String(pid)], (error, stdout) => done(error ? undefined : rssFromPs(stdout)));
 }
 
-/**
- * The worker script: dist/worker.js, beside the bundle this code runs in
- * (scripts/build.mjs writes every entry point at the top of dist/). Running
- * the TypeScript sources (tests, benchmarks under tsx), the child would need
- * tsx to load .ts files, so the built one is used when there is one (`npm
- * test` and `npm run bench` build first); undefined otherwise, and
- * conversions then run on the main thread.
- */
-export function defaultWorkerUrl(): URL | undefined {
-  if (!import.meta.url.endsWith('.ts')) return new URL('./worker.js', import.meta.url);
-  const built = new URL('../../dist/worker.js', import.meta.url);
-  return existsSync(built) ? built : undefined;
-}

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { toColumns, type EntryColumns } from '../entry.ts';
 import type { Logger } from '../log.ts';
@@ -7,6 +6,7 @@ import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { Walk, type ScanBatch, type WalkState } from './scan.ts';
 import { ScanWatch, mergeScanChanges, type ScanChanges } from './scan-watch.ts';
 import { SkipReport, type SkipReason } from './servable.ts';
+import { builtScriptUrl } from '../workers.ts';
 
 export interface ScanThreadOptions {
   roots: readonly Root[];
@@ -18,7 +18,7 @@ export interface ScanThreadOptions {
   batchSize?: number;
   /** Walk only this root (see ScanOptions.onlyRoot). */
   onlyRoot?: number;
-  /** The worker script; null walks on this thread only (see defaultScanWorkerUrl). */
+  /** The worker script; null walks on this thread only (see workers.ts: builtScriptUrl). */
   workerUrl?: URL | null;
   /** Slices walked here at most before waiting for the worker (default: no limit; a test sets 1 to be sure the worker walks). */
   slicesHere?: number;
@@ -166,7 +166,7 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
     ...(changes ? { beforeRead: (dir: string) => changes.here.watch(dir) } : {}),
   });
   let batchRows = Math.min(FIRST_BATCH, batchSize);
-  let url = options.workerUrl === undefined ? defaultScanWorkerUrl() : options.workerUrl;
+  let url = options.workerUrl === undefined ? (builtScriptUrl('scan-worker') ?? null) : options.workerUrl;
   let worker: ScanWorker | null = null;
   let slices = 0;
   try {
@@ -310,15 +310,3 @@ function addSkips(into: SkipReport, from: Pick<SkipReport, 'counts' | 'examples'
   }
 }
 
-/**
- * The worker script: dist/scan-worker.js, beside the bundle this code runs
- * in (scripts/build.mjs writes every entry point at the top of dist/). Running
- * the TypeScript sources (unit tests, benchmarks under tsx), the built one
- * when there is one (`npm test` and `npm run bench` build first); null
- * otherwise, and the walk stays on this thread.
- */
-export function defaultScanWorkerUrl(): URL | null {
-  if (!import.meta.url.endsWith('.ts')) return new URL('./scan-worker.js', import.meta.url);
-  const built = new URL('../../dist/scan-worker.js', import.meta.url);
-  return existsSync(built) ? built : null;
-}

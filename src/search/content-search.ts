@@ -22,7 +22,8 @@ import { planQuery } from '../query/plan.ts';
 import { uriToPath } from '../uri.ts';
 import type { SearchExpression } from './search-query.ts';
 import { SearchReader, type SearchHit, type SearchOutcome, type SearchScope } from './search-reader.ts';
-import { defaultSearchWorkerUrl, SearchThread, SearchThreadError } from './search-thread.ts';
+import { builtScriptUrl } from '../workers.ts';
+import { SearchThread, SearchThreadError } from './search-thread.ts';
 
 export { locate, type SearchHit, type SearchOutcome, type SearchScope } from './search-reader.ts';
 
@@ -129,7 +130,7 @@ export class ContentSearch {
     this.reader = new SearchReader(this.db);
     // Security: queries run off the event loop when the index is a file a
     // second connection can open; an in-memory index has only this one.
-    const workerUrl = options.workerUrl === undefined ? defaultSearchWorkerUrl() : options.workerUrl;
+    const workerUrl = options.workerUrl === undefined ? builtScriptUrl('search-worker') : options.workerUrl;
     this.thread = !this.db.memory && workerUrl ? new SearchThread(this.db.name, workerUrl) : null;
     this.db.function('folder_mcp_searchable', { deterministic: true }, (mime: unknown, ext: unknown, size: unknown) =>
       typeof mime === 'string' && typeof ext === 'string' && typeof size === 'number' && this.howIndexed({ mime, ext, size }) !== null ? 1 : 0,

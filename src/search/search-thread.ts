@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type { SearchOutcome } from './search-reader.ts';
 import type { SearchJob, SearchReply } from './search-worker.ts';
@@ -132,15 +131,3 @@ export class SearchThread {
   }
 }
 
-/**
- * The thread's script: dist/search-worker.js, beside the bundle this code
- * runs in (scripts/build.mjs writes every entry point at the top of dist/).
- * Running the TypeScript sources (tests under tsx), a worker cannot load .ts
- * files, so the built one is used when there is one; undefined otherwise, and
- * searches then run on the main thread, bounded between statements only.
- */
-export function defaultSearchWorkerUrl(): URL | undefined {
-  if (!import.meta.url.endsWith('.ts')) return new URL('./search-worker.js', import.meta.url);
-  const built = new URL('../../dist/search-worker.js', import.meta.url);
-  return existsSync(built) ? built : undefined;
-}

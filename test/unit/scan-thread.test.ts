@@ -11,7 +11,8 @@ import { SECONDARY_INDEXES, getMeta } from '../../src/index/db.ts';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { IgnoreRules } from '../../src/index/ignore.ts';
 import { Walk, type ScanBatch } from '../../src/index/scan.ts';
-import { defaultScanWorkerUrl, scanInThread, type ColumnBatch } from '../../src/index/scan-thread.ts';
+import { scanInThread, type ColumnBatch } from '../../src/index/scan-thread.ts';
+import { builtScriptUrl } from '../../src/workers.ts';
 import { SkipReport } from '../../src/index/servable.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
@@ -96,7 +97,7 @@ describe('scanInThread', () => {
   }
 
   test('the worker takes the walk over and hands over what a walk on this thread does', async () => {
-    const url = defaultScanWorkerUrl();
+    const url = builtScriptUrl('scan-worker') ?? null;
     assert.ok(url, 'dist/scan-worker.js is built (npm test builds first)');
     const there = await collect(url);
     assert.ok(

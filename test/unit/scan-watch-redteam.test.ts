@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync 
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
-import { defaultScanWorkerUrl } from '../../src/index/scan-thread.ts';
+import { builtScriptUrl } from '../../src/workers.ts';
 import { ScanWatch } from '../../src/index/scan-watch.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
 import { LiveSync } from '../../src/live/sync.ts';
@@ -19,7 +19,7 @@ import { withScanIndex } from '../scan-helpers.ts';
 import { countInotifyWatches } from '../../bench/watch-probe.ts';
 
 const linuxOnly = process.platform === 'linux' ? {} : { skip: 'ScanWatch runs on Linux only' };
-const needsWorker = defaultScanWorkerUrl() === null ? { skip: 'no built worker (npm test builds it)' } : {};
+const needsWorker = builtScriptUrl('scan-worker') === undefined ? { skip: 'no built worker (npm test builds it)' } : {};
 
 function indexedUris(index: FolderIndex): string[] {
   return (index.db.prepare('SELECT uri FROM entries ORDER BY uri').pluck().all() as string[]).sort();
