@@ -4,6 +4,7 @@ import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConversionError, ConversionUnavailable, type ConversionLimits } from './converters/types.ts';
 import type { WorkerJob, WorkerOutput, WorkerReply } from './worker.ts';
+import { JobQueue } from '../job-queue.ts';
 
 /**
  * Memory budgets of the conversion process. Its resident set is what counts:
@@ -41,14 +42,8 @@ const IDLE_MS = 30_000;
 /** Characters of the process's stderr kept, to say why it died. */
 const STDERR_TAIL = 4096;
 
-interface Pending {
-  job: WorkerJob;
-  resolve(output: WorkerOutput): void;
-  reject(error: Error): void;
-}
-
+/** The running job's timers: its time budget, and the memory sampler. */
 interface Running {
-  pending: Pending;
   timer: NodeJS.Timeout;
   sampler: NodeJS.Timeout;
 }
@@ -66,13 +61,12 @@ interface Running {
 export class ConversionWorker {
   private child: ChildProcess | undefined;
   private stderrTail = '';
-  private readonly queue: Pending[] = [];
+  private readonly jobs: JobQueue<WorkerJob, WorkerOutput>;
   private current: Running | undefined;
   private idle: NodeJS.Timeout | undefined;
   /** A sample is being taken (`ps` is asynchronous): the next tick does not start another. */
   private sampling = false;
   private nextId = 1;
-  private closed = false;
   private readonly memory: ChildMemoryLimits;
 
   constructor(
@@ -87,6 +81,17 @@ export class ConversionWorker {
     private readonly niceness = 0,
   ) {
     this.memory = { ...DEFAULT_CHILD_MEMORY, ...memory };
+    this.jobs = new JobQueue<WorkerJob, WorkerOutput>({
+      maxWaiting: maxQueued,
+      refused: (reason) => new ConversionUnavailable(reason === 'closed' ? 'server is closing' : `${maxQueued} conversions are already waiting`),
+      start: (job) => this.start(job),
+      // Nothing left to convert: stop the process after a while, so what it grew to goes back to the system.
+      drained: () => {
+        if (!this.child) return;
+        this.idle = setTimeout(() => this.kill(new ConversionUnavailable('idle')), IDLE_MS);
+        this.idle.unref();
+      },
+    });
   }
 
   /** The conversion process's id while one runs (for tests and diagnostics). */
@@ -104,44 +109,34 @@ export class ConversionWorker {
   }
 
   private enqueue(converter: string, input: Omit<WorkerJob, 'id' | 'converter'>): Promise<WorkerOutput> {
-    if (this.closed) return Promise.reject(new ConversionUnavailable('server is closing'));
-    if (this.queue.length >= this.maxQueued) {
-      return Promise.reject(new ConversionUnavailable(`${this.maxQueued} conversions are already waiting`));
-    }
-    return new Promise((resolve, reject) => {
-      this.queue.push({ job: { id: this.nextId++, converter, ...input }, resolve, reject });
-      this.pump();
-    });
+    return this.jobs.add({ id: this.nextId++, converter, ...input });
   }
 
   close(): void {
-    this.closed = true;
+    this.jobs.close();
     clearTimeout(this.idle);
-    for (const pending of this.queue.splice(0)) pending.reject(new ConversionUnavailable('server is closing'));
     this.kill(new ConversionUnavailable('server is closing'));
   }
 
-  private pump(): void {
-    if (this.current || this.queue.length === 0) return;
+  /** Starts `job` in the process (started first if need be); a process that cannot start fails the job. */
+  private start(job: WorkerJob): void {
     clearTimeout(this.idle);
-    const pending = this.queue.shift()!;
     let child: ChildProcess;
     try {
       child = this.ensureChild();
     } catch (error) {
-      pending.reject(new ConversionUnavailable(`cannot start the converter process: ${(error as Error).message}`));
-      return this.pump();
+      throw new ConversionUnavailable(`cannot start the converter process: ${(error as Error).message}`);
     }
     const timer = setTimeout(() => {
-      this.kill(new ConversionError(`conversion took longer than ${pending.job.limits.timeMs} ms; abandoned`));
-    }, pending.job.limits.timeMs);
+      this.kill(new ConversionError(`conversion took longer than ${job.limits.timeMs} ms; abandoned`));
+    }, job.limits.timeMs);
     const sampler = setInterval(() => this.checkMemory(child), samplePeriod(this.memory.sampleMs));
-    this.current = { pending, timer, sampler };
+    this.current = { timer, sampler };
     const unreachable = (error: Error | null) => {
       if (error && this.child === child) this.kill(new ConversionError(`converter process unreachable: ${error.message}`));
     };
     try {
-      child.send(pending.job, unreachable);
+      child.send(job, unreachable);
     } catch (error) {
       unreachable(error as Error);
     }
@@ -180,7 +175,7 @@ export class ConversionWorker {
       if (this.child === child) this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL);
     });
     child.on('message', (reply: WorkerReply) => {
-      if (this.child !== child || !this.current || reply.id !== this.current.pending.job.id) return;
+      if (this.child !== child || reply.id !== this.jobs.current?.id) return;
       if (reply.ok) this.finish(undefined, reply.output);
       else this.finish(reply.conversionError ? new ConversionError(reply.message) : new Error(reply.message));
     });
@@ -229,18 +224,12 @@ export class ConversionWorker {
 
   private finish(error: Error | undefined, output?: WorkerOutput): void {
     const current = this.current;
-    if (!current) return;
     this.current = undefined;
-    clearTimeout(current.timer);
-    clearInterval(current.sampler);
-    if (error) current.pending.reject(error);
-    else current.pending.resolve(output!);
-    if (this.closed) return;
-    this.pump();
-    if (!this.current && this.child) {
-      this.idle = setTimeout(() => this.kill(new ConversionUnavailable('idle')), IDLE_MS);
-      this.idle.unref();
+    if (current) {
+      clearTimeout(current.timer);
+      clearInterval(current.sampler);
     }
+    this.jobs.finish(error, output);
   }
 }
 

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { SearchOutcome } from './search-reader.ts';
 import type { SearchJob, SearchReply } from './search-worker.ts';
+import { JobQueue } from '../job-queue.ts';
 
 /** Searches waiting for the thread; past it a search is refused (SearchBusyError). */
 const MAX_QUEUED = 8;
@@ -21,12 +22,6 @@ export class SearchThreadError extends Error {
   override name = 'SearchThreadError';
 }
 
-interface Pending {
-  job: SearchJob;
-  resolve(outcome: SearchOutcome): void;
-  reject(error: Error): void;
-}
-
 /**
  * Runs full-text searches in one worker thread with its own read-only
  * connection, one at a time, so the event loop answers other requests while
@@ -38,10 +33,19 @@ interface Pending {
 export class SearchThread {
   private worker: Worker | undefined;
   private dying: Promise<unknown> | undefined;
-  private readonly queue: Pending[] = [];
-  private current: { pending: Pending; timer: NodeJS.Timeout } | undefined;
+  private timer: NodeJS.Timeout | undefined;
   private nextId = 1;
-  private closed = false;
+  private readonly jobs = new JobQueue<SearchJob, SearchOutcome>({
+    maxWaiting: MAX_QUEUED,
+    refused: (reason) =>
+      new SearchBusyError(reason === 'closed' ? 'server is closing' : `${MAX_QUEUED} searches are already waiting; try again in a moment`),
+    held: () => this.dying !== undefined,
+    start: (job) => {
+      const worker = this.ensureWorker();
+      this.timer = setTimeout(() => this.kill(), job.budgetMs + KILL_GRACE_MS);
+      worker.postMessage(job);
+    },
+  });
 
   constructor(
     private readonly dbFile: string,
@@ -49,31 +53,14 @@ export class SearchThread {
   ) {}
 
   run(job: Omit<SearchJob, 'id'>): Promise<SearchOutcome> {
-    if (this.closed) return Promise.reject(new SearchBusyError('server is closing'));
-    if (this.queue.length >= MAX_QUEUED) {
-      return Promise.reject(new SearchBusyError(`${MAX_QUEUED} searches are already waiting; try again in a moment`));
-    }
-    return new Promise((resolve, reject) => {
-      this.queue.push({ job: { ...job, id: this.nextId++ }, resolve, reject });
-      this.pump();
-    });
+    return this.jobs.add({ ...job, id: this.nextId++ });
   }
 
   close(): void {
-    this.closed = true;
-    for (const pending of this.queue.splice(0)) pending.reject(new SearchBusyError('server is closing'));
+    this.jobs.close();
     this.settle(new SearchBusyError('server is closing'));
     void this.worker?.terminate();
     this.worker = undefined;
-  }
-
-  private pump(): void {
-    if (this.current || this.dying || this.closed || this.queue.length === 0) return;
-    const pending = this.queue.shift()!;
-    const worker = this.ensureWorker();
-    const timer = setTimeout(() => this.kill(), pending.job.budgetMs + KILL_GRACE_MS);
-    this.current = { pending, timer };
-    worker.postMessage(pending.job);
   }
 
   private ensureWorker(): Worker {
@@ -88,7 +75,7 @@ export class SearchThread {
     worker.stdout.resume();
     worker.unref();
     worker.on('message', (reply: SearchReply) => {
-      if (this.worker !== worker || !this.current || reply.id !== this.current.pending.job.id) return;
+      if (this.worker !== worker || reply.id !== this.jobs.current?.id) return;
       if (reply.ok) this.settle(undefined, reply.outcome);
       else this.settle(new Error(reply.message));
     });
@@ -114,20 +101,15 @@ export class SearchThread {
     if (worker) {
       this.dying = worker.terminate().finally(() => {
         this.dying = undefined;
-        this.pump();
+        this.jobs.pump();
       });
     }
     this.settle(undefined, { hits: [], truncated: true });
   }
 
   private settle(error: Error | undefined, outcome?: SearchOutcome): void {
-    const current = this.current;
-    if (!current) return;
-    this.current = undefined;
-    clearTimeout(current.timer);
-    if (error) current.pending.reject(error);
-    else current.pending.resolve(outcome!);
-    this.pump();
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.jobs.finish(error, outcome);
   }
 }
-
