@@ -21,6 +21,7 @@ import { checkZip } from '../../src/content/converters/zip.ts';
 import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makePptx, makeXlsx, makeZip, pptxParts, xlsxParts, zlibZeros } from '../fixtures.ts';
 import { pptxConverter } from '../../src/content/converters/pptx.ts';
 import { columnOf, excelDate, isBuiltInDateFormat, isDateFormat, unescapeXstring, xlsxConverter } from '../../src/content/converters/xlsx.ts';
+import { tableCell } from '../../src/content/converters/ooxml.ts';
 import { ConversionCache, Formats, truncateUtf8, truncationMarker } from '../../src/content/formats.ts';
 import {
   childCommand,
@@ -347,6 +348,80 @@ describe('xlsx converter', () => {
     const whole = makeXlsx([{ name: 'S', rows: [['x']] }]);
     await rejectsConversion(located(xlsxConverter, whole.subarray(0, whole.length - 30)), /truncated|not a zip/);
     await rejectsConversion(located(xlsxConverter, makeDocx(['a letter'])), /not an Excel workbook/);
+  });
+});
+
+describe('hostile Office documents, as a red team built them: bounded, and a ConversionError at worst', () => {
+  // Each of these took the converter to its time or memory budget, or threw a RangeError, before it was fixed.
+  // The ceilings are generous: the quadratic forms took minutes.
+  const ws = (body: string) => `<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${body}</sheetData></worksheet>`;
+  const sheetWith = (body: string, sharedStrings?: string) =>
+    makeZip(
+      xlsxParts([{ name: 'S', rows: [] }], { worksheetXml: () => ws(body) }).map((p) =>
+        sharedStrings !== undefined && p.name === 'xl/sharedStrings.xml' ? { ...p, data: sharedStrings } : p,
+      ),
+    );
+
+  test('a cell past column XFD is no cell (the table would be 4e15 columns wide)', { timeout: 20_000 }, async () => {
+    const text = (await located(xlsxConverter, sheetWith('<row r="1"><c r="A1"><v>1</v></c><c r="AAAAAAAAAAAA1"><v>2</v></c><c r="xfd1"><v>3</v></c></row>'))).text;
+    assert.ok(text.length < 200_000, `${text.length} chars`);
+    assert.match(text, /^\| 1 \| .*\| 3 \|$/m, 'XFD, the last column, is one (a lowercase reference too)');
+    assert.doesNotMatch(text, /\| 2 \|/);
+  });
+
+  test('long runs of blanks in a cell, a title or a number format cost linear time', { timeout: 20_000 }, async () => {
+    const blanks = ' '.repeat(1_000_000);
+    assert.equal(tableCell(`${blanks}x`), 'x');
+    assert.equal(tableCell(`a ${blanks}\n${blanks} b|c`), 'a b\\|c');
+    assert.equal(isDateFormat('['.repeat(200_000)), false);
+    const deck = await located(pptxConverter, makePptx([{ title: `${blanks}Title`, table: [[`${blanks}cell`]] }]));
+    assert.match(deck.text, /^## Slide 1: Title\n\n\| cell \|\n$/);
+  });
+
+  test('a shared string used many times is charged as shown: the text stays near the output budget', { timeout: 20_000 }, async () => {
+    const big = 'y'.repeat(100_000);
+    const sst = `<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>${big}</t></si></sst>`;
+    const row = Array.from({ length: 300 }, () => '<c t="s"><v>0</v></c>').join('');
+    const text = (await located(xlsxConverter, sheetWith(`<row>${row}</row><row>${row}</row>`, sst), { outputBytes: 1_000_000 })).text;
+    assert.ok(text.length < 1_300_000, `${text.length} chars`);
+  });
+
+  test('a slide of 300,000 paragraphs stops at the budget (it overflowed the stack)', { timeout: 20_000 }, async () => {
+    const parts = pptxParts([{ body: ['p'] }]).map((p) =>
+      p.name === 'ppt/slides/slide1.xml' ? { ...p, data: String(p.data).replace(/<a:p>.*<\/a:p>/, '<a:p><a:r><a:t>p</a:t></a:r></a:p>'.repeat(300_000)) } : p,
+    );
+    const text = (await located(pptxConverter, makeZip(parts), { outputBytes: 100_000 })).text;
+    assert.ok(text.length <= 100_100, `${text.length} chars`);
+  });
+
+  test('sheets and slides that name one part read it once; sheets past 1,000 are counted', { timeout: 20_000 }, async () => {
+    const workbook = (count: number) =>
+      '<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets>' +
+      Array.from({ length: count }, (_, i) => `<sheet name="s${i}" sheetId="${i + 1}" r:id="rId1"/>`).join('') +
+      '</sheets></workbook>';
+    const reuse = (count: number) =>
+      makeZip(xlsxParts([{ name: 'S', rows: [['only']] }]).map((p) => (p.name === 'xl/workbook.xml' ? { ...p, data: workbook(count) } : p)));
+    const three = (await located(xlsxConverter, reuse(3))).text;
+    assert.equal((three.match(/\| only \|/g) ?? []).length, 1);
+    assert.match(three, /## Sheet 3: s2\n\n\(the same worksheet as sheet 1\)\n/);
+    const many = await located(xlsxConverter, reuse(1500));
+    assert.equal(many.places.length, 1000);
+    assert.match(many.text, /\[500 more sheets not extracted: over the conversion budget\]\n$/);
+  });
+
+  test('odd values: an empty or non-decimal shared index is blank, a non-decimal number is shown as written', async () => {
+    const text = (await located(xlsxConverter, sheetWith(
+      '<row><c t="s"><v></v></c><c t="s"><v>0x0</v></c><c><v>0x10</v></c><c s="1"><v>0x10</v></c><c t="s"><v>0</v></c></row>',
+      '<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>FIRST</t></si></sst>',
+    ))).text;
+    assert.match(text, /^\| 0x10 \| 0x10 \| FIRST \|$/m);
+  });
+
+  test('a name or a line cannot make a heading of its own', async () => {
+    const wb = makeXlsx([{ name: 'Real\n## Sheet 99: fake', rows: [['x']] }]);
+    assert.match((await located(xlsxConverter, wb)).text, /^## Sheet 1: Real ## Sheet 99: fake\n/);
+    const deck = (await located(pptxConverter, makePptx([{ body: ['## Slide 7: fake', 'plain'] }]))).text;
+    assert.equal(deck, '## Slide 1\n\n\\## Slide 7: fake\nplain\n');
   });
 });
 

@@ -9,6 +9,7 @@ import { readZip } from './zip.ts';
 /** The XML parts of an Office package, by name (part names are case-insensitive). */
 export class OfficePackage {
   private readonly parts = new Map<string, Buffer>();
+  private readonly rels = new Map<string, Map<string, Relationship>>();
 
   constructor(input: ConvertInput) {
     // Media (images, embedded files) is checked by readZip but not kept.
@@ -32,16 +33,21 @@ export class OfficePackage {
    * out: nothing outside the package is ever opened.
    */
   relationships(part: string): Map<string, Relationship> {
+    const cached = this.rels.get(part);
+    if (cached) return cached;
     const dir = posix.dirname(part);
     const relsPart = posix.join(dir === '.' ? '' : dir, '_rels', `${posix.basename(part)}.rels`);
     const found = new Map<string, Relationship>();
+    this.rels.set(part, found);
     const xml = this.get(relsPart);
     if (!xml) return found;
     readXml(xml, relsPart, {
       open(name, attrs) {
         if (name !== 'Relationship' || attrs.TargetMode === 'External' || !attrs.Id || !attrs.Target) return;
+        if (found.size >= MAX_RELATIONSHIPS) throw new StopReading();
         const target = attrs.Target.startsWith('/') ? attrs.Target.slice(1) : posix.join(dir === '.' ? '' : dir, attrs.Target);
-        found.set(attrs.Id, { type: attrs.Type ?? '', target: posix.normalize(target) });
+        // Kept strings are copied flat: sax builds attribute values a character at a time (a rope 25 times their size).
+        found.set(flat(attrs.Id), { type: flat(attrs.Type ?? ''), target: flat(posix.normalize(target)) });
       },
     });
     return found;
@@ -64,6 +70,9 @@ export interface XmlEvents {
 
 /** Thrown by an XmlEvents handler to stop reading a part early (the reader has what it needs). */
 export class StopReading extends Error {}
+
+/** Relationships kept of one part: more than any real document has (a workbook of 1,000 sheets has about 1,010). */
+const MAX_RELATIONSHIPS = 10_000;
 
 /** Bytes handed to the parser at a time: the time budget is looked at between two. */
 const CHUNK = 256 * 1024;
@@ -101,13 +110,42 @@ function localName(name: string): string {
   return name.slice(name.indexOf(':') + 1);
 }
 
-/** A relationship id attribute (`r:id`, whatever the prefix). */
+/** A relationship id attribute: `r:id`, else the first `*:id` (another prefix for the same namespace). */
 export function relationshipId(attrs: Record<string, string>): string | undefined {
+  if (attrs['r:id'] !== undefined) return attrs['r:id'];
   for (const [key, value] of Object.entries(attrs)) if (key.endsWith(':id')) return value;
   return undefined;
 }
 
-/** One Markdown table cell: on one line, pipes escaped. */
+/** Text on one line: line breaks and the blanks around them become one space. Linear (no backtracking regex). */
+export function oneLine(text: string): string {
+  if (!text.includes('\n') && !text.includes('\r')) return text.trim();
+  return text
+    .split(/[\r\n]+/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+    .join(' ');
+}
+
+/** One Markdown table cell: on one line, backslashes and pipes escaped. */
 export function tableCell(text: string): string {
-  return text.replace(/\s*[\r\n]+\s*/g, ' ').replace(/\\/g, '\\\\').replace(/\|/g, '\\|').trim();
+  return oneLine(text).replace(/[\\|]/g, (c) => `\\${c}`);
+}
+
+/** A copy of `text` in one piece (V8 flattens a string it slices), to keep beyond the parse. */
+export function flat(text: string): string {
+  return text.length === 0 ? text : (' ' + text).slice(1);
+}
+
+/**
+ * Runs a reader, turning what a hostile part can make the engine throw
+ * (RangeError: a string or stack past its limit) into a ConversionError.
+ */
+export async function officeConversion<T>(what: string, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof ConversionError) throw error;
+    throw new ConversionError(`${what} cannot be read: ${(error as Error)?.message ?? String(error)}`);
+  }
 }

@@ -1,4 +1,4 @@
-import { OfficePackage, readXml, relationshipId, StopReading, tableCell } from './ooxml.ts';
+import { officeConversion, OfficePackage, readXml, relationshipId, StopReading, tableCell } from './ooxml.ts';
 import { ConversionError, type ConvertInput, type Converter, type LocatedText, type Place } from './types.ts';
 
 /**
@@ -17,8 +17,11 @@ export const pptxConverter: Converter = {
   },
   produces: 'text/markdown',
   convert: async (input) => (await pptxToLocatedMarkdown(input)).text,
-  convertLocated: pptxToLocatedMarkdown,
+  convertLocated: (input) => officeConversion('PowerPoint presentation', () => pptxToLocatedMarkdown(input)),
 };
+
+/** Slides read of one presentation; the rest are counted in a closing line. */
+const MAX_SLIDES = 5000;
 
 const REL = { presentation: '/officeDocument', slide: '/slide', notes: '/notesSlide' };
 
@@ -29,6 +32,7 @@ export async function pptxToLocatedMarkdown(input: ConvertInput): Promise<Locate
   if (!presentation) throw new ConversionError('not a PowerPoint presentation (no presentation part)');
   const rels = pkg.relationships(presentationPart);
   const slideParts: string[] = [];
+  let more = 0;
   let root = true;
   readXml(presentation, presentationPart, {
     open(name, attrs) {
@@ -36,7 +40,9 @@ export async function pptxToLocatedMarkdown(input: ConvertInput): Promise<Locate
       root = false;
       if (name !== 'sldId') return;
       const rel = rels.get(relationshipId(attrs) ?? '');
-      if (rel?.type.endsWith(REL.slide)) slideParts.push(rel.target);
+      if (!rel?.type.endsWith(REL.slide)) return;
+      if (slideParts.length < MAX_SLIDES) slideParts.push(rel.target);
+      else more++;
     },
     close(name) {
       if (name === 'sldIdLst') throw new StopReading();
@@ -48,17 +54,23 @@ export async function pptxToLocatedMarkdown(input: ConvertInput): Promise<Locate
   let offset = 0;
   let chars = 0;
   let read = 0;
+  /** Each slide part is read once, whatever number of slide ids name it. */
+  const readParts = new Map<string, number>();
   for (const [i, part] of slideParts.entries()) {
     if (chars > input.limits.outputBytes) break;
     if (input.signal.aborted) throw new ConversionError('aborted');
-    const xml = pkg.get(part);
-    const slide = xml ? readShapes(xml, part, input.signal) : { title: '', lines: [], hidden: false };
-    const notesPart = [...pkg.relationships(part).values()].find((r) => r.type.endsWith(REL.notes))?.target;
+    const room = input.limits.outputBytes - chars;
+    const sameAs = readParts.get(part.toLowerCase());
+    const xml = sameAs === undefined ? pkg.get(part) : undefined;
+    if (xml) readParts.set(part.toLowerCase(), i + 1);
+    const slide = xml ? readShapes(xml, part, room, input.signal) : { title: '', lines: [], hidden: false };
+    const notesPart = xml ? [...pkg.relationships(part).values()].find((r) => r.type.endsWith(REL.notes))?.target : undefined;
     const notesXml = notesPart === undefined ? undefined : pkg.get(notesPart);
     // In a notes page, the notes are the body placeholder; the others are the slide's image, number, header.
-    const notes = notesXml ? readShapes(notesXml, notesPart!, input.signal, (placeholder) => placeholder === 'body').lines : [];
+    const notes = notesXml ? readShapes(notesXml, notesPart!, room, input.signal, (placeholder) => placeholder === 'body').lines : [];
     const title = slide.title ? `: ${tableCell(slide.title)}` : '';
     let text = `## Slide ${i + 1}${title}${slide.hidden ? ' (hidden)' : ''}\n`;
+    if (sameAs !== undefined) text += `\n(the same slide as slide ${sameAs})\n`;
     if (slide.lines.length > 0) text += `\n${slide.lines.join('\n')}\n`;
     if (notes.length > 0) text += `\nNotes:\n${notes.join('\n')}\n`;
     places.push({ offset, unit: 'slide', number: i + 1 });
@@ -67,7 +79,7 @@ export async function pptxToLocatedMarkdown(input: ConvertInput): Promise<Locate
     parts.push(text);
     read++;
   }
-  const left = slideParts.length - read;
+  const left = slideParts.length + more - read;
   if (left > 0) parts.push(`[${left} more slide${left === 1 ? '' : 's'} not extracted: over the conversion budget]\n`);
   if (slideParts.length === 0) parts.push('(no slides)\n');
   return { text: parts.join('\n'), places };
@@ -82,10 +94,12 @@ export async function pptxToLocatedMarkdown(input: ConvertInput): Promise<Locate
 function readShapes(
   xml: Buffer,
   part: string,
+  maxChars: number,
   signal: AbortSignal,
   keep: (placeholder: string) => boolean = () => true,
 ): { title: string; lines: string[]; hidden: boolean } {
   const lines: string[] = [];
+  let chars = 0;
   let title = '';
   let hidden = false;
   let placeholder = '';
@@ -120,8 +134,12 @@ function readShapes(
             .join('\n')
             .trim();
           if (text === '') return;
+          // Past the room left, the rest of the slide would be cut anyway.
+          chars += text.length + 1;
+          if (chars > maxChars) throw new StopReading();
           if (cell) cell.push(text);
-          else shapeLines.push(text);
+          // A line that starts like a heading is text, not a heading (the headings say where each slide starts).
+          else shapeLines.push(text.startsWith('#') ? `\\${text}` : text);
         } else if (name === 'tc' && cells && cell) {
           cells.push(tableCell(cell.join(' ')));
           cell = undefined;
@@ -130,7 +148,7 @@ function readShapes(
           cells = undefined;
         } else if (name === 'sp' || name === 'graphicFrame') {
           if (placeholder === 'title' || placeholder === 'ctrTitle') title = title || shapeLines.join(' ');
-          else if (keep(placeholder)) lines.push(...shapeLines);
+          else if (keep(placeholder)) for (const line of shapeLines) lines.push(line);
           shapeLines = [];
         }
       },

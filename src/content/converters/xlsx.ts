@@ -1,4 +1,4 @@
-import { OfficePackage, readXml, relationshipId, StopReading, tableCell } from './ooxml.ts';
+import { flat, officeConversion, oneLine, OfficePackage, readXml, relationshipId, StopReading, tableCell } from './ooxml.ts';
 import { ConversionError, type ConvertInput, type Converter, type LocatedText, type Place } from './types.ts';
 
 /**
@@ -18,8 +18,19 @@ export const xlsxConverter: Converter = {
   },
   produces: 'text/markdown',
   convert: async (input) => (await xlsxToLocatedMarkdown(input)).text,
-  convertLocated: xlsxToLocatedMarkdown,
+  convertLocated: (input) => officeConversion('Excel workbook', () => xlsxToLocatedMarkdown(input)),
 };
+
+/** Sheets read of one workbook; the rest are counted in a closing line. */
+const MAX_SHEETS = 1000;
+/** The last column Excel has (XFD, 0-based); a cell said to be further right is not a cell of the sheet. */
+const MAX_COLUMN = 16_383;
+/** Characters Excel keeps in one cell; a longer shared string is cut here as it is read. */
+const MAX_CELL_CHARS = 32_767;
+/** Characters a sheet name shows (Excel allows 31). */
+const MAX_SHEET_NAME = 100;
+/** Excel's longest number format code; a longer one is no format Excel wrote. */
+const MAX_FORMAT_CODE = 255;
 
 const REL = {
   workbook: '/officeDocument',
@@ -49,7 +60,7 @@ export async function xlsxToLocatedMarkdown(input: ConvertInput): Promise<Locate
   const rels = pkg.relationships(workbookPart);
   const partOf = (suffix: string) => [...rels.values()].find((r) => r.type.endsWith(suffix))?.target;
 
-  const { sheets, date1904 } = readWorkbook(workbook, workbookPart, (id) => {
+  const { sheets, more, date1904 } = readWorkbook(workbook, workbookPart, (id) => {
     const rel = id === undefined ? undefined : rels.get(id);
     return rel?.type.endsWith(REL.worksheet) ? rel.target : undefined;
   });
@@ -59,35 +70,55 @@ export async function xlsxToLocatedMarkdown(input: ConvertInput): Promise<Locate
   // The sheets first, then only the shared strings their kept cells use: a
   // table of millions of strings costs a read, not memory.
   const budget = { cells: input.limits.sheetCells, chars: input.limits.outputBytes };
-  const read: { heading: string; rows?: { rows: Row[]; cut: boolean } }[] = [];
+  const read: ({ heading: string } & ({ rows: { rows: Row[]; cut: boolean } } | { note: string }))[] = [];
+  /** Each worksheet part is read once, whatever number of sheets name it. */
+  const readParts = new Map<string, number>();
   for (const [i, sheet] of sheets.entries()) {
     if (budget.cells <= 0 || budget.chars <= 0) break;
     const heading = `## Sheet ${i + 1}: ${sheet.name}${sheet.hidden ? ' (hidden)' : ''}\n\n`;
+    budget.chars -= heading.length;
+    const sameAs = sheet.part === undefined ? undefined : readParts.get(sheet.part.toLowerCase());
+    if (sameAs !== undefined) {
+      read.push({ heading, note: `(the same worksheet as sheet ${sameAs})` });
+      continue;
+    }
     const xml = sheet.part === undefined ? undefined : pkg.get(sheet.part);
-    read.push({ heading, rows: xml ? readSheet(xml, sheet.part!, value, budget, input.signal) : undefined });
+    if (!xml) {
+      read.push({ heading, note: sheet.part === undefined ? '(not a worksheet: a chart or dialog sheet)' : '(its worksheet is missing from the file)' });
+      continue;
+    }
+    readParts.set(sheet.part!.toLowerCase(), i + 1);
+    read.push({ heading, rows: readSheet(xml, sheet.part!, value, budget, input.signal) });
   }
   const wanted = new Set<number>();
-  for (const { rows } of read) for (const row of rows?.rows ?? []) for (const cell of row.cells.values()) if (typeof cell !== 'string') wanted.add(cell.shared);
-  const strings = readSharedStrings(pkg, partOf(REL.sharedStrings), wanted, input.signal);
+  for (const sheet of read) {
+    if (!('rows' in sheet)) continue;
+    for (const row of sheet.rows.rows) for (const cell of row.cells.values()) if (typeof cell !== 'string') wanted.add(cell.shared);
+  }
+  const strings = readSharedStrings(pkg, partOf(REL.sharedStrings), wanted, 4 * input.limits.outputBytes, input.signal);
 
   const parts: string[] = [];
   const places: Place[] = [];
   let offset = 0;
-  for (const [i, { heading, rows }] of read.entries()) {
-    const body = rows === undefined ? '(not a worksheet: a chart or dialog sheet)\n' : renderTable(rows.rows, strings, input.limits.outputBytes, rows.cut);
-    const part = heading + body;
+  let chars = 0;
+  for (const [i, sheet] of read.entries()) {
+    const body =
+      'note' in sheet ? `${sheet.note}\n` : renderTable(sheet.rows.rows, strings, Math.max(0, input.limits.outputBytes - chars), sheet.rows.cut);
+    const part = sheet.heading + body;
     places.push({ offset, unit: 'sheet', number: i + 1, name: sheets[i]!.name });
     offset += part.length + 1; // parts are joined with '\n'
+    chars += part.length;
     parts.push(part);
   }
-  const left = sheets.length - read.length;
+  const left = sheets.length + more - read.length;
   if (left > 0) parts.push(`[${left} more sheet${left === 1 ? '' : 's'} not extracted: over the conversion budget]\n`);
-  if (sheets.length === 0) parts.push('(no sheets)\n');
+  if (sheets.length + more === 0) parts.push('(no sheets)\n');
   return { text: parts.join('\n'), places };
 }
 
 function readWorkbook(xml: Buffer, part: string, worksheetPart: (id: string | undefined) => string | undefined) {
   const sheets: SheetRef[] = [];
+  let more = 0;
   let date1904 = false;
   let root = true;
   readXml(xml, part, {
@@ -96,8 +127,13 @@ function readWorkbook(xml: Buffer, part: string, worksheetPart: (id: string | un
       root = false;
       if (name === 'workbookPr') date1904 = attrs.date1904 === '1' || attrs.date1904 === 'true';
       else if (name === 'sheet') {
+        if (sheets.length >= MAX_SHEETS) {
+          more++;
+          return;
+        }
         sheets.push({
-          name: attrs.name ?? `Sheet${sheets.length + 1}`,
+          // On one line: a name is a heading, and a line break in it would make another.
+          name: flat(oneLine(attrs.name ?? '').slice(0, MAX_SHEET_NAME)) || `Sheet${sheets.length + 1}`,
           hidden: attrs.state === 'hidden' || attrs.state === 'veryHidden',
           part: worksheetPart(relationshipId(attrs)),
         });
@@ -107,11 +143,15 @@ function readWorkbook(xml: Buffer, part: string, worksheetPart: (id: string | un
       if (name === 'sheets') throw new StopReading();
     },
   });
-  return { sheets, date1904 };
+  return { sheets, more, date1904 };
 }
 
-/** The `wanted` entries of the shared string table: each `<si>`'s text, its phonetic runs (`<rPh>`) left out. */
-function readSharedStrings(pkg: OfficePackage, part: string | undefined, wanted: Set<number>, signal: AbortSignal): Map<number, string> {
+/**
+ * The `wanted` entries of the shared string table: each `<si>`'s text, its
+ * phonetic runs (`<rPh>`) left out, cut at Excel's cell limit. Past
+ * `maxChars` kept in all, the rest show as `…` (the output is cut well before).
+ */
+function readSharedStrings(pkg: OfficePackage, part: string | undefined, wanted: Set<number>, maxChars: number, signal: AbortSignal): Map<number, string> {
   const xml = part === undefined ? undefined : pkg.get(part);
   const strings = new Map<number, string>();
   if (!xml || wanted.size === 0) return strings;
@@ -119,6 +159,7 @@ function readSharedStrings(pkg: OfficePackage, part: string | undefined, wanted:
   for (const index of wanted) last = Math.max(last, index);
   let index = -1;
   let current = '';
+  let kept = 0;
   let inText = false;
   let phonetic = 0;
   readXml(
@@ -135,14 +176,21 @@ function readSharedStrings(pkg: OfficePackage, part: string | undefined, wanted:
       },
       close(name) {
         if (name === 'si') {
-          if (wanted.has(index)) strings.set(index, unescapeXstring(current));
+          if (wanted.has(index)) {
+            if (kept > maxChars) strings.set(index, '…');
+            else {
+              const text = flat(unescapeXstring(current));
+              kept += text.length;
+              strings.set(index, text);
+            }
+          }
           if (index >= last) throw new StopReading();
         }
         else if (name === 'rPh') phonetic--;
         else if (name === 't') inText = false;
       },
       text(text) {
-        if (inText && wanted.has(index)) current += text;
+        if (inText && wanted.has(index) && current.length < MAX_CELL_CHARS) current += text.slice(0, MAX_CELL_CHARS - current.length);
       },
     },
     signal,
@@ -155,15 +203,16 @@ function readDateStyles(pkg: OfficePackage, part: string | undefined): boolean[]
   const xml = part === undefined ? undefined : pkg.get(part);
   const styles: boolean[] = [];
   if (!xml) return styles;
-  const custom = new Map<string, string>();
+  const custom = new Map<string, boolean>();
   let inCellXfs = false;
   readXml(xml, part!, {
     open(name, attrs) {
-      if (name === 'numFmt' && attrs.numFmtId !== undefined) custom.set(attrs.numFmtId, attrs.formatCode ?? '');
+      // Judged once per format, not once per style that uses it.
+      if (name === 'numFmt' && attrs.numFmtId !== undefined) custom.set(flat(attrs.numFmtId), isDateFormat(attrs.formatCode ?? ''));
       else if (name === 'cellXfs') inCellXfs = true;
       else if (name === 'xf' && inCellXfs) {
         const id = attrs.numFmtId ?? '0';
-        styles.push(custom.has(id) ? isDateFormat(custom.get(id)!) : isBuiltInDateFormat(Number(id)));
+        styles.push(custom.get(id) ?? isBuiltInDateFormat(Number(id)));
       }
     },
     close(name) {
@@ -180,6 +229,7 @@ export function isBuiltInDateFormat(id: number): boolean {
 
 /** A custom format code shows a date or time when, quoted text, escapes, fills and colours aside, it has d, m, y, h or s. */
 export function isDateFormat(code: string): boolean {
+  if (code.length > MAX_FORMAT_CODE) return false;
   const bare = code
     .replace(/"[^"]*"/g, '')
     .replace(/\\./g, '')
@@ -206,6 +256,8 @@ export function cellValue(raw: string, type: string, style: number, ctx: CellCon
       return raw;
     default: {
       if (raw === '') return '';
+      // A decimal number, as Excel writes one; anything else (0x10, Infinity) is shown as written.
+      if (!DECIMAL.test(raw)) return raw;
       const n = Number(raw);
       if (!Number.isFinite(n)) return raw;
       return ctx.dateStyles[style] ? excelDate(n, ctx.date1904) : String(n);
@@ -218,6 +270,8 @@ export function unescapeXstring(text: string): string {
   if (!text.includes('_x')) return text;
   return text.replace(/_x([0-9A-Fa-f]{4})_/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 }
+
+const DECIMAL = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
 
 const DAY_MS = 86_400_000;
 
@@ -293,8 +347,13 @@ function readSheet(
           row = { cells: new Map() };
           col = -1;
         } else if (name === 'c') {
-          const at = attrs.r === undefined ? undefined : columnOf(attrs.r);
+          const at = attrs.r === undefined ? undefined : columnOf(attrs.r.toUpperCase());
           col = at ?? col + 1;
+          // Past XFD: no cell of a sheet (a hostile reference would make a table millions of columns wide).
+          if (col > MAX_COLUMN) {
+            cell = undefined;
+            return;
+          }
           cell = { type: attrs.t ?? 'n', style: Number(attrs.s ?? 0), raw: '' };
         } else if (cell && name === 'rPh') phonetic++;
         else if (cell && phonetic === 0 && (name === 'v' || (name === 't' && cell.type === 'inlineStr'))) capture = true;
@@ -303,9 +362,8 @@ function readSheet(
         if (name === 'v' || name === 't') capture = false;
         else if (name === 'rPh') phonetic--;
         else if (name === 'c' && cell && row) {
-          const shared = cell.type === 's' ? Number(cell.raw) : undefined;
-          const text: CellText =
-            shared === undefined ? tableCell(value(cell.raw, cell.type, cell.style)) : Number.isInteger(shared) && shared >= 0 ? { shared } : '';
+          const shared = cell.type === 's' ? (/^\d{1,9}$/.test(cell.raw.trim()) ? Number(cell.raw.trim()) : -1) : undefined;
+          const text: CellText = shared === undefined ? tableCell(value(cell.raw, cell.type, cell.style)) : shared >= 0 ? { shared } : '';
           cell = undefined;
           if (text === '') return;
           row.cells.set(col, text);
@@ -341,17 +399,20 @@ function renderTable(rows: Row[], strings: Map<number, string>, maxChars: number
       if (col > last) last = col;
     }
   }
-  const line = (row: Row) => {
+  // A line stops where the budget does, even within a row (a row can be 16,384 cells of 32,767 characters).
+  const line = (row: Row, room: number) => {
     let text = '|';
     for (let col = first; col <= last; col++) {
+      if (text.length > room) return `${text} … |\n`;
       const cell = row.cells.get(col);
       text += ` ${cell === undefined ? '' : typeof cell === 'string' ? cell : tableCell(strings.get(cell.shared) ?? '')} |`;
     }
     return `${text}\n`;
   };
-  let out = line(rows[0]!) + `|${' --- |'.repeat(last - first + 1)}\n`;
+  let out = line(rows[0]!, maxChars);
+  out += `|${' --- |'.repeat(last - first + 1)}\n`; // at most 16,384 columns: about 100 KB
   let shown = 1;
-  for (; shown < rows.length && out.length <= maxChars; shown++) out += line(rows[shown]!);
+  for (; shown < rows.length && out.length <= maxChars; shown++) out += line(rows[shown]!, maxChars - out.length);
   const left = rows.length - shown;
   if (left > 0) out += `\n[${left} more row${left === 1 ? '' : 's'} not shown: over the conversion budget]\n`;
   else if (cut) out += '\n[the rest of this sheet not read: over the conversion budget]\n';
