@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect as connectSocket, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { CLI, Loose } from '../client.ts';
 import { isSkipped, type Scenario, type SizeContext, type Skipped } from '../context.ts';
 import { fmtMs, summarize } from '../stats.ts';
@@ -91,37 +91,35 @@ async function legacySession(server: Server): Promise<(message: Record<string, u
   return post;
 }
 
-/** Runs `attack` while sampling the server's RSS every 20 ms and a second client's pings back to back. */
+/**
+ * Runs `attack` while sampling the server's RSS every 20 ms and another
+ * client's pings back to back. The pinging client is a process of its own
+ * (victim.ts): pinging from this process measured the attacking clients'
+ * own work too (50 SDK clients, their JSON), which shares this event loop.
+ */
 async function measureAttack(server: Server, attack: string, what: string, run: () => Promise<void>): Promise<AttackResult> {
   const pid = server.child.pid!;
-  const victim = await legacySession(server);
+  const victim = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../victim.ts', import.meta.url)), server.url, server.token], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  victim.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<void>((resolve) => victim.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    victim.stderr.on('data', (c: Buffer) => (c.toString().includes('ready') ? resolve() : undefined));
+    victim.once('exit', (code) => reject(new Error(`the pinging client exited (${code}) before it was ready`)));
+  });
   let peak = rssMiB(pid) ?? 0;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid) ?? 0)), 20);
-  const pings: number[] = [];
-  let errors = 0;
-  let running = true;
-  const pinging = (async () => {
-    for (let id = 1; running; id++) {
-      const t0 = performance.now();
-      try {
-        const res = await victim({ jsonrpc: '2.0', id, method: 'ping' });
-        await res.text();
-        if (!res.ok) errors++;
-      } catch {
-        errors++;
-      }
-      pings.push(performance.now() - t0);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  })();
   const t0 = performance.now();
   try {
     await run();
   } finally {
-    running = false;
-    await pinging;
     clearInterval(sampler);
+    victim.stdin.end();
+    await exited;
   }
+  const { pings, errors } = JSON.parse(out || '{"pings":[],"errors":1}') as { pings: number[]; errors: number };
   const stat = summarize(pings);
   return { attack, what, peakRssMiB: Math.round(peak), victimP50Ms: stat.p50, victimP99Ms: stat.p99, victimErrors: errors, wallMs: Math.round(performance.now() - t0) };
 }

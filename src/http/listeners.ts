@@ -2,7 +2,7 @@ import type { ServerNotifier } from '@modelcontextprotocol/server';
 import type { Live } from '../live/live.ts';
 import { Connection } from '../protocol/connection.ts';
 import type { ServerContext } from '../protocol/context.ts';
-import { trackListens } from '../protocol/listen.ts';
+import { trackListensInTurns } from '../protocol/listen.ts';
 import type { ErrorResponse } from '../protocol/wire.ts';
 
 /**
@@ -21,13 +21,13 @@ import type { ErrorResponse } from '../protocol/wire.ts';
  */
 export class HttpListeners {
   private readonly connection = new Connection();
-  private readonly track: (message: Record<string, unknown>) => ErrorResponse | undefined;
+  private readonly track: (message: Record<string, unknown>) => Promise<ErrorResponse | undefined>;
   private readonly detach: () => void;
   private readonly streams = new Set<string>();
   private next = 0;
 
   constructor(ctx: Pick<ServerContext, 'index' | 'roots'>, live: Live, notify: ServerNotifier) {
-    this.track = trackListens(ctx, this.connection.subscriptions);
+    this.track = trackListensInTurns(ctx, this.connection.subscriptions);
     this.connection.server = {
       // The bus carries the URI only: `title` does not travel on HTTP listen streams.
       sendResourceUpdated: async ({ uri }) => notify.resourceUpdated(uri),
@@ -40,17 +40,19 @@ export class HttpListeners {
    * A listen request arrived: returns the id its stream is known by, for
    * `release`, or the error to answer instead (over MAX_LISTEN_URIS), with
    * nothing kept. The request's own `resourceSubscriptions` are folded in
-   * place, before the SDK reads them (see trackListens).
+   * place, before the SDK reads them (see trackListensInTurns: a slice at a
+   * time, other clients' requests answered between two).
    */
-  open(message: Record<string, unknown>): { stream: string } | { refused: ErrorResponse } {
+  async open(message: Record<string, unknown>): Promise<{ stream: string } | { refused: ErrorResponse }> {
     const stream = `http-listen-${++this.next}`;
+    // Known before the first slice: a stream that ends meanwhile releases what was folded so far.
+    this.streams.add(stream);
     // The same params object: folding it folds the request the SDK then serves.
-    const refused = this.track({ ...message, id: stream });
+    const refused = await this.track({ ...message, id: stream });
     if (refused) {
-      this.connection.subscriptions.release({ listen: stream });
+      this.release(stream);
       return { refused: { ...refused, id: message.id as string | number } };
     }
-    this.streams.add(stream);
     return { stream };
   }
 

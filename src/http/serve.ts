@@ -136,7 +136,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
 
   /** A listen stream: what it names is tracked until its body ends, however it ends. */
   async function listen(message: Record<string, unknown>, request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
-    const opened = listeners.open(message);
+    const opened = await listeners.open(message);
     // Over its bound: answered in band (200, as the SDK answers a handler's -32602), no stream.
     if ('refused' in opened) return Response.json(opened.refused);
     const { stream } = opened;

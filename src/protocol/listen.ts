@@ -1,3 +1,4 @@
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { EntryKind } from '../entry.ts';
 import { relativeTitle } from '../resource.ts';
 import { findRoot, parseFileUri, pathToUri } from '../uri.ts';
@@ -39,38 +40,99 @@ const MODERN_REVISION = '2026-07-28';
  */
 export function trackListens(ctx: Pick<ServerContext, 'index' | 'roots'>, subscriptions: Subscriptions) {
   return (message: Record<string, unknown>): ErrorResponse | undefined => {
-    const id = message.id;
-    const params = (message.params ?? {}) as Record<string, unknown>;
-    if (message.method === 'subscriptions/listen' && (typeof id === 'string' || typeof id === 'number')) {
-      if (!carriesModernEnvelope(params)) return undefined;
-      const notifications = params.notifications as { resourceSubscriptions?: unknown } | undefined;
-      const wanted = notifications?.resourceSubscriptions;
-      // Not a list of strings: the SDK refuses it (-32602); nothing to keep.
-      if (!Array.isArray(wanted) || !wanted.every((u) => typeof u === 'string')) return undefined;
-      if (wanted.length > MAX_LISTEN_URIS) {
-        return errorResponse(
-          id,
-          ErrorCode.InvalidParams,
-          `Too many resourceSubscriptions: ${wanted.length} exceeds maximum of ${MAX_LISTEN_URIS} (open several listen streams, or listen to a folder: it hears of everything beneath it)`,
-        );
-      }
-      const folded: string[] = [];
-      const seen = new Set<string>();
-      for (const spelling of wanted) {
-        const canonical = canonicalListenUri(ctx, spelling);
-        if (!canonical || seen.has(canonical.uri)) continue;
-        seen.add(canonical.uri);
-        folded.push(spelling);
-        subscriptions.add(canonical.uri, canonical.title, { listen: id }, spelling);
-      }
-      // In place: the SDK reads the same object after us (stdio transport, HTTP parsed body).
-      notifications!.resourceSubscriptions = folded;
-    } else if (message.method === 'notifications/cancelled') {
-      const requestId = params.requestId;
-      if (typeof requestId === 'string' || typeof requestId === 'number') subscriptions.release({ listen: requestId });
+    const listen = listenRequest(message);
+    if (listen && 'refused' in listen) return listen.refused;
+    if (listen) foldListen(ctx, subscriptions, listen, 0, listen.wanted.length);
+    else releaseOnCancel(message, subscriptions);
+    return undefined;
+  };
+}
+
+/** URIs folded at a time by trackListensInTurns (about half a millisecond)... */
+const FOLD_SLICE = 25;
+/** ...and the folding all listens together may do before the event loop turns. */
+const FOLD_TURN_MS = 5;
+
+/**
+ * trackListens for a server of many clients (HTTP): the URIs of the listens
+ * being folded are folded a slice at a time, and all of them together fold
+ * for at most FOLD_TURN_MS before the event loop turns, so that 50 listens
+ * of 1,000 URIs arriving together do not hold every other client's request
+ * (a ping waited a second behind them; yielding per listen still let each
+ * turn fold a slice of every listen). Resolves once the request is folded:
+ * the caller passes it on to the SDK after.
+ */
+export function trackListensInTurns(ctx: Pick<ServerContext, 'index' | 'roots'>, subscriptions: Subscriptions) {
+  let turnStarted = performance.now();
+  const maybeYield = async () => {
+    if (performance.now() - turnStarted < FOLD_TURN_MS) return;
+    await yieldToLoop();
+    turnStarted = performance.now();
+  };
+  return async (message: Record<string, unknown>): Promise<ErrorResponse | undefined> => {
+    const listen = listenRequest(message);
+    if (listen && 'refused' in listen) return listen.refused;
+    if (!listen) {
+      releaseOnCancel(message, subscriptions);
+      return undefined;
+    }
+    for (let from = 0; from < listen.wanted.length; from += FOLD_SLICE) {
+      await maybeYield();
+      foldListen(ctx, subscriptions, listen, from, Math.min(from + FOLD_SLICE, listen.wanted.length));
     }
     return undefined;
   };
+}
+
+interface ListenRequest {
+  id: string | number;
+  wanted: string[];
+  notifications: { resourceSubscriptions?: unknown };
+  /** Canonical URIs folded so far, and the spellings kept. */
+  seen: Set<string>;
+  folded: string[];
+}
+
+/** A listen worth tracking (or refused for its size); undefined for anything else, which the SDK answers as it will. */
+function listenRequest(message: Record<string, unknown>): ListenRequest | { refused: ErrorResponse } | undefined {
+  const id = message.id;
+  const params = (message.params ?? {}) as Record<string, unknown>;
+  if (message.method !== 'subscriptions/listen' || (typeof id !== 'string' && typeof id !== 'number')) return undefined;
+  if (!carriesModernEnvelope(params)) return undefined;
+  const notifications = params.notifications as { resourceSubscriptions?: unknown } | undefined;
+  const wanted = notifications?.resourceSubscriptions;
+  // Not a list of strings: the SDK refuses it (-32602); nothing to keep.
+  if (!Array.isArray(wanted) || !wanted.every((u) => typeof u === 'string')) return undefined;
+  if (wanted.length > MAX_LISTEN_URIS) {
+    return {
+      refused: errorResponse(
+        id,
+        ErrorCode.InvalidParams,
+        `Too many resourceSubscriptions: ${wanted.length} exceeds maximum of ${MAX_LISTEN_URIS} (open several listen streams, or listen to a folder: it hears of everything beneath it)`,
+      ),
+    };
+  }
+  return { id, wanted: wanted as string[], notifications: notifications!, seen: new Set(), folded: [] };
+}
+
+/** Folds wanted[from, to) into the connection's subscriptions, and the request's list to the spellings kept so far. */
+function foldListen(ctx: Pick<ServerContext, 'index' | 'roots'>, subscriptions: Subscriptions, listen: ListenRequest, from: number, to: number): void {
+  for (let i = from; i < to; i++) {
+    const spelling = listen.wanted[i]!;
+    const canonical = canonicalListenUri(ctx, spelling);
+    if (!canonical || listen.seen.has(canonical.uri)) continue;
+    listen.seen.add(canonical.uri);
+    listen.folded.push(spelling);
+    subscriptions.add(canonical.uri, canonical.title, { listen: listen.id }, spelling);
+  }
+  // In place: the SDK reads the same object after us (stdio transport, HTTP parsed body).
+  listen.notifications.resourceSubscriptions = listen.folded;
+}
+
+function releaseOnCancel(message: Record<string, unknown>, subscriptions: Subscriptions): void {
+  if (message.method !== 'notifications/cancelled') return;
+  const requestId = ((message.params ?? {}) as Record<string, unknown>).requestId;
+  if (typeof requestId === 'string' || typeof requestId === 'number') subscriptions.release({ listen: requestId });
 }
 
 /** A 2026-07-28 request: its `_meta` names the protocol revision (the SDK serves nothing else a listen). */

@@ -1,0 +1,83 @@
+// src/protocol/listen.ts: a listen's URIs folded to one spelling per resource, at once (stdio) or a slice at a
+// time with the event loop turning between (HTTP). In process, with an index stand-in: no disk needed.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { trackListens, trackListensInTurns } from '../../src/protocol/listen.ts';
+import { Subscriptions } from '../../src/protocol/subscriptions.ts';
+import { PROTOCOL_VERSION_META_KEY } from '../../src/protocol/wire.ts';
+import { makeRoot } from '../../src/uri.ts';
+
+const root = makeRoot('/srv/r');
+
+/** An index that knows no entry; each lookup costs `costMs` of CPU (a busy wait: the work a real lookup does). */
+function ctx(costMs = 0) {
+  const store = {
+    get: () => {
+      const until = performance.now() + costMs;
+      while (performance.now() < until);
+      return undefined;
+    },
+  };
+  return { roots: [root], index: { store } } as never;
+}
+
+function listen(id: number, uris: string[]) {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'subscriptions/listen',
+    params: { _meta: { [PROTOCOL_VERSION_META_KEY]: '2026-07-28' }, notifications: { resourceSubscriptions: uris } },
+  };
+}
+
+const URIS = [
+  'file:///srv/r/a.txt',
+  'file:///srv/r/./a.txt', // the same file: folded away
+  'file:///srv/r/caf%C3%A9.txt',
+  'file:///srv/r/café.txt', // the same file, another spelling: folded away
+  'file:///elsewhere/x.txt', // outside the roots: dropped
+  ...Array.from({ length: 300 }, (_, i) => `file:///srv/r/n${i}.md`),
+];
+
+test('folding in turns keeps what folding at once keeps: the same spellings, the same subscriptions', async () => {
+  const atOnce = new Subscriptions();
+  const inTurns = new Subscriptions();
+  const a = listen(1, [...URIS]);
+  const b = listen(1, [...URIS]);
+  assert.equal(trackListens(ctx(), atOnce)(a), undefined);
+  assert.equal(await trackListensInTurns(ctx(), inTurns)(b), undefined);
+  const kept = a.params.notifications.resourceSubscriptions;
+  assert.deepEqual(b.params.notifications.resourceSubscriptions, kept);
+  assert.deepEqual(kept.slice(0, 2), ['file:///srv/r/a.txt', 'file:///srv/r/caf%C3%A9.txt']);
+  assert.equal(kept.length, 302);
+  assert.equal(inTurns.size, atOnce.size);
+  // A cancellation releases what that listen held.
+  await trackListensInTurns(ctx(), inTurns)({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } });
+  assert.equal(inTurns.size, 0);
+});
+
+test('over the bound, both refuse the listen whole and keep nothing', async () => {
+  const subscriptions = new Subscriptions();
+  const big = Array.from({ length: 1001 }, (_, i) => `file:///srv/r/f${i}`);
+  const refused = await trackListensInTurns(ctx(), subscriptions)(listen(7, big));
+  assert.match(JSON.stringify(refused), /Too many resourceSubscriptions: 1001 exceeds maximum of 1000/);
+  assert.match(JSON.stringify(trackListens(ctx(), subscriptions)(listen(8, big))), /Too many resourceSubscriptions/);
+  assert.equal(subscriptions.size, 0);
+});
+
+test('folding in turns lets other work run between slices: a listen costing 50 ms does not hold the loop for 50 ms', async () => {
+  // 1,000 lookups of 0.05 ms each: 50 ms of folding, ten times a turn's 5 ms.
+  const fold = trackListensInTurns(ctx(0.05), new Subscriptions())(listen(1, Array.from({ length: 1000 }, (_, i) => `file:///srv/r/f${i}`)));
+  let turns = 0;
+  let folded = false;
+  void fold.then(() => (folded = true));
+  const tick = () =>
+    new Promise<void>((resolve) =>
+      setImmediate(() => {
+        if (!folded) turns++;
+        resolve();
+      }),
+    );
+  while (!folded) await tick();
+  assert.ok(turns >= 5, `the loop turned ${turns} times while the listen was folded`);
+});
