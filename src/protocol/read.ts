@@ -63,6 +63,17 @@ export function uriParam(params: unknown): string {
   return uri;
 }
 
+/** Answers of files over this size take a turn of the event loop each (largeAnswerTurn). */
+const LARGE_ANSWER_BYTES = 1024 * 1024;
+let largeAnswers: Promise<void> = Promise.resolve();
+
+/** Resolves in a turn of the event loop no other large answer has: one after another, I/O polled between two. */
+function largeAnswerTurn(): Promise<void> {
+  const turn = largeAnswers.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+  largeAnswers = turn;
+  return turn;
+}
+
 async function readDocument(ctx: ServerContext, entry: EntryRow): Promise<ContentItem[]> {
   const resource = toResource(entry, ctx.roots);
   let content;
@@ -71,6 +82,9 @@ async function readDocument(ctx: ServerContext, entry: EntryRow): Promise<Conten
   } catch (error) {
     throw contentErrorToProtocol(error, entry.uri);
   }
+  // A large answer waits for a turn of the event loop of its own: its encoding and its JSON are tens of milliseconds
+  // that would otherwise run back to back with the next large one's, every other client's request waiting behind.
+  if (content.bytes.length > LARGE_ANSWER_BYTES) await largeAnswerTurn();
   const primary: ContentItem =
     content.text !== undefined
       ? { ...resource, size: representationSize(content), text: content.text }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseCliArgs, parseHttpListen, UsageError } from '../../src/config.ts';
 import { allowedHostsFor, bearerToken, checkRequest, isLoopbackHost, tokenMatches, type GuardPolicy } from '../../src/http/guard.ts';
-import { rewriteJson } from '../../src/http/legacy.ts';
+import { rewriteJson, toLegacyResponse } from '../../src/http/legacy.ts';
 import { loadSecrets } from '../../src/http/secrets.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -119,4 +119,29 @@ test('legacy answers: not found becomes -32002, everything else passes as it was
   const result = JSON.stringify({ jsonrpc: '2.0', id: 3, result: { contents: [{ text: 'Resource not found' }] } });
   assert.equal(rewriteJson(result), result);
   assert.equal(rewriteJson('{broken Resource not found'), '{broken Resource not found');
+});
+
+test('legacy JSON answers are searched as bytes: a not-found split over chunks is found, a large answer passes byte for byte', async () => {
+  const chunked = (text: string, size: number) => {
+    const bytes = new TextEncoder().encode(text);
+    return new Response(
+      new ReadableStream({
+        start(controller) {
+          for (let at = 0; at < bytes.length; at += size) controller.enqueue(bytes.subarray(at, at + size));
+          controller.close();
+        },
+      }),
+      { headers: { 'content-type': 'application/json' } },
+    );
+  };
+  const notFound = JSON.stringify([
+    { jsonrpc: '2.0', id: 1, result: { contents: [] } },
+    { jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'Resource not found', data: { uri: 'file:///x' } } },
+  ]);
+  for (const size of [1, 3, 7, 64, 1 << 20]) {
+    const rewritten = JSON.parse(await (await toLegacyResponse(chunked(notFound, size))).text()) as { error?: { code: number } }[];
+    assert.equal(rewritten[1]?.error?.code, -32002, `chunks of ${size}`);
+  }
+  const large = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { contents: [{ blob: 'QUJD'.repeat(2_000_000) }] } });
+  assert.equal(await (await toLegacyResponse(chunked(large, 65_536))).text(), large);
 });
