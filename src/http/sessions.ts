@@ -4,7 +4,7 @@ import type { App, ClientSession } from '../app.ts';
 import { BoundedEventStore, SSE_RETRY_MS } from './event-store.ts';
 import { whenAnswered } from './streams.ts';
 import { toLegacyResponse } from './legacy.ts';
-import { primeGetStream } from '../protocol/sdk/get-stream-priming.ts';
+import { openResumedStream, primeGetStream } from '../protocol/sdk/get-stream-priming.ts';
 
 /** What the 2025-era sessions may hold of the process. */
 export interface SessionLimits {
@@ -122,9 +122,11 @@ export class LegacySessions {
     let response: Response;
     try {
       response = await toLegacyResponse(await entry.transport.handleRequest(request, { parsedBody: body }));
+      // The SDK sends nothing on a GET stream until its first keep-alive (src/protocol/sdk/get-stream-priming.ts).
       if (notificationStream && request.headers.get('last-event-id') === null) {
-        // The SDK sends nothing on it until its first keep-alive (src/protocol/sdk/get-stream-priming.ts).
         response = await primeGetStream(response, (message) => entry.events.storeEvent(GET_STREAM_ID, message), SSE_RETRY_MS);
+      } else if (notificationStream) {
+        response = openResumedStream(response);
       }
     } catch (error) {
       release();

@@ -8,7 +8,8 @@ import { InMemoryTransport, ProtocolError, Server, WebStandardStreamableHTTPServ
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ErrorCode, RESOURCE_NOT_FOUND_MESSAGE } from '../../src/protocol/errors.ts';
-import { primeGetStream } from '../../src/protocol/sdk/get-stream-priming.ts';
+import { BoundedEventStore } from '../../src/http/event-store.ts';
+import { openResumedStream, primeGetStream } from '../../src/protocol/sdk/get-stream-priming.ts';
 import { toLegacyError } from '../../src/protocol/sdk/legacy-not-found.ts';
 import { LOOSE_PARAMS } from '../../src/protocol/sdk/loose-params.ts';
 import { FolderServer } from '../../src/protocol/sdk/tool-results.ts';
@@ -128,5 +129,40 @@ describe('the SDK behaviours src/protocol/sdk/ works around', () => {
     await primedReader.cancel();
     const json = new Response('{}', { headers: { 'content-type': 'application/json' } });
     assert.equal(await primeGetStream(json, async () => 'x', 1), json, 'not a stream: untouched');
+  });
+
+  test('resumed GET stream: a GET with Last-Event-ID and nothing to replay sends nothing at first (openResumedStream puts a comment first)', async () => {
+    const events = new BoundedEventStore();
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => 'session-1', eventStore: events });
+    const server = new Server(INFO, { capabilities: { resources: {} } });
+    await server.connect(transport);
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: INFO } };
+    await (await transport.handleRequest(new Request('http://127.0.0.1/mcp', { method: 'POST', headers, body: JSON.stringify(init) }))).text();
+    const lastEventId = await events.storeEvent('_GET_stream', {} as JSONRPCMessage);
+    const get = await transport.handleRequest(
+      new Request('http://127.0.0.1/mcp', {
+        method: 'GET',
+        headers: { accept: 'text/event-stream', 'mcp-session-id': 'session-1', 'mcp-protocol-version': '2025-11-25', 'last-event-id': lastEventId },
+      }),
+    );
+    assert.match(get.headers.get('content-type') ?? '', /text\/event-stream/);
+    const reader = get.body!.getReader();
+    // As above: a slow machine can only make this more likely to pass.
+    const first = await Promise.race([reader.read(), new Promise<'nothing'>((r) => setTimeout(() => r('nothing'), 300))]);
+    assert.equal(first, 'nothing', 'the SDK now opens a resumed stream at once: openResumedStream may go');
+    await reader.cancel();
+    await server.close();
+
+    let cancelled: unknown;
+    const source = new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('id: 2\ndata: {}\n\n')), cancel: (reason) => void (cancelled = reason) });
+    const resumed = openResumedStream(new Response(source, { headers: { 'content-type': 'text/event-stream' } }));
+    const resumedReader = resumed.body!.getReader();
+    assert.equal(new TextDecoder().decode((await resumedReader.read()).value), ': resumed\n\n');
+    assert.equal(new TextDecoder().decode((await resumedReader.read()).value), 'id: 2\ndata: {}\n\n');
+    await resumedReader.cancel('gone');
+    assert.equal(cancelled, 'gone', 'a cancel reaches the SDK stream');
+    const json = new Response('{}', { headers: { 'content-type': 'application/json' } });
+    assert.equal(openResumedStream(json), json, 'not a stream: untouched');
   });
 });

@@ -14,12 +14,32 @@ export async function primeGetStream(
   storeEvent: (message: JSONRPCMessage) => Promise<string>,
   retryMs: number,
 ): Promise<Response> {
-  if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream') || response.body === null) return response;
+  if (!isEventStream(response)) return response;
   const id = await storeEvent({} as JSONRPCMessage);
+  return startWith(response, `id: ${id}\nretry: ${retryMs}\ndata: \n\n`);
+}
+
+/**
+ * A GET stream resumed with Last-Event-ID, opened with an SSE comment: the
+ * SDK replays what the client missed (often nothing) and then, like a new
+ * stream, sends nothing until its keep-alive, so the client waited 15 s for
+ * the headers. A comment and not a new priming event: an id sent before the
+ * replayed events would let a client that drops again resume past them.
+ */
+export function openResumedStream(response: Response): Response {
+  return isEventStream(response) ? startWith(response, ': resumed\n\n') : response;
+}
+
+function isEventStream(response: Response): response is Response & { body: ReadableStream<Uint8Array> } {
+  return (response.headers.get('content-type') ?? '').startsWith('text/event-stream') && response.body !== null;
+}
+
+/** The same stream with `text` first, so its headers go out at once; a cancel reaches the SDK's stream. */
+function startWith(response: Response & { body: ReadableStream<Uint8Array> }, text: string): Response {
   const reader = response.body.getReader();
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      controller.enqueue(new TextEncoder().encode(`id: ${id}\nretry: ${retryMs}\ndata: \n\n`));
+      controller.enqueue(new TextEncoder().encode(text));
     },
     async pull(controller) {
       const { done, value } = await reader.read();
