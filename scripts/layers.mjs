@@ -20,6 +20,7 @@ const FLOORS = [
   ['server'],
   ['app'],
   ['http/'],
+  ['launch'],
   ['cli'],
 ];
 

@@ -1,79 +1,21 @@
-import { Client } from '@modelcontextprotocol/client';
+import { Client, type Transport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { linkSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import type { Transport as V1Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { after, before } from 'node:test';
 import { z } from 'zod';
-import { makeRoot, type Root } from '../src/uri.ts';
+import { tempDir, writeTree } from './basics.ts';
+import { startInProcess } from './in-process.ts';
+
+export * from './basics.ts';
 
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
 /** Accepts any result and keeps every field: the SDK's own schemas strip non-spec fields. */
 export const Loose = z.looseObject({});
 export type LooseResult = Record<string, unknown>;
-
-/** A fresh temp folder, removed by the returned cleanup. */
-export function tempDir(prefix = 'folder-mcp-test-'): { path: string; cleanup: () => void } {
-  const path = mkdtempSync(join(tmpdir(), prefix));
-  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
-}
-
-/**
- * The write tests' sandbox: a served folder holding `sub/a.txt` and, beside
- * it, a folder that is not served holding `secret.txt` (real paths both),
- * in a fresh temp dir that `base.cleanup()` removes.
- */
-export function writeSandbox(prefix: string): { base: ReturnType<typeof tempDir>; served: string; outside: string; roots: Root[] } {
-  const base = tempDir(prefix);
-  const served = join(realpathSync(base.path), 'served');
-  const outside = join(realpathSync(base.path), 'outside');
-  writeTree(served, { 'sub/a.txt': 'a\n' });
-  writeTree(outside, { 'secret.txt': 'secret\n' });
-  return { base, served, outside, roots: [makeRoot(served)] };
-}
-
-/** Writes files (path -> content) under `root`, creating folders; a path ending in '/' is a folder. */
-export function writeTree(root: string, files: Record<string, string | Uint8Array>): void {
-  for (const [rel, content] of Object.entries(files)) {
-    const path = join(root, rel);
-    if (rel.endsWith('/')) {
-      mkdirSync(path, { recursive: true });
-      continue;
-    }
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, content);
-  }
-}
-
-/**
- * A tree of thousands of entries, for the tests that need a scan to take a
- * while or a page budget to run out: `count` files at `pathOf(0)`,
- * `pathOf(1)`, ..., folders made as needed, each holding `content`.
- *
- * Every file after the first is a hard link to the first: a name costs one
- * link(2) instead of a new inode, which on ext4 is some twenty times faster
- * to make and to remove. The scan (readdir + lstat) and the watchers see
- * ordinary files; tests that are about writes (a burst of new files, a file
- * written while it is read) write them instead.
- */
-export function bigTree(root: string, count: number, pathOf: (i: number) => string, content = ''): void {
-  const made = new Set<string>();
-  let first: string | undefined;
-  for (let i = 0; i < count; i++) {
-    const path = join(root, pathOf(i));
-    const dir = dirname(path);
-    if (!made.has(dir)) {
-      mkdirSync(dir, { recursive: true });
-      made.add(dir);
-    }
-    if (first === undefined) writeFileSync((first = path), content);
-    else linkSync(first, path);
-  }
-}
 
 /**
  * How a test client talks to the server:
@@ -140,7 +82,7 @@ export async function connect(
   args: string[],
   options: { env?: Record<string, string>; era?: Era } = {},
 ): Promise<Connected> {
-  const era = options.era ?? ((process.env.FOLDER_MCP_TEST_ERA as Era | undefined) ?? 'legacy');
+  const era = options.era ?? defaultEra();
   const params = {
     command: process.execPath,
     args: [CLI, ...args],
@@ -151,21 +93,60 @@ export async function connect(
   const onStderr = (chunk: Buffer) => {
     stderr += chunk.toString();
   };
+  const transport = era === 'legacy' ? new V1StdioClientTransport(params) : new StdioClientTransport(params);
+  transport.stderr?.on('data', onStderr);
+  return attachClient(era, transport, {
+    stderr: () => stderr,
+    pid: () => transport.pid ?? undefined,
+    close: async () => {},
+  });
+}
+
+/**
+ * The server in this process (test/in-process.ts: the binary's start-up and
+ * stdio wire over in-memory streams) and an SDK client of the given era: what
+ * the era and watcher matrices use. No pid: a test that signals or measures
+ * the server process uses connect.
+ */
+export async function connectInProcess(
+  args: string[],
+  options: { env?: Record<string, string>; era?: Era } = {},
+): Promise<Connected> {
+  const server = startInProcess(args, options.env);
+  return attachClient(options.era ?? defaultEra(), server.transport as V1Transport & Transport, {
+    stderr: server.stderr,
+    pid: () => undefined,
+    close: server.close,
+  });
+}
+
+function defaultEra(): Era {
+  return (process.env.FOLDER_MCP_TEST_ERA as Era | undefined) ?? 'legacy';
+}
+
+/**
+ * Connects an SDK client of `era` over `transport` and wraps it as a
+ * Connected; `server` is what the transport does not tell: the server's
+ * stderr, its pid, and what closing it takes after the client has closed.
+ */
+export async function attachClient(
+  era: Era,
+  transport: V1Transport & Transport,
+  server: { stderr: () => string; pid: () => number | undefined; close: () => Promise<void> },
+): Promise<Connected> {
   /** A server that dies before it answers: say what it wrote. */
   const withStderr = (error: Error): never => {
-    error.message += `; the server's stderr:\n${stderr}`;
+    error.message += `; the server's stderr:\n${server.stderr()}`;
     throw error;
   };
   if (era === 'legacy') {
-    const transport = new V1StdioClientTransport(params);
-    transport.stderr?.on('data', onStderr);
     const client = new V1Client({ name: 'folder-mcp-test', version: '0.0.0' });
     await client.connect(transport).catch(withStderr);
     return {
       era,
       client,
-      stderr: () => stderr,
-      pid: transport.pid ?? undefined,
+      stderr: server.stderr,
+      pid: server.pid(),
       request: (method, p, o) => (client.request({ method, params: p }, Loose, o) as Promise<LooseResult>).catch(unprefixed),
       onNotification: (method, handler) =>
         client.setNotificationHandler(z.object({ method: z.literal(method), params: Loose.optional() }) as never, ((n: { params?: LooseResult }) =>
@@ -173,11 +154,12 @@ export async function connect(
       subscribe: async (uri) => void (await client.request({ method: 'resources/subscribe', params: { uri } }, Loose)),
       unsubscribe: async (uri) => void (await client.request({ method: 'resources/unsubscribe', params: { uri } }, Loose)),
       listenListChanged: async () => {},
-      close: () => client.close(),
+      close: async () => {
+        await client.close();
+        await server.close();
+      },
     };
   }
-  const transport = new StdioClientTransport(params);
-  transport.stderr?.on('data', onStderr);
   const client = new Client(
     { name: 'folder-mcp-test', version: '0.0.0' },
     { versionNegotiation: { mode: era === 'auto' ? 'auto' : { pin: '2026-07-28' } } },
@@ -187,8 +169,8 @@ export async function connect(
   return {
     era,
     client,
-    stderr: () => stderr,
-    pid: transport.pid ?? undefined,
+    stderr: server.stderr,
+    pid: server.pid(),
     request: (method, p, o) => client.request({ method, params: p } as never, Loose as never, o as never),
     onNotification: (method, handler) =>
       client.setNotificationHandler(method as never, ((n: { params?: LooseResult }) => handler(n.params ?? {})) as never),
@@ -202,7 +184,10 @@ export async function connect(
     listenListChanged: async () => {
       if (!listens.has('list_changed')) listens.set('list_changed', await client.listen({ resourcesListChanged: true }));
     },
-    close: () => client.close(),
+    close: async () => {
+      await client.close();
+      await server.close();
+    },
   };
 }
 
@@ -215,7 +200,7 @@ export type Connector<C extends Connected> = (args: string[], options: { era?: E
 export interface ServeOptions<C extends Connected> {
   era?: Era;
   env?: Record<string, string>;
-  /** Defaults to `connect`. */
+  /** Defaults to `connectInProcess`; `connect` runs the built binary. */
   connect?: Connector<C>;
 }
 
@@ -278,7 +263,7 @@ export function tempTree(files: TreeFiles): TempTree {
     uriOf: (rel) => tree.rootUri + rel.split('/').map(encodeURIComponent).join('/'),
     serve<C extends Connected = Connected>(args: (dirs: { root: string; state: string }) => string[], options: ServeOptions<C> = {}) {
       let conn: C | undefined;
-      const { connect: start = connect as unknown as Connector<C>, ...rest } = options;
+      const { connect: start = connectInProcess as unknown as Connector<C>, ...rest } = options;
       before(async () => {
         conn = await start(args({ root: tree.root, state: tree.state }), rest);
         servers.push(conn);
@@ -306,20 +291,6 @@ export function serveTree<C extends Connected = Connected>(
   const tree = tempTree(files);
   const server = tree.serve(args, options);
   return Object.defineProperty(tree, 'conn', { get: () => server.conn, enumerable: true }) as ServedTree<C>;
-}
-
-/** Waits until `condition` returns a truthy value, polling; throws after `timeoutMs`. */
-export async function waitFor<T>(condition: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const started = performance.now();
-    const value = await condition();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    // A costly condition (a whole listing, paged) polled back to back would take the CPU from the
-    // server it waits for: pause at least as long as the check took.
-    await new Promise((r) => setTimeout(r, Math.max(25, performance.now() - started)));
-  }
 }
 
 /** Pages through a list method to the end, returning every item and the pages seen. */
@@ -358,24 +329,3 @@ export async function rejectsWith(promise: Promise<unknown>, code: number, messa
   throw new Error(`expected error ${code}, but the request succeeded`);
 }
 
-/**
- * Every URI that should be served under `root`: a plain walk of the disk that
- * skips .git, node_modules and the names in `skip` (the test trees' ignore rules).
- */
-export function diskUris(root: string, skip: (name: string, isDir: boolean) => boolean = () => false): string[] {
-  const out: string[] = [pathToFileURL(root).href + '/'];
-  const walk = (dir: string) => {
-    for (const dirent of readdirSync(dir, { withFileTypes: true })) {
-      if (dirent.name === '.git' || dirent.name === 'node_modules' || skip(dirent.name, dirent.isDirectory())) continue;
-      const path = join(dir, dirent.name);
-      if (dirent.isDirectory()) {
-        out.push(pathToFileURL(path).href + '/');
-        walk(path);
-      } else if (dirent.isFile()) {
-        out.push(pathToFileURL(path).href);
-      }
-    }
-  };
-  walk(root);
-  return out.sort();
-}

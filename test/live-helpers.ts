@@ -1,5 +1,5 @@
 // Shared by the live tests: notification capture and listing-vs-disk comparison.
-import { connect, listAll, type Connected, type Era } from './helpers.ts';
+import { connectInProcess, listAll, type Connected, type Connector, type Era } from './helpers.ts';
 
 export interface Notes {
   listChanged: number;
@@ -8,9 +8,17 @@ export interface Notes {
   reset(): void;
 }
 
-/** Connects and records every list_changed and updated notification (on the modern era, through a listen stream). */
-export async function connectWithNotes(args: string[], options: { era?: Era; env?: Record<string, string> } = {}): Promise<Connected & { notes: Notes }> {
-  const conn = await connect(args, options);
+/**
+ * Connects (in process, or through `options.via`: connect runs the binary)
+ * and records every list_changed and updated notification (on the modern
+ * era, through a listen stream).
+ */
+export async function connectWithNotes(
+  args: string[],
+  options: { era?: Era; env?: Record<string, string>; via?: Connector<Connected> } = {},
+): Promise<Connected & { notes: Notes }> {
+  const { via = connectInProcess, ...rest } = options;
+  const conn = await via(args, rest);
   const notes: Notes = {
     listChanged: 0,
     updated: [],

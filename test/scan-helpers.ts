@@ -5,7 +5,7 @@ import { FolderIndex, type FolderIndexOptions } from '../src/index/folder-index.
 import { LiveSync, type LiveSyncOptions } from '../src/live/sync.ts';
 import { createLogger, type Logger } from '../src/log.ts';
 import { makeRoot } from '../src/uri.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from './basics.ts';
 
 export interface ScanIndexContext {
   /** The temp folder (the served root unless `roots` says otherwise). */

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_PAGE_SIZE } from '../../src/config.ts';
-import { bigTree, CLI, connect, ERAS, listAll, notFoundCode, serveTree, tempDir, tempTree, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
+import { bigTree, CLI, connect, connectInProcess, ERAS, listAll, notFoundCode, serveTree, tempDir, tempTree, waitFor, writeTree, type Connected, type LooseResult } from '../helpers.ts';
 
 const INVALID_PARAMS = -32602;
 const FILTER_CHANGED = 'Filter parameters must not change between paginated requests';
@@ -503,7 +503,7 @@ for (const era of ERAS) describe(`templates over several roots (${era})`, () => 
   test('page through templates with a filter, page size 1', async () => {
     const dirs = [tempDir('fm-a-'), tempDir('fm-b-'), tempDir('fm-c-')];
     const state = tempDir('folder-mcp-state-');
-    const conn = await connect([...dirs.map((d) => d.path), '--db', join(state.path, 'i.db'), '--page-size', '1', '--watcher', 'none'], { era });
+    const conn = await connectInProcess([...dirs.map((d) => d.path), '--db', join(state.path, 'i.db'), '--page-size', '1', '--watcher', 'none'], { era });
     try {
       const uris = dirs.map((d) => pathToFileURL(d.path).href + '/{+path}').sort();
       assert.deepEqual(await walk(conn, {}, 1, 'resources/templates/list', 'resourceTemplates'), uris);

@@ -21,7 +21,7 @@ import { FolderIndex } from '../../src/index/folder-index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { matchesQuery, planQuery } from '../../src/query/plan.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
-import { bigTree, tempDir, writeTree } from '../helpers.ts';
+import { bigTree, tempDir, writeTree } from '../basics.ts';
 
 describe('parseSearchQuery', () => {
   const cases: [string, string, string[]][] = [

@@ -39,7 +39,7 @@ import { decodeText } from '../../src/content/read.ts';
 import { openDb } from '../../src/index/db.ts';
 import { EntryKind, type EntryRow } from '../../src/entry.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
-import { tempDir, waitFor } from '../helpers.ts';
+import { tempDir, waitFor } from '../basics.ts';
 
 const limits = DEFAULT_CONVERSION_LIMITS;
 

@@ -9,7 +9,7 @@ import { after, describe, test } from 'node:test';
 import { dbFileProblem, inspectDbFile } from '../../src/index/db-file.ts';
 import { openDb } from '../../src/index/db.ts';
 import { silentLogger } from '../../src/log.ts';
-import { tempDir } from '../helpers.ts';
+import { tempDir } from '../basics.ts';
 
 describe('inspectDbFile and dbFileProblem', () => {
   const dir = tempDir();

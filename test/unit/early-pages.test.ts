@@ -10,7 +10,7 @@ import type { ServerContext } from '../../src/protocol/context.ts';
 import { listResources } from '../../src/protocol/list.ts';
 import { createPager } from '../../src/query/page.ts';
 import { makeRoot } from '../../src/uri.ts';
-import { tempDir, writeTree } from '../helpers.ts';
+import { tempDir, writeTree } from '../basics.ts';
 
 describe('ScanFrontier.settled', () => {
   const open = ['file:///r/b/', 'file:///r/d/e/'];

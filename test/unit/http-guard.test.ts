@@ -7,7 +7,7 @@ import { parseCliArgs, parseHttpListen, UsageError } from '../../src/config.ts';
 import { allowedHostsFor, bearerToken, checkRequest, isLoopbackHost, tokenMatches, type GuardPolicy } from '../../src/http/guard.ts';
 import { rewriteJson, toLegacyResponse } from '../../src/http/legacy.ts';
 import { loadSecrets } from '../../src/http/secrets.ts';
-import { tempDir } from '../helpers.ts';
+import { tempDir } from '../basics.ts';
 
 const TOKEN = 'tok-0123456789abcdef';
 const open: GuardPolicy = { allowedHosts: allowedHostsFor('127.0.0.1', ['mcp.example.com']), token: undefined };

@@ -14,7 +14,7 @@ import { LiveSync } from '../../src/live/sync.ts';
 import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
-import { tempDir, waitFor, writeTree } from '../helpers.ts';
+import { tempDir, waitFor, writeTree } from '../basics.ts';
 
 describe('Coalescer', () => {
   // Timers and the clock are mocked: nothing here depends on how fast the machine is.

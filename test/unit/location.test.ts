@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { defaultDbPath, isInsideRoots, privateTempDir, realPathOf } from '../../src/index/location.ts';
 import { acquireDbLock } from '../../src/index/lock.ts';
-import { tempDir } from '../helpers.ts';
+import { tempDir } from '../basics.ts';
 
 describe('index location, by real paths', () => {
   let t: ReturnType<typeof tempDir>;

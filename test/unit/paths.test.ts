@@ -5,7 +5,7 @@ import { scopeQuery } from '../../src/catalog/scope.ts';
 import { matchesQuery } from '../../src/query/plan.ts';
 import { mkdirSync, realpathSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir } from '../helpers.ts';
+import { tempDir } from '../basics.ts';
 import { listingName } from '../../src/content/collection.ts';
 import { makeRoot } from '../../src/uri.ts';
 

@@ -13,7 +13,7 @@ import { FolderIndex } from '../../src/index/folder-index.ts';
 import { Reconciler } from '../../src/live/reconcile.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
-import { diskUris, tempDir, waitFor, writeTree } from '../helpers.ts';
+import { diskUris, tempDir, waitFor, writeTree } from '../basics.ts';
 import { withScanIndex } from '../scan-helpers.ts';
 
 const linuxOnly = process.platform === 'linux' ? {} : { skip: 'the dirs watcher is tested on Linux' };

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { ContentError, readFileContent, readOpenedContent, representationSize } from '../../src/content/read.ts';
 import { judgeOpen, judgePath, openVerified, verifyDescriptor, type FileFacts, type FileKind, type OpenFacts } from '../../src/content/safe-open.ts';
 import { makeRoot } from '../../src/uri.ts';
-import { tempDir } from '../helpers.ts';
+import { tempDir } from '../basics.ts';
 
 const roots = [makeRoot('/srv/app'), makeRoot('/home/u/notes')];
 const file = (ino: bigint, kind: FileKind = 'file', dev = 1n): FileFacts => ({ dev, ino, kind });

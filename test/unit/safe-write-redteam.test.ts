@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { makeDirectory, moveSafely, writeFileSafely, WriteError, type WriteHooks } from '../../src/content/safe-write.ts';
 import type { Root } from '../../src/uri.ts';
-import { tempDir, writeSandbox } from '../helpers.ts';
+import { tempDir, writeSandbox } from '../basics.ts';
 
 let base: ReturnType<typeof tempDir>;
 let served: string;

@@ -19,7 +19,7 @@ import {
   type WriteReason,
 } from '../../src/content/safe-write.ts';
 import { makeRoot, type Root } from '../../src/uri.ts';
-import { tempDir, writeSandbox } from '../helpers.ts';
+import { tempDir, writeSandbox } from '../basics.ts';
 
 describe('judgeTarget: may this path be written', () => {
   const roots = [makeRoot('/srv/app'), makeRoot('/home/u/notes')];

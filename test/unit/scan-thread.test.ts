@@ -17,7 +17,7 @@ import { SkipReport } from '../../src/index/servable.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { writeRawName } from '../disk-helpers.ts';
-import { bigTree, diskUris, tempDir, writeTree } from '../helpers.ts';
+import { bigTree, diskUris, tempDir, writeTree } from '../basics.ts';
 import { Reconciler } from '../../src/live/reconcile.ts';
 
 const IGNORE = { gitignore: true, exclude: [] };

@@ -14,7 +14,7 @@ import { startDirsWatcher } from '../../src/live/watch-dirs.ts';
 import type { StartWatcher } from '../../src/live/watcher.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
-import { bigTree, diskUris, tempDir, waitFor, writeTree } from '../helpers.ts';
+import { bigTree, diskUris, tempDir, waitFor, writeTree } from '../basics.ts';
 import { withScanIndex } from '../scan-helpers.ts';
 import { countInotifyWatches } from '../../bench/watch-probe.ts';
 

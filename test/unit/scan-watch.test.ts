@@ -13,7 +13,7 @@ import { BACKEND_STARTERS } from '../../src/live/choose.ts';
 import type { StartWatcher } from '../../src/live/watcher.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
-import { bigTree, diskUris, tempDir, waitFor, writeTree } from '../helpers.ts';
+import { bigTree, diskUris, tempDir, waitFor, writeTree } from '../basics.ts';
 import { withScanIndex } from '../scan-helpers.ts';
 
 const linuxOnly = process.platform === 'linux' ? {} : { skip: 'ScanWatch runs on Linux only' };
@@ -163,13 +163,18 @@ describe("the scan's watches on both threads", linuxOnly, () => {
         changes,
       });
       let batches = 0;
-      for await (const _batch of walk) {
-        // The first batch was walked here (the root, then d00): change both behind the walk.
-        if (batches++ === 0) {
+      let changedBehind = false;
+      const d00 = join(dir.path, 'd00');
+      for await (const batch of walk) {
+        batches++;
+        // Once the root and d00 have been read (on this thread: it walks the first slice), change both behind the walk.
+        if (!changedBehind && batch.read.some((d) => d.path === d00)) {
+          changedBehind = true;
           writeFileSync(join(dir.path, 'top.txt'), 'changed behind the walk\n');
           rmSync(join(dir.path, 'd00', 'f0.txt'));
         }
       }
+      assert.ok(changedBehind, 'the walk never read d00');
       assert.ok(batches > 1, 'the walk took one batch: the worker did not walk');
       // After the walk, in directories the worker read.
       writeFileSync(join(dir.path, 'd29', 'late.txt'), 'late\n');

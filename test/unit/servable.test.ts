@@ -9,7 +9,7 @@ import { Walk } from '../../src/index/scan.ts';
 import { SkipReport, SkipWarnings, escapeName, isValidUtf8, readServableDir } from '../../src/index/servable.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
-import { tempDir } from '../helpers.ts';
+import { tempDir } from '../basics.ts';
 import { deepChain, removeDeep, writeRawName } from '../disk-helpers.ts';
 
 const bytes = (...parts: (string | number[])[]) =>

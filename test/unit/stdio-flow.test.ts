@@ -6,7 +6,7 @@ import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { MAX_REQUESTS_IN_FLIGHT, StdioTransport } from '../../src/protocol/stdio-transport.ts';
 import { nestedDeeperThan } from '../../src/protocol/wire.ts';
-import { waitFor } from '../helpers.ts';
+import { waitFor } from '../basics.ts';
 
 const ping = (id: number) => `${JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' })}\n`;
 

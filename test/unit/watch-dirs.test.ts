@@ -15,7 +15,7 @@ import { dirsWatcher, startDirsWatcher, type DirsWatcher } from '../../src/live/
 import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
-import { tempDir, waitFor, writeTree } from '../helpers.ts';
+import { tempDir, waitFor, writeTree } from '../basics.ts';
 
 const TIMEOUT = 10_000;
 

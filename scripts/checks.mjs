@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+// The checks `npm test` runs before the tests: the type check, the linter,
+// the layering and the docs' links. The first two take most of the time
+// (some 6 and 12 s) and each uses about one core, so they run side by side;
+// each one's output is printed whole when it ends. Exits 1 if any failed.
+import { spawn } from 'node:child_process';
+
+const CHECKS = [
+  ['types', ['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.']],
+  ['lint', ['node_modules/eslint/bin/eslint.js', '.']],
+  ['layers', ['scripts/layers.mjs', '--check']],
+  ['links', ['scripts/check-links.mjs']],
+];
+
+const results = await Promise.all(
+  CHECKS.map(
+    ([name, args]) =>
+      new Promise((resolve) => {
+        const started = performance.now();
+        const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+        let output = '';
+        child.stdout.on('data', (chunk) => (output += chunk));
+        child.stderr.on('data', (chunk) => (output += chunk));
+        child.on('error', (error) => resolve({ name, ok: false, output: String(error), ms: 0 }));
+        child.on('close', (code) => resolve({ name, ok: code === 0, output, ms: performance.now() - started }));
+      }),
+  ),
+);
+for (const { name, ok, output, ms } of results) {
+  process.stdout.write(`${ok ? 'ok' : 'FAILED'}  ${name} (${(ms / 1000).toFixed(1)} s)\n${output.trim() ? output.trimEnd() + '\n' : ''}`);
+}
+process.exitCode = results.every((r) => r.ok) ? 0 : 1;

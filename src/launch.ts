@@ -1,0 +1,123 @@
+// What the binary does before it serves, and how it serves a stdio client,
+// without touching the process: cli.ts hands these argv, the environment and
+// its stdin/stdout, and acts on the answer (print, exit 2, serve); the tests
+// hand them in-memory streams (test/in-process.ts) and so run, in their own
+// process, the same start-up and the same stdio wire as the built binary.
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { accessSync, constants, realpathSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import type { App } from './app.ts';
+import { USAGE, UsageError, parseCliArgs, type Config } from './config.ts';
+import { isLoopbackHost } from './http/guard.ts';
+import { loadSecrets, TOKEN_ENV } from './http/secrets.ts';
+import { assertSqliteLoads, dbFileProblem, NativeModuleError } from './index/db-file.ts';
+import { defaultDbPath, isInsideRoots } from './index/location.ts';
+import type { Logger } from './log.ts';
+import { StdioTransport } from './protocol/stdio-transport.ts';
+import { makeRoot, type Root } from './uri.ts';
+
+/** What to do with a command line. */
+export type Launch =
+  /** --help, --version: print this to stdout and exit 0. */
+  | { kind: 'print'; text: string }
+  /** A usage error or an unusable set-up: print this to stderr and exit 2, having touched nothing. */
+  | { kind: 'refuse'; text: string }
+  | { kind: 'serve'; config: Config; roots: Root[]; dbFile: string; token: string | undefined };
+
+/**
+ * Reads a command line and checks, before anything is served, everything
+ * that would otherwise fail on every request: the folders, the secrets, a
+ * non-loopback address without a token, the native SQLite module, and an
+ * index path that is inside a served folder or is not ours to overwrite.
+ */
+export function prepareLaunch(argv: readonly string[], env: NodeJS.ProcessEnv, version: string): Launch {
+  let config: Config;
+  let roots: Root[];
+  let token: string | undefined;
+  try {
+    const parsed = parseCliArgs(argv);
+    if (parsed.kind === 'help') return { kind: 'print', text: USAGE };
+    if (parsed.kind === 'version') return { kind: 'print', text: `${version}\n` };
+    config = parsed.config;
+    roots = resolveRoots(config.folders);
+    const secrets = loadSecrets(config, env);
+    config.cursorKey = secrets.cursorKey;
+    token = secrets.token;
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    return refuse(`${error.message}\n${error.message.startsWith('no folder') ? USAGE : ''}`);
+  }
+  // Security: anyone who can reach a non-loopback address could read the folders.
+  if (config.http && !isLoopbackHost(config.http.host) && token === undefined) {
+    return refuse(`--http ${config.http.host} is not a loopback address: set a bearer token with ${TOKEN_ENV} or --token-file\n`);
+  }
+  const dbFile = config.db ?? defaultDbPath(roots.map((r) => r.path), config, env);
+  // Judged by real paths: a --db spelled through a symlinked folder is where it really lands.
+  if (isInsideRoots(dbFile, roots.map((r) => r.path))) {
+    return refuse(`--db ${dbFile} is inside a served folder; the server never writes there\n`);
+  }
+  // A native module built for another Node, a --db typo that would overwrite a file, an unwritable
+  // place: each is one line and exit 2, not an error on every request.
+  try {
+    assertSqliteLoads();
+  } catch (error) {
+    if (!(error instanceof NativeModuleError)) throw error;
+    return refuse(`${error.message}\n`);
+  }
+  const unusable = dbFileProblem(dbFile, config.db === undefined);
+  if (unusable !== null) return refuse(`${unusable}\n`);
+  return { kind: 'serve', config, roots, dbFile, token };
+}
+
+function refuse(message: string): Launch {
+  return { kind: 'refuse', text: `folder-mcp: ${message}` };
+}
+
+/** Real paths of the folders given, deduplicated; a bad folder is a usage error. */
+function resolveRoots(folders: readonly string[]): Root[] {
+  const roots = new Map<string, Root>();
+  for (const folder of folders) {
+    let real: string;
+    try {
+      real = realpathSync(resolve(folder));
+      if (!statSync(real).isDirectory()) throw new UsageError(`not a folder: ${folder}`);
+      accessSync(real, constants.R_OK | constants.X_OK);
+    } catch (error) {
+      if (error instanceof UsageError) throw error;
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new UsageError(
+        code === 'ENOENT' ? `no such folder: ${folder}` : `cannot read folder ${folder}: ${code ?? (error as Error).message}`,
+      );
+    }
+    roots.set(real, makeRoot(real));
+  }
+  return [...roots.values()];
+}
+
+/** One stdio client being served; close() ends it (the App stays open). */
+export interface StdioServing {
+  close(): Promise<void>;
+}
+
+/**
+ * Serves one client over a pair of byte streams: both protocol eras from one
+ * factory (2026-07-28's server/discover and listen; 2025-11-25 and older's
+ * initialize), on our StdioTransport (src/protocol/stdio-transport.ts says
+ * why not the SDK's). `onEnd` is called once when the input ends or fails.
+ */
+export function serveStdioStreams(app: App, input: Readable, output: Writable, log: Logger, onEnd: (reason: string) => void): StdioServing {
+  const session = app.openSession();
+  const transport = new StdioTransport(input, output, { onInbound: session.onInbound, onEnd });
+  const handle = serveStdio(() => session.createServer(), {
+    legacy: 'serve',
+    transport,
+    onerror: (error) => log.debug(`stdio: ${error.message}`),
+  });
+  return {
+    async close() {
+      await handle.close().catch(() => {});
+      session.close();
+    },
+  };
+}
