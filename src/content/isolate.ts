@@ -39,6 +39,13 @@ const MAX_QUEUED = 32;
 /** An idle conversion process is stopped after this long, so what it grew to goes back to the system. */
 const IDLE_MS = 30_000;
 
+/** A conversion that used less CPU than its time budget is still ended after this many times the budget of wall time. */
+const WALL_BACKSTOP = 10;
+/** Under its CPU budget at the end of its wall budget, a conversion's CPU time is looked at again at most this often. */
+const CPU_RECHECK_MS = 20;
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ: 100 on every Linux that Node runs on). */
+const USER_HZ = 100;
+
 /** Characters of the process's stderr kept, to say why it died. */
 const STDERR_TAIL = 4096;
 
@@ -127,11 +134,27 @@ export class ConversionWorker {
     } catch (error) {
       throw new ConversionUnavailable(`cannot start the converter process: ${(error as Error).message}`);
     }
-    const timer = setTimeout(() => {
-      this.kill(new ConversionError(`conversion took longer than ${job.limits.timeMs} ms; abandoned`));
-    }, job.limits.timeMs);
-    const sampler = setInterval(() => this.checkMemory(child), samplePeriod(this.memory.sampleMs));
-    this.current = { timer, sampler };
+    // The time budget is CPU time where it can be read (/proc): a conversion that waited for the CPU (a busy
+    // machine, or the background process's lower priority) is not a hostile file, and a timeout is remembered
+    // for that version of the file. The wall clock still ends it, at WALL_BACKSTOP times the budget.
+    const budget = job.limits.timeMs;
+    const cpuAtStart = child.pid === undefined ? undefined : cpuMsOf(child.pid);
+    const started = performance.now();
+    const expire = () => {
+      const cpu = cpuAtStart === undefined || child.pid === undefined ? undefined : cpuMsOf(child.pid);
+      const used = cpu === undefined ? undefined : cpu - cpuAtStart!;
+      const waited = performance.now() - started;
+      if (used !== undefined && used < budget && waited < budget * WALL_BACKSTOP) {
+        running.timer = setTimeout(expire, Math.min(Math.max(budget - used, CPU_RECHECK_MS), budget * WALL_BACKSTOP - waited));
+        return;
+      }
+      this.kill(new ConversionError(`conversion took longer than ${budget} ms; abandoned`));
+    };
+    const running: Running = {
+      timer: setTimeout(expire, budget),
+      sampler: setInterval(() => this.checkMemory(child), samplePeriod(this.memory.sampleMs)),
+    };
+    this.current = running;
     const unreachable = (error: Error | null) => {
       if (error && this.child === child) this.kill(new ConversionError(`converter process unreachable: ${error.message}`));
     };
@@ -264,6 +287,23 @@ export function exitMessage(code: number | null, signal: NodeJS.Signals | null, 
   // Under the address-space limit an allocation can fail where V8 has no words left to say so: it aborts.
   if (signal === 'SIGABRT') return 'converter aborted (SIGABRT), most likely out of memory';
   return `converter process exited (${signal ?? `code ${code}`})`;
+}
+
+/** The CPU time (user + system, ms) a process has used, from /proc; undefined elsewhere, or once it is gone. */
+function cpuMsOf(pid: number): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  try {
+    return cpuMsFromProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** User + system CPU time in ms from the text of /proc/<pid>/stat (fields 14 and 15, after a name that may hold spaces and parentheses). */
+export function cpuMsFromProcStat(text: string): number | undefined {
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return Number.isFinite(ticks) ? (ticks * 1000) / USER_HZ : undefined;
 }
 
 /** Resident set in bytes from the text of /proc/<pid>/status (its VmRSS line, in kB). */

@@ -26,6 +26,7 @@ import { ConversionCache, Formats, truncateUtf8, truncationMarker } from '../../
 import {
   childCommand,
   ConversionWorker,
+  cpuMsFromProcStat,
   DEFAULT_CHILD_MEMORY,
   exitMessage,
   rssFromProcStatus,
@@ -678,6 +679,27 @@ describe('Formats: budgets and cache', () => {
 });
 
 describe('conversion process', () => {
+  test('the time budget is CPU time: a conversion that waits for the CPU past its budget is not abandoned', { skip: process.platform !== 'linux' && 'CPU time is read from /proc' }, async () => {
+    const worker = new ConversionWorker(WORKER);
+    try {
+      const budget = 1500;
+      const started = performance.now();
+      const job = worker.run('ipynb-markdown@1', { name: 'n.ipynb', bytes: Buffer.alloc(0), text: makeNotebook([{ cell_type: 'markdown', source: 'waited' }]), limits: { ...limits, timeMs: budget } });
+      const pid = (await waitFor(() => worker.pid, 10_000, 'the conversion process'))!;
+      // Stopped, it gets no CPU at all: as a process starved by a busy machine, only more so.
+      process.kill(pid, 'SIGSTOP');
+      try {
+        await waitFor(() => performance.now() - started > budget * 1.5, 10_000, 'the wall-clock budget to pass');
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      assert.equal(await job, 'waited\n');
+      assert.equal(worker.pid, pid, 'the same process, never killed');
+    } finally {
+      worker.close();
+    }
+  });
+
   test('runs registered converters in a child process; a job over its time budget is killed and the next one still runs', async () => {
     const worker = new ConversionWorker(WORKER);
     try {
@@ -796,6 +818,18 @@ describe('conversion process: memory bounds', () => {
     assert.equal(rssFromPs('RSS\n'), undefined);
   });
 
+  test('CPU time parsed from /proc/<pid>/stat, whatever the process is named', () => {
+    const rest = (utime: number, stime: number) => `S 1 1 1 0 -1 4194304 125 0 0 0 ${utime} ${stime} 0 0 20 0 1 0 222214 3133440 356`;
+    const table: [string, number | undefined][] = [
+      [`19882 (node) ${rest(150, 25)}`, 1750],
+      [`7 (a b) c) (d) ${rest(3, 0)}`, 30],
+      [`7 (x) ${rest(0, 0)}`, 0],
+      ['7 (x) Z', undefined],
+      ['', undefined],
+    ];
+    for (const [text, ms] of table) assert.equal(cpuMsFromProcStat(text), ms, JSON.stringify(text));
+  });
+
   test('why the process died, in words', () => {
     const oom = [
       'FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory',
@@ -833,7 +867,9 @@ describe('conversion process: memory bounds', () => {
     assert.throws(() => withinOutputBudget(Buffer.alloc(11), 10), /output is 11 bytes, over the limit of 10/);
   });
 
-  test('a decompression bomb is killed at the resident-set budget; the next job gets a fresh process', async () => {
+  // The sampler looks every 20 ms; on a loaded machine the address-space limit (the backstop for allocations
+  // faster than the sampler) can stop the bomb first, and the process dies of a failed allocation instead.
+  test('a decompression bomb is stopped by a memory bound (the resident-set sampler, or the address-space limit); the next job gets a fresh process', async () => {
     const worker = new ConversionWorker(WORKER);
     try {
       const nb = { name: 'n.ipynb', bytes: Buffer.alloc(0), text: makeNotebook([{ cell_type: 'markdown', source: 'fine' }]), limits };
@@ -842,7 +878,7 @@ describe('conversion process: memory bounds', () => {
       const bomb = makeFlateBombPdf(PDF_BOMB_BYTES);
       await rejectsConversion(
         worker.run('pdf-text@1', { name: 'bomb.pdf', bytes: bomb, text: undefined, limits }),
-        /converter used more than 384 MiB of memory \(\d+ MiB\); stopped/,
+        /^(converter used more than 384 MiB of memory \(\d+ MiB\); stopped|converter ran out of memory|converter aborted \(SIGABRT\), most likely out of memory|converter process exited \(SIGSEGV\))$/,
       );
       await waitFor(() => !alive(first), 5000, 'the killed process to be gone');
       assert.equal(await worker.run('ipynb-markdown@1', nb), 'fine\n');

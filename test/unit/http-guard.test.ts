@@ -121,19 +121,21 @@ test('legacy answers: not found becomes -32002, everything else passes as it was
   assert.equal(rewriteJson('{broken Resource not found'), '{broken Resource not found');
 });
 
+/** A Response whose body arrives in chunks of `size` bytes. */
+function chunked(text: string, size: number, type = 'application/json'): Response {
+  const bytes = new TextEncoder().encode(text);
+  return new Response(
+    new ReadableStream({
+      start(controller) {
+        for (let at = 0; at < bytes.length; at += size) controller.enqueue(bytes.subarray(at, at + size));
+        controller.close();
+      },
+    }),
+    { headers: { 'content-type': type } },
+  );
+}
+
 test('legacy JSON answers are searched as bytes: a not-found split over chunks is found, a large answer passes byte for byte', async () => {
-  const chunked = (text: string, size: number) => {
-    const bytes = new TextEncoder().encode(text);
-    return new Response(
-      new ReadableStream({
-        start(controller) {
-          for (let at = 0; at < bytes.length; at += size) controller.enqueue(bytes.subarray(at, at + size));
-          controller.close();
-        },
-      }),
-      { headers: { 'content-type': 'application/json' } },
-    );
-  };
   const notFound = JSON.stringify([
     { jsonrpc: '2.0', id: 1, result: { contents: [] } },
     { jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'Resource not found', data: { uri: 'file:///x' } } },
@@ -144,4 +146,20 @@ test('legacy JSON answers are searched as bytes: a not-found split over chunks i
   }
   const large = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { contents: [{ blob: 'QUJD'.repeat(2_000_000) }] } });
   assert.equal(await (await toLegacyResponse(chunked(large, 65_536))).text(), large);
+});
+
+test('legacy SSE answers are rewritten line by line as bytes: a not-found event split anywhere is found, other events pass byte for byte', async () => {
+  const notFound = { jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'Resource not found', data: { uri: 'file:///café' } } };
+  const progress = { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1, message: 'Resource not found is only text here' } };
+  const large = { jsonrpc: '2.0', id: 1, result: { contents: [{ blob: 'QUJD'.repeat(20_000), text: 'é' }] } };
+  const event = (message: unknown, id: string) => `event: message\nid: ${id}\ndata: ${JSON.stringify(message)}\n\n`;
+  const stream = event(large, 'a') + event(progress, 'b') + event(notFound, 'c');
+  for (const size of [1, 5, 64, 4096, 1 << 20]) {
+    const text = await (await toLegacyResponse(chunked(stream, size, 'text/event-stream'))).text();
+    const events = text.split('\n\n').filter(Boolean);
+    assert.equal(events.length, 3, `chunks of ${size}`);
+    assert.equal(`${events[0]}\n\n`, event(large, 'a'), `chunks of ${size}: the large event as it was`);
+    assert.deepEqual(JSON.parse(events[1]!.split('data: ')[1]!), progress, `chunks of ${size}`);
+    assert.deepEqual(JSON.parse(events[2]!.split('data: ')[1]!), { ...notFound, error: { ...notFound.error, code: -32002 } }, `chunks of ${size}`);
+  }
 });
