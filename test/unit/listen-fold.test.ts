@@ -81,3 +81,18 @@ test('folding in turns lets other work run between slices: a listen costing 50 m
   while (!folded) await tick();
   assert.ok(turns >= 20, `the loop turned ${turns} times while the listen was folded`);
 });
+
+test('many listens folding at once share the turn: together they fold about 1 ms before the loop turns, not 1 ms each', async () => {
+  // 20 listens of 100 lookups of 0.05 ms: 100 ms of folding in all. Each resuming listen starting a budget of its
+  // own folded 20 slices a turn, and the loop turned about 5 times.
+  const track = trackListensInTurns(ctx(0.05), new Subscriptions());
+  const all = Promise.all(Array.from({ length: 20 }, (_, k) => track(listen(k + 1, Array.from({ length: 100 }, (_, i) => `file:///srv/r/l${k}/f${i}`)))));
+  let turns = 0;
+  let folded = false;
+  void all.then(() => (folded = true));
+  while (!folded) {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (!folded) turns++;
+  }
+  assert.ok(turns >= 40, `the loop turned ${turns} times while 20 listens were folded`);
+});
