@@ -50,12 +50,16 @@ async function callTool(conn: Connected, name: string, args: Record<string, unkn
 const textOf = (result: ToolCall) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 const hitsOf = (result: ToolCall) => (result.structuredContent?.results ?? []) as Hit[];
 
-/** A search once the content index is complete (its result says `indexing` until then). */
+/**
+ * A search once the content index is complete (its result says `indexing` until then). The index converts in a
+ * process at a lower priority, judged by the CPU it uses: on a loaded machine its wall-clock time is anyone's
+ * guess (a PDF's second of CPU took over a minute with two test suites on 2 cores), hence the ceiling.
+ */
 async function searchComplete(conn: Connected, query: string): Promise<ToolCall> {
   return waitFor(async () => {
     const result = await callTool(conn, 'search', { query });
     return result.structuredContent?.indexing ? null : result;
-  }, 30_000, 'the content index') as Promise<ToolCall>;
+  }, 180_000, 'the content index') as Promise<ToolCall>;
 }
 
 describe('search covers the converted formats', () => {
@@ -123,8 +127,8 @@ describe('search covers the converted formats', () => {
     await searchComplete(tree.conn, 'zanzibarquux');
     writeFileSync(join(tree.root, 'report.pdf'), makePdf(['rewritten', 'now with the marmosetic numbers']));
     writeFileSync(join(tree.root, 'letter.docx'), makeDocx(['a letter about the capybarine choir']));
-    await waitFor(async () => (await paths('marmosetic')).includes('report.pdf'), 20_000, 'the new PDF words');
-    await waitFor(async () => (await paths('capybarine')).includes('letter.docx'), 20_000, 'the new .docx words');
+    await waitFor(async () => (await paths('marmosetic')).includes('report.pdf'), 180_000, 'the new PDF words');
+    await waitFor(async () => (await paths('capybarine')).includes('letter.docx'), 180_000, 'the new .docx words');
     assert.deepEqual(await paths('zanzibarquux'), []);
     assert.deepEqual(await paths('xylophonic'), []);
     assert.equal(hitsOf(await callTool(tree.conn, 'search', { query: 'marmosetic' }))[0]?.page, 2);
