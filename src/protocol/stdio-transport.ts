@@ -25,6 +25,8 @@ const END_GRACE_MS = 10_000;
 
 export interface StdioTransportOptions {
   maxLineBytes?: number;
+  /** After stdin ends, how long requests in flight have to be answered (END_GRACE_MS). */
+  endGraceMs?: number;
   /** Called once when the input ends or fails, or the transport closes: the connection is over. */
   onEnd?: (reason: string) => void;
   /** Sees every well-formed inbound message before the SDK does (the modern era's listen streams, src/live). */
@@ -221,14 +223,20 @@ export class StdioTransport implements Transport {
   private readonly onInputEnd = (): void => {
     if (this.closed || this.inputEnded) return;
     this.inputEnded = true;
-    // Paused with a backlog: it is read first, when the transport resumes (updateFlow).
-    if (!this.paused) this.finishInput();
+    // Paused with a backlog: it is read first, when the transport resumes (updateFlow). Paused because stdout
+    // does not drain, it may never resume (a client that closed stdin and reads nothing): the grace runs anyway.
+    if (this.paused) this.startEndTimer();
+    else this.finishInput();
   };
 
   private finishInput(): void {
     if (this.pendingBytes > 0 || this.oversizeHead !== null) this.lineEnded();
     if (this.inFlight.size === 0) return this.end('stdin closed');
-    this.endTimer ??= setTimeout(() => this.end('stdin closed'), END_GRACE_MS);
+    this.startEndTimer();
+  }
+
+  private startEndTimer(): void {
+    this.endTimer ??= setTimeout(() => this.end('stdin closed'), this.options.endGraceMs ?? END_GRACE_MS);
   }
 
   private readonly onInputError = (error: Error): void => {

@@ -83,6 +83,22 @@ describe('the end of stdin', () => {
     assert.equal(ended, 'stdin closed');
   });
 
+  test('stdin ends while stdout is stuck (a client that closed stdin and reads nothing): the connection still ends after the grace', async () => {
+    const input = new PassThrough();
+    const out = stalledOutput();
+    let ended = '';
+    const transport = new StdioTransport(input, out.output, { endGraceMs: 200, onEnd: (reason) => (ended = reason) });
+    transport.onmessage = (message) => {
+      const { id } = message as { id: number };
+      setImmediate(() => void transport.send({ jsonrpc: '2.0', id, result: { pad: 'x'.repeat(4096) } }).catch(() => {}));
+    };
+    await transport.start();
+    input.end(Array.from({ length: 40 }, (_, i) => ping(i)).join(''));
+    // Never read: the answers fill the output, the transport pauses stdin, and stdin's end comes while paused.
+    await waitFor(() => ended !== '', 10_000, 'the end of the connection');
+    assert.equal(ended, 'stdin closed');
+  });
+
   test('JSON nested deeper than the bound is refused before it is parsed', () => {
     assert.equal(nestedDeeperThan('['.repeat(64) + ']'.repeat(64), 64), false);
     assert.equal(nestedDeeperThan('['.repeat(65) + ']'.repeat(65), 64), true);
