@@ -1,12 +1,15 @@
 #!/usr/bin/env node
 // The checks `npm test` runs before the tests: the type check, the linter,
 // the layering and the docs' links. The first two take most of the time
-// (some 6 and 12 s) and each uses about one core, so they run side by side;
+// (some 6 and 12 s; the type check 2 s when little changed since the last
+// run) and each uses about one core, so they run side by side;
 // each one's output is printed whole when it ends. Exits 1 if any failed.
 import { spawn } from 'node:child_process';
 
 const CHECKS = [
-  ['types', ['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.']],
+  // Incremental: an unchanged tree is checked in about 2 s instead of 6; what changed, and what depends on it,
+  // is checked again (the build info is TypeScript's own, exact; a fresh clone has none and checks everything).
+  ['types', ['node_modules/typescript/bin/tsc', '--noEmit', '--incremental', '--tsBuildInfoFile', 'node_modules/.cache/folder-mcp/typecheck.tsbuildinfo', '-p', '.']],
   ['lint', ['node_modules/eslint/bin/eslint.js', '.']],
   ['layers', ['scripts/layers.mjs', '--check']],
   ['links', ['scripts/check-links.mjs']],
