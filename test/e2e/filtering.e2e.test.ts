@@ -1,4 +1,5 @@
-// End to end: the filter model of docs/listing.md over real stdio, against
+// End to end: the filter model of docs/listing.md over the stdio wire (the
+// server in process, test/in-process.ts), against
 // a generated tree. Every expectation is computed here, independently of
 // src/query: plain startsWith, the SEP-1292 boundary rule written out again,
 // and a tiny glob-to-RegExp for the benign patterns the cases use.

@@ -1,4 +1,4 @@
-// Many roots, one path language (issue 24, item 4), over real stdio on both
+// Many roots, one path language (issue 24, item 4), over the stdio wire (in process) on both
 // eras: with several folders the tools print `notes/todo.md` (the root's
 // label first), and that text works wherever a path is accepted: find's
 // prefix and glob, search's prefix, read, tree, and the write tools. Two

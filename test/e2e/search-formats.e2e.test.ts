@@ -1,7 +1,7 @@
 // The search tool finds what the read tool can show (issue 14, goal 5): the
 // text of PDF pages, .docx documents, notebook cells and UTF-16 files, through
 // the same converters and budgets as a read, with the page or cell of each hit.
-// Real documents in real temp folders, the built server over real stdio.
+// Real documents in real temp folders, the server in process over the stdio wire.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// Tools, prompts, completions and mcp://groups over real stdio with the SDK
+// Tools, prompts, completions and mcp://groups over the stdio wire (in process) with the SDK
 // Client. The disk is the oracle: find and tree are checked against a walk of
 // the test folder, read against the file bytes, search against edits made on disk.
 import assert from 'node:assert/strict';

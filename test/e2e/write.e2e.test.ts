@@ -1,4 +1,4 @@
-// The write tools (--write) over real stdio with the SDK client, on both
+// The write tools (--write) over the stdio wire (in process) with the SDK client, on both
 // eras: what each tool does on disk, that the index and the clients hear of
 // it in the same call (find, resource links, updated, list_changed), and what
 // they refuse. Without --write they do not exist and the server says it is
