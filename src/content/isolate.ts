@@ -138,11 +138,17 @@ export class ConversionWorker {
     // machine, or the background process's lower priority) is not a hostile file, and a timeout is remembered
     // for that version of the file. The wall clock still ends it, at WALL_BACKSTOP times the budget.
     const budget = job.limits.timeMs;
-    const cpuAtStart = child.pid === undefined ? undefined : cpuMsOf(child.pid);
+    const pid = child.pid;
+    const cpuAtStart = pid === undefined ? undefined : cpuMsOf(pid);
+    /** CPU the job has used so far; undefined where it cannot be read (then the wall clock judges). */
+    const cpuUsed = (): number | undefined => {
+      if (pid === undefined || cpuAtStart === undefined) return undefined;
+      const now = cpuMsOf(pid);
+      return now === undefined ? undefined : now - cpuAtStart;
+    };
     const started = performance.now();
     const expire = () => {
-      const cpu = cpuAtStart === undefined || child.pid === undefined ? undefined : cpuMsOf(child.pid);
-      const used = cpu === undefined ? undefined : cpu - cpuAtStart!;
+      const used = cpuUsed();
       const waited = performance.now() - started;
       if (used !== undefined && used < budget && waited < budget * WALL_BACKSTOP) {
         running.timer = setTimeout(expire, Math.min(Math.max(budget - used, CPU_RECHECK_MS), budget * WALL_BACKSTOP - waited));
