@@ -9,11 +9,10 @@ import { z } from 'zod';
 import { after, before } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { createApp, type App } from '../src/app.ts';
-import { parseCliArgs } from '../src/config.ts';
 import { allowedHostsFor } from '../src/http/guard.ts';
 import { serveHttp, type HttpEndpoint, type HttpServeLimits } from '../src/http/serve.ts';
+import { prepareLaunch } from '../src/launch.ts';
 import { silentLogger } from '../src/log.ts';
-import { makeRoot } from '../src/uri.ts';
 import { CLI, Loose, tempDir, writeTree, type LooseResult } from './helpers.ts';
 
 /** A real App on a temp tree (a.txt, sub/b.txt) and its endpoint on 127.0.0.1:0, in this process, for one describe block. */
@@ -22,10 +21,11 @@ export function serveInProcess(limits: Partial<HttpServeLimits> = {}) {
   before(async () => {
     served.root = tempDir();
     writeTree(served.root.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
-    served.rootUri = pathToFileURL(served.root.path).href + '/';
-    const parsed = parseCliArgs([served.root.path, '--watcher', 'none']);
-    if (parsed.kind !== 'run') throw new Error(`parseCliArgs: ${parsed.kind}`);
-    served.app = createApp(parsed.config, [makeRoot(served.root.path)], ':memory:', silentLogger, { name: 'folder-mcp', version: '0' });
+    // The binary's start-up (src/launch.ts), then its HTTP serving with the limits given.
+    const launch = prepareLaunch([served.root.path, '--watcher', 'none', '--db', ':memory:'], process.env, '0');
+    if (launch.kind !== 'serve') throw new Error(`the server would not start: ${launch.text}`);
+    served.rootUri = pathToFileURL(launch.roots[0]!.path).href + '/';
+    served.app = createApp(launch.config, launch.roots, launch.dbFile, silentLogger, { name: 'folder-mcp', version: '0' });
     served.endpoint = await serveHttp({
       app: served.app,
       info: { name: 'folder-mcp', version: '0' },
