@@ -30,11 +30,14 @@ export interface Machine {
 
 export interface SizeEntry {
   machine: Machine;
+  /** The commit of the newest run at this size (see `commits`). */
   commit: string;
   seed: number;
   runs: number;
   /** When each scenario's result was measured. */
   at: Record<string, string>;
+  /** At which commit each scenario's result was measured (absent in results older than this field: `commit` then). */
+  commits?: Record<string, string>;
   scenarios: Record<string, unknown>;
 }
 
@@ -54,10 +57,20 @@ export function mergeInto(old: Results, fresh: Results): Results {
   for (const [size, entry] of Object.entries(fresh.sizes)) {
     const prev = out.sizes[size];
     out.sizes[size] = prev
-      ? { ...entry, at: { ...prev.at, ...entry.at }, scenarios: { ...prev.scenarios, ...entry.scenarios } }
+      ? {
+          ...entry,
+          at: { ...prev.at, ...entry.at },
+          commits: { ...commitsOf(prev), ...commitsOf(entry) },
+          scenarios: { ...prev.scenarios, ...entry.scenarios },
+        }
       : entry;
   }
   return out;
+}
+
+/** Each scenario's commit at one size, for entries written before `commits` existed too. */
+export function commitsOf(entry: SizeEntry): Record<string, string> {
+  return entry.commits ?? Object.fromEntries(Object.keys(entry.scenarios).map((name) => [name, entry.commit]));
 }
 
 export function sizesOf(results: Results): number[] {

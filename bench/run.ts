@@ -79,7 +79,7 @@ async function main(): Promise<void> {
       const ctx = makeContext(tree, { runs, quick, work, log, backends });
       // The later scenarios need an index; without the cold scenario, build one untimed.
       if (!scenarios.includes(cold as Scenario<unknown>)) await buildIndex(ctx.root, ctx.db, ctx.tree.size, log);
-      const entry = (fresh.sizes[size] = { machine: mach, commit: gitRev(), seed, runs, at: {} as Record<string, string>, scenarios: {} as Record<string, unknown> });
+      const entry = (fresh.sizes[size] = { machine: mach, commit: gitRev(), seed, runs, at: {} as Record<string, string>, commits: {} as Record<string, string>, scenarios: {} as Record<string, unknown> });
       for (const scenario of scenarios) {
         log(`[${size}] ${scenario.name} ...`);
         const t0 = performance.now();
@@ -92,6 +92,7 @@ async function main(): Promise<void> {
         }
         entry.scenarios[scenario.name] = result;
         entry.at[scenario.name] = new Date().toISOString();
+        entry.commits[scenario.name] = entry.commit;
         log(`[${size}] ${scenario.name} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
         for (const table of scenario.tables([{ size, result }])) process.stdout.write(`${renderTables([table], 'text')}\n`);
       }
