@@ -250,7 +250,7 @@ async function run(place: Place, backend: Backend, ops: readonly Op[], settleMs:
   let server: Connected | null = null;
   /** Files written since the last check (read back at the next one). */
   const written = new Set<string>();
-  const args = () => [place.root, join(place.root, INNER), '--db', place.dbFile, '--watcher', backend, '--poll-interval', '100', '--no-search', '--log-level', 'warn'];
+  const args = () => [place.root, join(place.root, INNER), '--db', place.dbFile, '--watcher', backend, '--poll-interval', '100', '--no-search', '--log-level', 'info'];
   const start = async () => {
     if (server || innerIsAway(place)) return false;
     // The legacy era: one process per connection (the modern client may start another for a probe).
@@ -286,7 +286,7 @@ async function run(place: Place, backend: Backend, ops: readonly Op[], settleMs:
         case 'check': {
           if (!server) break;
           const difference = await check(server);
-          if (difference) return `check at op ${i}: ${difference}`;
+          if (difference) return `check at op ${i}: ${difference}${stderrTail(server)}`;
           written.clear();
           break;
         }
@@ -300,13 +300,19 @@ async function run(place: Place, backend: Backend, ops: readonly Op[], settleMs:
     applyDiskOp(place, { t: 'inner-back' }, ops.length);
     if (!server) await start();
     const difference = await check(server!);
-    return difference ? `final check: ${difference}` : null;
+    return difference ? `final check: ${difference}${stderrTail(server!)}` : null;
   } finally {
     await stop(false);
   }
 }
 
 /** Waits until the listing equals the disk (then reads the files written back); the last difference at the deadline. */
+/** The server's last log lines (what it did, and when), for a failure's message. */
+function stderrTail(server: Connected, lines = 12): string {
+  const tail = server.stderr().trimEnd().split('\n').slice(-lines);
+  return `\n  the server's last log lines:\n${tail.map((line) => `    ${line}`).join('\n')}`;
+}
+
 async function settle(server: Connected, place: Place, written: Set<string>, settleMs: number): Promise<string | null> {
   const deadline = Date.now() + settleMs;
   let difference: string | null = null;

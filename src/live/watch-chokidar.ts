@@ -1,4 +1,5 @@
 import type { Stats } from 'node:fs';
+import { join } from 'node:path';
 import { isResourceExhausted, type StartWatcher } from './watcher.ts';
 
 /**
@@ -32,6 +33,18 @@ export const startChokidarWatcher: StartWatcher = async ({ roots, rules, sink, l
       if (!closed) sink.changed(path);
     };
     for (const event of ['add', 'addDir', 'change', 'unlink', 'unlinkDir'] as const) watcher.on(event, changed);
+    // chokidar's own events come from comparing names, so a directory replaced
+    // by a file of the same name (or back) between two of its reads is
+    // reported by nobody. Its raw events are every fs.watch event, each a hint
+    // like the dirs backend's: the watched path and the name in it. On a
+    // file's own watch the name is the file's, so both paths are looked at
+    // (one of them does not exist: looking costs an lstat).
+    watcher.on('raw', (_event, name: string | null, details: unknown) => {
+      const watched = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
+      if (closed || typeof watched !== 'string') return;
+      sink.changed(watched);
+      if (name) sink.changed(join(watched, name));
+    });
     watcher.on('error', (error: unknown) => {
       if (closed) return;
       if (isResourceExhausted(error)) {
@@ -48,9 +61,12 @@ export const startChokidarWatcher: StartWatcher = async ({ roots, rules, sink, l
       ready = true;
       resolve({
         backend: 'chokidar',
-        rewatch(dir, reason) {
-          // chokidar walks new directories itself; only what it skipped as ignored needs adding.
-          if (!closed && reason === 'unignored') watcher.add(dir);
+        rewatch(dir) {
+          // chokidar walks the new directories it sees itself, but not always in
+          // time: a directory made while it was getting ready, or re-made under a
+          // watched one, can stay unwatched for good (the fuzzer found both).
+          // Adding one it already watches costs a listener and a readdir.
+          if (!closed) watcher.add(dir);
         },
         async close() {
           closed = true;
