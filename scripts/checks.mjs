@@ -1,10 +1,17 @@
 #!/usr/bin/env node
-// The checks `npm test` runs before the tests: the type check, the linter,
-// the layering and the docs' links. The first two take most of the time
-// (some 6 and 12 s; the type check 2 s when little changed since the last
-// run) and each uses about one core, so they run side by side;
+// The checks `npm test` runs beside the tests (scripts/test.mjs): the type
+// check, the linter, the layering and the docs' links. The first two take
+// most of the time (some 6 and 12 s; the type check 2 s when little changed
+// since the last run) and each uses about one core, so they run side by side;
 // each one's output is printed whole when it ends. Exits 1 if any failed.
+//   node scripts/checks.mjs [--nice N]   (N: run at that lower priority, with the checks it starts)
 import { spawn } from 'node:child_process';
+import { setPriority } from 'node:os';
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({ options: { nice: { type: 'string' } } });
+// Before any check starts: they inherit it.
+if (values.nice !== undefined) setPriority(0, Number(values.nice));
 
 const CHECKS = [
   // Incremental: an unchanged tree is checked in about 2 s instead of 6; what changed, and what depends on it,
