@@ -287,7 +287,7 @@ export class Reconciler {
       indexed.delete(row.uri);
       // The walk has sniffed what needed it: no path is needed here.
       this.consider(row, '', known ?? null);
-      if (!known && row.kind === EntryKind.collection) this.rewatch(uriToPath(row.uri), 'found');
+      if (row.kind === EntryKind.collection && (!known || !sameIdentity(known, row))) this.rewatch(uriToPath(row.uri), 'found');
     }
     // In the index, not on disk (or ignored now): a collection takes its subtree with it.
     for (const uri of indexed.keys()) this.removed.push(uri);
@@ -367,7 +367,7 @@ export class Reconciler {
       this.consider(row, path, known ?? null);
       await this.limitSniffs();
       if (st.isDirectory()) {
-        if (!known) this.rewatch(path, newDirsAre ?? 'found');
+        if (!known || !sameIdentity(known, row)) this.rewatch(path, newDirsAre ?? 'found');
         if (walkWhole === undefined) pending.push(path);
         else if (!known || known.kind !== row.kind || !sameIdentity(known, row)) walkWhole.push(path);
         else if (known.mtime !== row.mtime) pending.push(path);

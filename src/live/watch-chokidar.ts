@@ -1,6 +1,19 @@
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
-import { isResourceExhausted, type StartWatcher } from './watcher.ts';
+import { isResourceExhausted, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
+
+/**
+ * chokidar 5 never says `ready` when a directory it is reading during its
+ * first walk is replaced meanwhile (a file or another directory of the same
+ * name): 9 of 20 starts on a small tree changed 0-4 ms after the start. The
+ * server's catch-up waits for the backend to be ready, so it waited for good
+ * (the fuzzer found it). chokidar looks at every path of its walk through our
+ * `ignored` filter, so that is its progress: past this long without a look
+ * and without `ready`, the start is taken as done. What the walk missed is
+ * what the catch-up's look at the disk then finds (each directory it finds
+ * new, or of another identity, is added to chokidar: `rewatch`).
+ */
+const STALLED_MS = 2000;
 
 /**
  * chokidar: one fs.watch (inotify watch) per directory and per file, so it is
@@ -8,12 +21,20 @@ import { isResourceExhausted, type StartWatcher } from './watcher.ts';
  * pruned through the same IgnoreRules as the scan, so `build/` or
  * `node_modules/` never cost a watch.
  */
-export const startChokidarWatcher: StartWatcher = async ({ roots, rules, sink, log }) => {
+export function chokidarWatcher(options: { stalledMs?: number } = {}): StartWatcher {
+  const stalledMs = options.stalledMs ?? STALLED_MS;
+  return (start) => startChokidar(start, stalledMs);
+}
+
+export const startChokidarWatcher: StartWatcher = chokidarWatcher();
+
+const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs: number): Promise<Watcher> => {
   // Loaded here, not at import: start-up does not wait for a backend that may not be chosen (auto runs dirs above 1,000 entries).
   const { watch } = await import('chokidar');
-  return new Promise((resolve, reject) => {
+  return new Promise<Watcher>((resolve, reject) => {
     let ready = false;
     let closed = false;
+    let lastLook = performance.now();
     const watcher = watch(
       roots.map((r) => r.path),
       {
@@ -26,7 +47,10 @@ export const startChokidarWatcher: StartWatcher = async ({ roots, rules, sink, l
         atomic: false,
         // Without stats chokidar has not decided yet what the path is; a
         // directory-only rule (`build/`) is checked again when stats come.
-        ignored: (path: string, stats?: Stats) => rules.isIgnored(path, stats?.isDirectory() ?? false),
+        ignored: (path: string, stats?: Stats) => {
+          lastLook = performance.now();
+          return rules.isIgnored(path, stats?.isDirectory() ?? false);
+        },
       },
     );
     const changed = (path: string) => {
@@ -50,15 +74,17 @@ export const startChokidarWatcher: StartWatcher = async ({ roots, rules, sink, l
       if (isResourceExhausted(error)) {
         if (ready) return sink.fatal(error as Error);
         closed = true;
+        clearInterval(stallCheck);
         void watcher.close();
         return reject(error);
       }
       // e.g. EACCES on one directory: that subtree is not watched, the rest is.
       log.warn(`watcher (chokidar): ${(error as Error).message ?? String(error)}`);
     });
-    watcher.on('ready', () => {
-      if (closed) return;
+    const started = () => {
+      if (closed || ready) return;
       ready = true;
+      clearInterval(stallCheck);
       resolve({
         backend: 'chokidar',
         rewatch(dir) {
@@ -73,6 +99,13 @@ export const startChokidarWatcher: StartWatcher = async ({ roots, rules, sink, l
           await watcher.close();
         },
       });
-    });
+    };
+    watcher.on('ready', started);
+    const stallCheck = setInterval(() => {
+      if (closed || ready || performance.now() - lastLook < stalledMs) return;
+      log.info(`watcher (chokidar): its first walk stalled without \`ready\` (a directory replaced while it read it); going on`);
+      started();
+    }, stalledMs / 4);
+    stallCheck.unref();
   });
 };

@@ -57,8 +57,9 @@ export interface Watcher {
    * - `unignored`: it was skipped as ignored and is served now (a `.gitignore` line went away);
    * - `nested`: it was found by walking a directory that had just appeared,
    *   so it may have been created before the backend watched its parent;
-   * - `found`: any other directory new to the index (it appeared while the
-   *   server was down or during the scan, or its event was lost): a backend
+   * - `found`: any other directory new to the index, or of another identity
+   *   than the one indexed (it appeared or was replaced while the server was
+   *   down or during the scan, or its event was lost): a backend
    *   that took its list from the index (`dirs`) has no watch on it, those
    *   that walked the disk at start do.
    * Backends without the gap ignore the hint.
