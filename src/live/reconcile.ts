@@ -76,6 +76,8 @@ export class Reconciler {
     const trees = new Set<string>();
     /** Indexed directories of the same identity whose mtime moved: their entries changed (see relist). */
     const relists = new Set<string>();
+    /** Of `trees`, directories of another identity than the indexed one (see Watcher.rewatch). */
+    const replaced = new Set<string>();
     const ignoreEdits = new Set<string>();
     const looked = new Set<string>();
     /**
@@ -85,8 +87,10 @@ export class Reconciler {
      * removed or renamed that no event may have named), listed again.
      */
     const judgeDirectory = (path: string, known: EntryRow, row: EntryRow) => {
-      if (!sameIdentity(known, row)) trees.add(path);
-      else if (known.mtime !== row.mtime) relists.add(path);
+      if (!sameIdentity(known, row)) {
+        trees.add(path);
+        replaced.add(path);
+      } else if (known.mtime !== row.mtime) relists.add(path);
     };
     for (const path of new Set(paths)) {
       const root = findRoot(this.roots, path);
@@ -159,7 +163,7 @@ export class Reconciler {
     }
     for (const dir of outermostDirs(trees)) {
       if (this.isClosed()) return;
-      if (!ignoreEdits.has(dir)) this.rewatch(dir, 'found');
+      if (!ignoreEdits.has(dir)) this.rewatch(dir, replaced.has(dir) ? 'replaced' : 'found');
       // A directory that just appeared may hold directories created before the watcher saw it.
       await this.tree(dir, ignoreEdits.has(dir) ? 'unignored' : 'nested');
       this.recheckLater(dir);
@@ -287,7 +291,8 @@ export class Reconciler {
       indexed.delete(row.uri);
       // The walk has sniffed what needed it: no path is needed here.
       this.consider(row, '', known ?? null);
-      if (row.kind === EntryKind.collection && (!known || !sameIdentity(known, row))) this.rewatch(uriToPath(row.uri), 'found');
+      if (row.kind === EntryKind.collection && !known) this.rewatch(uriToPath(row.uri), 'found');
+      else if (row.kind === EntryKind.collection && !sameIdentity(known!, row)) this.rewatch(uriToPath(row.uri), 'replaced');
     }
     // In the index, not on disk (or ignored now): a collection takes its subtree with it.
     for (const uri of indexed.keys()) this.removed.push(uri);
@@ -367,7 +372,8 @@ export class Reconciler {
       this.consider(row, path, known ?? null);
       await this.limitSniffs();
       if (st.isDirectory()) {
-        if (!known || !sameIdentity(known, row)) this.rewatch(path, newDirsAre ?? 'found');
+        if (!known) this.rewatch(path, newDirsAre ?? 'found');
+        else if (!sameIdentity(known, row)) this.rewatch(path, 'replaced');
         if (walkWhole === undefined) pending.push(path);
         else if (!known || known.kind !== row.kind || !sameIdentity(known, row)) walkWhole.push(path);
         else if (known.mtime !== row.mtime) pending.push(path);

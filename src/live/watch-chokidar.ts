@@ -1,5 +1,6 @@
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
+import type { FSWatcher } from 'chokidar';
 import { isResourceExhausted, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
 
 /**
@@ -11,7 +12,7 @@ import { isResourceExhausted, type StartWatcher, type Watcher, type WatchStart }
  * `ignored` filter, so that is its progress: past this long without a look
  * and without `ready`, the start is taken as done. What the walk missed is
  * what the catch-up's look at the disk then finds (each directory it finds
- * new, or of another identity, is added to chokidar: `rewatch`).
+ * new is added to chokidar: `rewatch`).
  */
 const STALLED_MS = 2000;
 
@@ -20,6 +21,19 @@ const STALLED_MS = 2000;
  * exact but costs a watch and some memory per entry. Ignored directories are
  * pruned through the same IgnoreRules as the scan, so `build/` or
  * `node_modules/` never cost a watch.
+ *
+ * Three faults of chokidar 5 that the fuzzer found are worked around here:
+ * - its own events come from comparing names, so a directory replaced by a
+ *   file of the same name (or back) between two of its reads is reported by
+ *   nobody: its raw events (every fs.watch event) are hints too;
+ * - a first walk disturbed by a replaced directory never ends (STALLED_MS);
+ * - a watched directory replaced by another of the same name (a folder
+ *   re-made, two folders swapped) keeps its dead watch, shared by path, and
+ *   `add` of the path reuses it: nothing in the new one is ever reported. A
+ *   fresh chokidar over the roots, opened once the old one is closed, is the
+ *   only cure found: when the sync layer says a directory was replaced
+ *   (`rewatch`, reason `replaced`), once for a burst of them, and the roots
+ *   are diffed with the index after (nothing was watched in between).
  */
 export function chokidarWatcher(options: { stalledMs?: number } = {}): StartWatcher {
   const stalledMs = options.stalledMs ?? STALLED_MS;
@@ -31,81 +45,116 @@ export const startChokidarWatcher: StartWatcher = chokidarWatcher();
 const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs: number): Promise<Watcher> => {
   // Loaded here, not at import: start-up does not wait for a backend that may not be chosen (auto runs dirs above 1,000 entries).
   const { watch } = await import('chokidar');
-  return new Promise<Watcher>((resolve, reject) => {
-    let ready = false;
-    let closed = false;
-    let lastLook = performance.now();
-    const watcher = watch(
-      roots.map((r) => r.path),
-      {
-        ignoreInitial: true,
-        followSymlinks: false,
-        persistent: true,
-        // chokidar's atomic mode hides editor temp files (`x~`, `.x.swp`) that
-        // the scan serves; we stat every path anyway, so a save that arrives
-        // as unlink + add still ends as one updated row.
-        atomic: false,
-        // Without stats chokidar has not decided yet what the path is; a
-        // directory-only rule (`build/`) is checked again when stats come.
-        ignored: (path: string, stats?: Stats) => {
-          lastLook = performance.now();
-          return rules.isIgnored(path, stats?.isDirectory() ?? false);
+  let closed = false;
+  /** Out of watches after the start: the supervisor degrades to poll. */
+  let running = false;
+
+  /** One chokidar over the roots; resolves once it is ready (or its walk stalled). */
+  const open = () =>
+    new Promise<FSWatcher>((resolve, reject) => {
+      let ready = false;
+      let lastLook = performance.now();
+      const watcher = watch(
+        roots.map((r) => r.path),
+        {
+          ignoreInitial: true,
+          followSymlinks: false,
+          persistent: true,
+          // chokidar's atomic mode hides editor temp files (`x~`, `.x.swp`) that
+          // the scan serves; we stat every path anyway, so a save that arrives
+          // as unlink + add still ends as one updated row.
+          atomic: false,
+          // Without stats chokidar has not decided yet what the path is; a
+          // directory-only rule (`build/`) is checked again when stats come.
+          ignored: (path: string, stats?: Stats) => {
+            lastLook = performance.now();
+            return rules.isIgnored(path, stats?.isDirectory() ?? false);
+          },
         },
-      },
-    );
-    const changed = (path: string) => {
-      if (!closed) sink.changed(path);
-    };
-    for (const event of ['add', 'addDir', 'change', 'unlink', 'unlinkDir'] as const) watcher.on(event, changed);
-    // chokidar's own events come from comparing names, so a directory replaced
-    // by a file of the same name (or back) between two of its reads is
-    // reported by nobody. Its raw events are every fs.watch event, each a hint
-    // like the dirs backend's: the watched path and the name in it. On a
-    // file's own watch the name is the file's, so both paths are looked at
-    // (one of them does not exist: looking costs an lstat).
-    watcher.on('raw', (_event, name: string | null, details: unknown) => {
-      const watched = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
-      if (closed || typeof watched !== 'string') return;
-      sink.changed(watched);
-      if (name) sink.changed(join(watched, name));
-    });
-    watcher.on('error', (error: unknown) => {
-      if (closed) return;
-      if (isResourceExhausted(error)) {
-        if (ready) return sink.fatal(error as Error);
-        closed = true;
-        clearInterval(stallCheck);
-        void watcher.close();
-        return reject(error);
-      }
-      // e.g. EACCES on one directory: that subtree is not watched, the rest is.
-      log.warn(`watcher (chokidar): ${(error as Error).message ?? String(error)}`);
-    });
-    const started = () => {
-      if (closed || ready) return;
-      ready = true;
-      clearInterval(stallCheck);
-      resolve({
-        backend: 'chokidar',
-        rewatch(dir) {
-          // chokidar walks the new directories it sees itself, but not always in
-          // time: a directory made while it was getting ready, or re-made under a
-          // watched one, can stay unwatched for good (the fuzzer found both).
-          // Adding one it already watches costs a listener and a readdir.
-          if (!closed) watcher.add(dir);
-        },
-        async close() {
-          closed = true;
-          await watcher.close();
-        },
+      );
+      const changed = (path: string) => {
+        if (!closed) sink.changed(path);
+      };
+      for (const event of ['add', 'addDir', 'change', 'unlink', 'unlinkDir'] as const) watcher.on(event, changed);
+      // The watched path and the name in it. On a file's own watch the name is
+      // the file's, so both paths are looked at (one does not exist: an lstat).
+      watcher.on('raw', (_event, name: string | null, details: unknown) => {
+        const watched = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
+        if (closed || typeof watched !== 'string') return;
+        sink.changed(watched);
+        if (name) sink.changed(join(watched, name));
       });
-    };
-    watcher.on('ready', started);
-    const stallCheck = setInterval(() => {
-      if (closed || ready || performance.now() - lastLook < stalledMs) return;
-      log.info(`watcher (chokidar): its first walk stalled without \`ready\` (a directory replaced while it read it); going on`);
-      started();
-    }, stalledMs / 4);
-    stallCheck.unref();
-  });
+      watcher.on('error', (error: unknown) => {
+        if (closed) return;
+        if (isResourceExhausted(error)) {
+          if (running) return sink.fatal(error as Error);
+          clearInterval(stallCheck);
+          void watcher.close();
+          return reject(error);
+        }
+        // e.g. EACCES on one directory: that subtree is not watched, the rest is.
+        log.warn(`watcher (chokidar): ${(error as Error).message ?? String(error)}`);
+      });
+      const started = () => {
+        if (ready) return;
+        ready = true;
+        clearInterval(stallCheck);
+        resolve(watcher);
+      };
+      watcher.on('ready', started);
+      const stallCheck = setInterval(() => {
+        if (ready || performance.now() - lastLook < stalledMs) return;
+        log.info(`watcher (chokidar): its walk stalled without \`ready\` (a directory replaced while it read it); going on`);
+        started();
+      }, stalledMs / 4);
+      stallCheck.unref();
+    });
+
+  let current = await open();
+  running = true;
+  /** A fresh chokidar replacing `current`: under way, and whether another was asked for meanwhile. */
+  let renewing: Promise<void> | null = null;
+  let renewAgain = false;
+  const renew = async () => {
+    do {
+      renewAgain = false;
+      // Closed first: a chokidar opened beside it would share its dead watches (they are kept by path).
+      await current.close();
+      if (closed) return;
+      const fresh = await open().catch((error: unknown) => {
+        if (!closed) sink.fatal(error as Error);
+        return null;
+      });
+      if (!fresh) return;
+      current = fresh;
+      if (closed) return;
+      // Nothing was watched in between: what changed then is found by a look at the disk.
+      for (const root of roots) void sink.rescan(root.path);
+    } while (renewAgain && !closed);
+  };
+
+  return {
+    backend: 'chokidar',
+    rewatch(dir, reason) {
+      if (closed) return;
+      if (reason !== 'replaced') {
+        // chokidar walks the new directories it sees itself, but not always in
+        // time: one made while it was getting ready can stay unwatched for good.
+        // Adding one it already watches costs a listener and a readdir.
+        current.add(dir);
+        return;
+      }
+      if (renewing) {
+        renewAgain = true;
+        return;
+      }
+      log.debug(`watcher (chokidar): ${dir} was replaced by another directory: watching afresh`);
+      renewing = renew().finally(() => (renewing = null));
+    },
+    async close() {
+      closed = true;
+      await renewing;
+      await current.close();
+    },
+  };
 };

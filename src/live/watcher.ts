@@ -57,9 +57,12 @@ export interface Watcher {
    * - `unignored`: it was skipped as ignored and is served now (a `.gitignore` line went away);
    * - `nested`: it was found by walking a directory that had just appeared,
    *   so it may have been created before the backend watched its parent;
-   * - `found`: any other directory new to the index, or of another identity
-   *   than the one indexed (it appeared or was replaced while the server was
-   *   down or during the scan, or its event was lost): a backend
+   * - `replaced`: a directory of another identity (inode, device) than the
+   *   one indexed under its name: re-made, swapped with another, a build
+   *   output moved into place; a backend whose watch of the old one lingers
+   *   (chokidar) must watch afresh;
+   * - `found`: any other directory new to the index (it appeared while the
+   *   server was down or during the scan, or its event was lost): a backend
    *   that took its list from the index (`dirs`) has no watch on it, those
    *   that walked the disk at start do.
    * Backends without the gap ignore the hint.
@@ -69,7 +72,7 @@ export interface Watcher {
   close(): Promise<void>;
 }
 
-export type RewatchReason = 'unignored' | 'nested' | 'found';
+export type RewatchReason = 'unignored' | 'nested' | 'found' | 'replaced';
 
 /** Starts a backend; resolves once it watches every root (its "ready"), rejects if it cannot start. */
 export type StartWatcher = (start: WatchStart) => Promise<Watcher>;

@@ -1,7 +1,8 @@
-// The chokidar backend (opt-in, --watcher chokidar) around two faults of
+// The chokidar backend (opt-in, --watcher chokidar) around three faults of
 // chokidar 5 the fuzzer found: its first walk never ending in `ready` when a
-// directory it reads is replaced meanwhile, and a directory replaced by a
-// file of the same name reported by none of its own events.
+// directory it reads is replaced meanwhile, a directory replaced by a file of
+// the same name reported by none of its own events, and a watched folder
+// re-made (rm -rf, mkdir) never watched again.
 import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,7 +55,7 @@ describe('watcher chokidar', () => {
           new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`run ${run}: the start did not end`)), TIMEOUT))),
         ]).finally(() => clearTimeout(timer));
         // What the catch-up does with a directory of another identity than the indexed one.
-        watcher.rewatch?.(join(dir.path, 'b'), 'found');
+        watcher.rewatch?.(join(dir.path, 'b'), 'replaced');
         const later = join(dir.path, 'b', 'later.txt');
         // A file written once may land before the new watch: written until it is reported.
         await waitFor(() => (rec.changed.has(later) ? true : (writeFileSync(later, `at ${performance.now()}`), false)), TIMEOUT, `run ${run}: b/later.txt reported`);
@@ -62,6 +63,33 @@ describe('watcher chokidar', () => {
         await watcher?.close();
         dir.cleanup();
       }
+    }
+  });
+
+  test('a served folder re-made (rm -rf, mkdir) is watched afresh once told it was replaced', async () => {
+    const base = tempDir();
+    const root = join(base.path, 'root');
+    writeTree(root, TREE);
+    const roots = [makeRoot(root)];
+    const rec = recordingSink();
+    const watcher = await chokidarWatcher({ stalledMs: STALLED_MS })({
+      roots,
+      rules: new IgnoreRules(roots, { gitignore: true, exclude: [] }),
+      sink: rec.sink,
+      log: silentLogger,
+    });
+    try {
+      rmSync(root, { recursive: true });
+      mkdirSync(join(root, 'c', 'd'), { recursive: true });
+      // What the sync layer says when the root's inode is not the indexed one.
+      watcher.rewatch?.(root, 'replaced');
+      for (const rel of ['top.txt', 'c/d/deep.txt']) {
+        const path = join(root, rel);
+        await waitFor(() => (rec.changed.has(path) ? true : (writeFileSync(path, `at ${performance.now()}`), false)), TIMEOUT, `${rel} reported`);
+      }
+    } finally {
+      await watcher.close();
+      base.cleanup();
     }
   });
 
