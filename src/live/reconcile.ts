@@ -262,7 +262,13 @@ export class Reconciler {
         if (this.isClosed()) return;
         let next = 0;
         // The root's own row leads the first batch; every directory's rows precede its entry in `read`.
-        if (rows.parent[0] === null) this.consider(rowAt(rows, next++), root.path);
+        if (rows.parent[0] === null) {
+          const row = rowAt(rows, next++);
+          const known = this.index.store.get(row.uri);
+          // Re-made since the index was written (rm -rf, mkdir): a backend holding a watch of the old one watches afresh.
+          if (known && !sameIdentity(known, row)) this.rewatch(root.path, 'replaced');
+          this.consider(row, root.path, known ?? null);
+        }
         for (const dir of read) {
           const first = next;
           while (next < rows.uri.length && rows.parent[next] === dir.uri) next++;
