@@ -64,6 +64,7 @@ export class FolderIndex {
   private scanChanges: ScanChangeRecord | null;
   /** See holdUntilCaughtUp. */
   private catchUp: Promise<void> | undefined;
+  private writeCount = 0;
 
   constructor(readonly options: FolderIndexOptions) {
     const opened = openDb(options.dbFile, options.log, options.dbInOwnCache ?? false);
@@ -88,6 +89,14 @@ export class FolderIndex {
       settle();
     });
     if (this.warm) this.scanDone = true;
+  }
+
+  /**
+   * Grows with every write to the entries (a scan batch, a committed change):
+   * what was derived from them while it stays the same still holds.
+   */
+  get writes(): number {
+    return this.writeCount;
   }
 
   /** True once `ready` has settled (at once for a warm index). */
@@ -211,6 +220,7 @@ export class FolderIndex {
       // read by it are complete once the batch is committed.
       for (const uri of batch.opened) this.frontier.add(uri);
       this.store.insertScanned(batch.rows);
+      this.writeCount++;
       for (const dir of batch.read) {
         this.rules.setDirRules(dir.path, dir.gitignore);
         this.frontier.close(dir.uri);
@@ -257,6 +267,7 @@ export class FolderIndex {
       this.store.upsertMany(change.upserted);
       return { ...change, listChanged };
     })();
+    this.writeCount++;
     for (const listener of this.listeners) {
       try {
         listener(committed);

@@ -2,6 +2,7 @@
 // time with the event loop turning between (HTTP). In process, with an index stand-in: no disk needed.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { EntryKind } from '../../src/entry.ts';
 import { trackListens, trackListensInTurns } from '../../src/protocol/listen.ts';
 import { Subscriptions } from '../../src/protocol/subscriptions.ts';
 import { PROTOCOL_VERSION_META_KEY } from '../../src/protocol/wire.ts';
@@ -95,4 +96,24 @@ test('many listens folding at once share the turn: together they fold about 1 ms
     if (!folded) turns++;
   }
   assert.ok(turns >= 40, `the loop turned ${turns} times while 20 listens were folded`);
+});
+
+test('a spelling folds to what the index says now: after a write, a name without its slash is the folder made since', async () => {
+  // The answers are remembered while the index is unchanged (many clients listen to the same files).
+  const rows = new Map<string, { uri: string; kind: EntryKind }>();
+  const index = { writes: 0, store: { get: (uri: string) => rows.get(uri) } };
+  const subscriptions = new Subscriptions();
+  const track = trackListensInTurns({ roots: [root], index } as never, subscriptions);
+  await track(listen(1, ['file:///srv/r/x']));
+  assert.ok(subscriptions.has('file:///srv/r/x'), 'no entry: the name as it is');
+  // x is made a folder, and indexed.
+  rows.set('file:///srv/r/x/', { uri: 'file:///srv/r/x/', kind: EntryKind.collection });
+  index.writes++;
+  await track(listen(2, ['file:///srv/r/x']));
+  assert.ok(subscriptions.has('file:///srv/r/x/'), 'the folder, once indexed');
+  // Without a write in between, the remembered answer stands (what the memory is for): listen 3 holds the folder.
+  rows.delete('file:///srv/r/x/');
+  await track(listen(3, ['file:///srv/r/x']));
+  subscriptions.release({ listen: 2 });
+  assert.ok(subscriptions.has('file:///srv/r/x/'), 'listen 3 folded to the remembered folder');
 });
