@@ -1,7 +1,7 @@
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { FSWatcher } from 'chokidar';
-import { isResourceExhausted, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
+import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
 
 /**
  * chokidar 5 never says `ready` when a directory it is reading during its
@@ -55,7 +55,11 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
       let ready = false;
       let lastLook = performance.now();
       const watcher = watch(
-        roots.map((r) => r.path),
+        // A served folder inside another is watched as part of it: given as a
+        // root of its own, chokidar watches its parent for it while it is gone,
+        // and that watch, sharing the parent's reads, hid every other change in
+        // the parent (fuzzer seed 6166).
+        outermostDirs(roots.map((r) => r.path)),
         {
           ignoreInitial: true,
           followSymlinks: false,
