@@ -1,6 +1,7 @@
-import type { Stats } from 'node:fs';
+import { lstatSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { FSWatcher } from 'chokidar';
+import { ROOT_RETURN_POLL_MS } from './watch-dirs.ts';
 import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
 
 /**
@@ -116,6 +117,24 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
 
   let current = await open();
   running = true;
+  // A served folder that went away is not watched by chokidar any more, and its
+  // parent is not watched: as with dirs, it is looked for, and once back (rm -rf
+  // and mkdir, a checkout that re-made it) reported, so the sync layer finds it
+  // replaced and chokidar is opened afresh (fuzzer seed 7012).
+  // By identity, not presence: rm -rf and mkdir between two looks is a change too.
+  const identity = new Map(roots.map((r) => [r.path, directoryIdentity(r.path)]));
+  const rootPoll = setInterval(() => {
+    if (closed) return;
+    for (const [path, was] of identity) {
+      const is = directoryIdentity(path);
+      if (is === was) continue;
+      identity.set(path, is);
+      sink.changed(path);
+      // Back, or re-made: chokidar's watch of it is dead, whatever the index says of its identity.
+      if (is) renewSoon(path);
+    }
+  }, ROOT_RETURN_POLL_MS);
+  rootPoll.unref();
   /** A fresh chokidar replacing `current`: under way, and whether another was asked for meanwhile. */
   let renewing: Promise<void> | null = null;
   let renewAgain = false;
@@ -137,6 +156,15 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
     } while (renewAgain && !closed);
   };
 
+  function renewSoon(dir: string): void {
+    if (renewing) {
+      renewAgain = true;
+      return;
+    }
+    log.debug(`watcher (chokidar): ${dir} was replaced by another directory: watching afresh`);
+    renewing = renew().finally(() => (renewing = null));
+  }
+
   return {
     backend: 'chokidar',
     rewatch(dir, reason) {
@@ -148,17 +176,24 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
         current.add(dir);
         return;
       }
-      if (renewing) {
-        renewAgain = true;
-        return;
-      }
-      log.debug(`watcher (chokidar): ${dir} was replaced by another directory: watching afresh`);
-      renewing = renew().finally(() => (renewing = null));
+      renewSoon(dir);
     },
     async close() {
       closed = true;
+      clearInterval(rootPoll);
       await renewing;
       await current.close();
     },
   };
 };
+
+/** The directory at `path` now, as device:inode:birth time; '' when gone, replaced by a file, or unreadable on the way. */
+function directoryIdentity(path: string): string {
+  try {
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    // The birth time too: a folder re-made at once often gets the inode number of the one removed.
+    return st?.isDirectory() ? `${st.dev}:${st.ino}:${st.birthtimeMs}` : '';
+  } catch {
+    return '';
+  }
+}

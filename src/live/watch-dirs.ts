@@ -15,7 +15,7 @@ const PARALLEL_READDIR = 8;
  * its parent is not watched, so no event says it is back (rm -rf and mkdir,
  * a checkout that re-made it). Once back it is watched and walked whole.
  */
-const ROOT_RETURN_POLL_MS = 500;
+export const ROOT_RETURN_POLL_MS = 500;
 
 /** The `dirs` backend as running: how many directories it watches, for tests and the probe. */
 export interface DirsWatcher extends Watcher {

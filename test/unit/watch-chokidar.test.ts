@@ -93,6 +93,30 @@ describe('watcher chokidar', () => {
     }
   });
 
+  test('a served folder deleted, then made again, is reported once back', async () => {
+    const base = tempDir();
+    const root = join(base.path, 'root');
+    writeTree(root, TREE);
+    const roots = [makeRoot(root)];
+    const rec = recordingSink();
+    const watcher = await chokidarWatcher({ stalledMs: STALLED_MS })({
+      roots,
+      rules: new IgnoreRules(roots, { gitignore: true, exclude: [] }),
+      sink: rec.sink,
+      log: silentLogger,
+    });
+    try {
+      rmSync(root, { recursive: true });
+      await waitFor(() => rec.changed.has(root), TIMEOUT, 'the folder gone');
+      rec.changed.clear();
+      mkdirSync(root);
+      await waitFor(() => rec.changed.has(root), TIMEOUT, 'the folder back');
+    } finally {
+      await watcher.close();
+      base.cleanup();
+    }
+  });
+
   test('a directory replaced by a file of the same name is reported', async () => {
     const dir = tempDir();
     writeTree(dir.path, TREE);
