@@ -297,11 +297,16 @@ export class Reconciler {
       indexed.delete(row.uri);
       // The walk has sniffed what needed it: no path is needed here.
       this.consider(row, '', known ?? null);
-      if (row.kind === EntryKind.collection && !known) this.rewatch(uriToPath(row.uri), 'found');
-      else if (row.kind === EntryKind.collection && !sameIdentity(known!, row)) this.rewatch(uriToPath(row.uri), 'replaced');
+      if (row.kind === EntryKind.collection) this.rewatchIfNew(uriToPath(row.uri), known, row, 'found');
     }
     // In the index, not on disk (or ignored now): a collection takes its subtree with it.
     for (const uri of indexed.keys()) this.removed.push(uri);
+  }
+
+  /** Tells the watcher of a walked directory that is new to the index (as `reason`) or of another identity than the indexed one. */
+  private rewatchIfNew(path: string, known: EntryRow | undefined, row: EntryRow, reason: RewatchReason): void {
+    if (!known) this.rewatch(path, reason);
+    else if (!sameIdentity(known, row)) this.rewatch(path, 'replaced');
   }
 
   private indexedChildren(dirUri: string): Map<string, EntryRow> {
@@ -378,8 +383,7 @@ export class Reconciler {
       this.consider(row, path, known ?? null);
       await this.limitSniffs();
       if (st.isDirectory()) {
-        if (!known) this.rewatch(path, newDirsAre ?? 'found');
-        else if (!sameIdentity(known, row)) this.rewatch(path, 'replaced');
+        this.rewatchIfNew(path, known, row, newDirsAre ?? 'found');
         if (walkWhole === undefined) pending.push(path);
         else if (!known || known.kind !== row.kind || !sameIdentity(known, row)) walkWhole.push(path);
         else if (known.mtime !== row.mtime) pending.push(path);

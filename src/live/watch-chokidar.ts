@@ -117,24 +117,6 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
 
   let current = await open();
   running = true;
-  // A served folder that went away is not watched by chokidar any more, and its
-  // parent is not watched: as with dirs, it is looked for, and once back (rm -rf
-  // and mkdir, a checkout that re-made it) reported, so the sync layer finds it
-  // replaced and chokidar is opened afresh (fuzzer seed 7012).
-  // By identity, not presence: rm -rf and mkdir between two looks is a change too.
-  const identity = new Map(roots.map((r) => [r.path, directoryIdentity(r.path)]));
-  const rootPoll = setInterval(() => {
-    if (closed) return;
-    for (const [path, was] of identity) {
-      const is = directoryIdentity(path);
-      if (is === was) continue;
-      identity.set(path, is);
-      sink.changed(path);
-      // Back, or re-made: chokidar's watch of it is dead, whatever the index says of its identity.
-      if (is) renewSoon(path);
-    }
-  }, ROOT_RETURN_POLL_MS);
-  rootPoll.unref();
   /** A fresh chokidar replacing `current`: under way, and whether another was asked for meanwhile. */
   let renewing: Promise<void> | null = null;
   let renewAgain = false;
@@ -165,6 +147,24 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
     renewing = renew().finally(() => (renewing = null));
   }
 
+  // A served folder that went away is not watched by chokidar any more, and its
+  // parent is not watched: as with dirs, it is looked for, and once back (rm -rf
+  // and mkdir, a checkout that re-made it) reported, so the sync layer finds it
+  // replaced and chokidar is opened afresh (fuzzer seed 7012).
+  // By identity, not presence: rm -rf and mkdir between two looks is a change too.
+  const identity = new Map(roots.map((r) => [r.path, directoryIdentity(r.path)]));
+  const rootPoll = setInterval(() => {
+    if (closed) return;
+    for (const [path, was] of identity) {
+      const is = directoryIdentity(path);
+      if (is === was) continue;
+      identity.set(path, is);
+      sink.changed(path);
+      // Back, or re-made: chokidar's watch of it is dead, whatever the index says of its identity.
+      if (is) renewSoon(path);
+    }
+  }, ROOT_RETURN_POLL_MS);
+  rootPoll.unref();
   return {
     backend: 'chokidar',
     rewatch(dir, reason) {
