@@ -26,7 +26,7 @@ import { parseArgs } from 'node:util';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const TESTS_OUT = resolve(ROOT, 'build/tests');
-const SUITES = ['e2e', 'unit'];
+export const SUITES = ['e2e', 'unit'];
 
 /** Each module's `import.meta.url` as the URL of its own source file, as if loaded from it. */
 const ownMetaUrl = {

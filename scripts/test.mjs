@@ -13,17 +13,17 @@ import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SUITES, TESTS_OUT } from './build-tests.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const TESTS = join(ROOT, 'build', 'tests');
 /** How much lower the checks run than the tests (nice(1) steps). */
 const CHECKS_NICENESS = 10;
 
-const files = ['e2e', 'unit'].flatMap((suite) =>
-  readdirSync(join(TESTS, suite))
+const files = SUITES.flatMap((suite) =>
+  readdirSync(join(TESTS_OUT, suite))
     .filter((name) => name.endsWith('.test.js'))
     .sort()
-    .map((name) => join('build', 'tests', suite, name)),
+    .map((name) => join(TESTS_OUT, suite, name)),
 );
 
 let checksOutput = '';
