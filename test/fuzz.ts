@@ -306,13 +306,13 @@ async function run(place: Place, backend: Backend, ops: readonly Op[], settleMs:
   }
 }
 
-/** Waits until the listing equals the disk (then reads the files written back); the last difference at the deadline. */
 /** The server's last log lines (what it did, and when), for a failure's message. */
 function stderrTail(server: Connected, lines = 12): string {
   const tail = server.stderr().trimEnd().split('\n').slice(-lines);
   return `\n  the server's last log lines:\n${tail.map((line) => `    ${line}`).join('\n')}`;
 }
 
+/** Waits until the listing equals the disk (then reads the files written back); the last difference at the deadline. */
 async function settle(server: Connected, place: Place, written: Set<string>, settleMs: number): Promise<string | null> {
   const deadline = Date.now() + settleMs;
   let difference: string | null = null;

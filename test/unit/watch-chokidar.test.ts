@@ -1,9 +1,9 @@
-// The chokidar backend (opt-in, --watcher chokidar) around three faults of
+// The chokidar backend (opt-in, --watcher chokidar) around faults of
 // chokidar 5 the fuzzer found: its first walk never ending in `ready` when a
 // directory it reads is replaced meanwhile, a directory replaced by a file of
-// the same name reported by none of its own events, and a watched folder
-// re-made (rm -rf, mkdir) never watched again.
-import assert from 'node:assert/strict';
+// the same name reported by none of its own events, a watched folder re-made
+// (rm -rf, mkdir) never watched again, and a served folder made again after
+// it was deleted never seen.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -26,22 +26,32 @@ function recordingSink() {
 
 const TREE = { 'a/x.txt': 'x', 'b/x.txt': 'x', 'c/d/x.txt': 'x', 'e/f/g/x.txt': 'x', 'h/x.txt': 'x' };
 
+/** Starts the backend on `root` (the promise of its start: some tests change the tree before it ends). */
+function startOn(root: string, rec: ReturnType<typeof recordingSink>): Promise<Watcher> {
+  const roots = [makeRoot(root)];
+  return chokidarWatcher({ stalledMs: STALLED_MS })({
+    roots,
+    rules: new IgnoreRules(roots, { gitignore: true, exclude: [] }),
+    sink: rec.sink,
+    log: silentLogger,
+  });
+}
+
+/** Writes `path` until the backend reports it: a file written once may land before a new watch is set. */
+async function writtenUntilReported(rec: ReturnType<typeof recordingSink>, path: string, what: string): Promise<void> {
+  await waitFor(() => (rec.changed.has(path) ? true : (writeFileSync(path, `at ${performance.now()}`), false)), TIMEOUT, what);
+}
+
 describe('watcher chokidar', () => {
   test('a first walk disturbed by replaced directories still ends; a replaced directory added again is watched', async () => {
     // Without the stall rule about half of these starts never ended (9 of 20 measured).
     for (let run = 0; run < 12; run++) {
       const dir = tempDir();
       writeTree(dir.path, TREE);
-      const roots = [makeRoot(dir.path)];
       const rec = recordingSink();
       let watcher: Watcher | undefined;
       try {
-        const starting = chokidarWatcher({ stalledMs: STALLED_MS })({
-          roots,
-          rules: new IgnoreRules(roots, { gitignore: true, exclude: [] }),
-          sink: rec.sink,
-          log: silentLogger,
-        });
+        const starting = startOn(dir.path, rec);
         await new Promise((resolve) => setTimeout(resolve, run % 4));
         for (const name of ['a', 'c/d', 'e/f']) {
           rmSync(join(dir.path, name), { recursive: true });
@@ -56,9 +66,7 @@ describe('watcher chokidar', () => {
         ]).finally(() => clearTimeout(timer));
         // What the catch-up does with a directory of another identity than the indexed one.
         watcher.rewatch?.(join(dir.path, 'b'), 'replaced');
-        const later = join(dir.path, 'b', 'later.txt');
-        // A file written once may land before the new watch: written until it is reported.
-        await waitFor(() => (rec.changed.has(later) ? true : (writeFileSync(later, `at ${performance.now()}`), false)), TIMEOUT, `run ${run}: b/later.txt reported`);
+        await writtenUntilReported(rec, join(dir.path, 'b', 'later.txt'), `run ${run}: b/later.txt reported`);
       } finally {
         await watcher?.close();
         dir.cleanup();
@@ -70,23 +78,14 @@ describe('watcher chokidar', () => {
     const base = tempDir();
     const root = join(base.path, 'root');
     writeTree(root, TREE);
-    const roots = [makeRoot(root)];
     const rec = recordingSink();
-    const watcher = await chokidarWatcher({ stalledMs: STALLED_MS })({
-      roots,
-      rules: new IgnoreRules(roots, { gitignore: true, exclude: [] }),
-      sink: rec.sink,
-      log: silentLogger,
-    });
+    const watcher = await startOn(root, rec);
     try {
       rmSync(root, { recursive: true });
       mkdirSync(join(root, 'c', 'd'), { recursive: true });
       // What the sync layer says when the root's inode is not the indexed one.
       watcher.rewatch?.(root, 'replaced');
-      for (const rel of ['top.txt', 'c/d/deep.txt']) {
-        const path = join(root, rel);
-        await waitFor(() => (rec.changed.has(path) ? true : (writeFileSync(path, `at ${performance.now()}`), false)), TIMEOUT, `${rel} reported`);
-      }
+      for (const rel of ['top.txt', 'c/d/deep.txt']) await writtenUntilReported(rec, join(root, rel), `${rel} reported`);
     } finally {
       await watcher.close();
       base.cleanup();
@@ -97,14 +96,8 @@ describe('watcher chokidar', () => {
     const base = tempDir();
     const root = join(base.path, 'root');
     writeTree(root, TREE);
-    const roots = [makeRoot(root)];
     const rec = recordingSink();
-    const watcher = await chokidarWatcher({ stalledMs: STALLED_MS })({
-      roots,
-      rules: new IgnoreRules(roots, { gitignore: true, exclude: [] }),
-      sink: rec.sink,
-      log: silentLogger,
-    });
+    const watcher = await startOn(root, rec);
     try {
       rmSync(root, { recursive: true });
       await waitFor(() => rec.changed.has(root), TIMEOUT, 'the folder gone');
@@ -120,20 +113,13 @@ describe('watcher chokidar', () => {
   test('a directory replaced by a file of the same name is reported', async () => {
     const dir = tempDir();
     writeTree(dir.path, TREE);
-    const roots = [makeRoot(dir.path)];
     const rec = recordingSink();
-    const watcher = await chokidarWatcher({ stalledMs: STALLED_MS })({
-      roots,
-      rules: new IgnoreRules(roots, { gitignore: true, exclude: [] }),
-      sink: rec.sink,
-      log: silentLogger,
-    });
+    const watcher = await startOn(dir.path, rec);
     try {
       const replaced = join(dir.path, 'h');
       rmSync(replaced, { recursive: true });
       writeFileSync(replaced, 'now a file');
       await waitFor(() => rec.changed.has(replaced), TIMEOUT, 'h reported');
-      assert.ok(rec.changed.has(replaced));
     } finally {
       await watcher.close();
       dir.cleanup();
