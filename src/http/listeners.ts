@@ -4,6 +4,7 @@ import { Connection } from '../protocol/connection.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { trackListensInTurns } from '../protocol/listen.ts';
 import type { ErrorResponse } from '../protocol/wire.ts';
+import type { TurnBudget } from '../turns.ts';
 
 /**
  * The HTTP endpoint's `subscriptions/listen` streams, as one notification
@@ -24,10 +25,17 @@ export class HttpListeners {
   private readonly track: (message: Record<string, unknown>) => Promise<ErrorResponse | undefined>;
   private readonly detach: () => void;
   private readonly streams = new Set<string>();
+  /** Streams ended whose URIs are still being released (a few turns). */
+  private releasing = 0;
   private next = 0;
 
-  constructor(ctx: Pick<ServerContext, 'index' | 'roots'>, live: Live, notify: ServerNotifier) {
-    this.track = trackListensInTurns(ctx, this.connection.subscriptions);
+  constructor(
+    ctx: Pick<ServerContext, 'index' | 'roots'>,
+    live: Live,
+    notify: ServerNotifier,
+    private readonly turns: TurnBudget,
+  ) {
+    this.track = trackListensInTurns(ctx, this.connection.subscriptions, turns);
     this.connection.server = {
       // The bus carries the URI only: `title` does not travel on HTTP listen streams.
       sendResourceUpdated: async ({ uri }) => notify.resourceUpdated(uri),
@@ -59,12 +67,14 @@ export class HttpListeners {
   /** The stream ended (closed by the client, cut, refused, or the server shut down); harmless twice. */
   release(stream: string): void {
     if (!this.streams.delete(stream)) return;
-    this.connection.subscriptions.release({ listen: stream });
+    // A stream's id is never used again (see open), so its URIs may go over a few turns.
+    this.releasing++;
+    void this.connection.subscriptions.releaseInTurns({ listen: stream }, this.turns).finally(() => this.releasing--);
   }
 
-  /** Open streams, and the URIs they listen to (for tests and the bench: both return to 0). */
+  /** Streams open or still being released, and the URIs they listen to (for tests and the bench: both return to 0). */
   get size(): { streams: number; uris: number } {
-    return { streams: this.streams.size, uris: this.connection.subscriptions.size };
+    return { streams: this.streams.size + this.releasing, uris: this.connection.subscriptions.size };
   }
 
   close(): void {

@@ -1,10 +1,10 @@
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { EntryKind } from '../entry.ts';
 import { relativeTitle } from '../resource.ts';
 import { findRoot, parseFileUri, pathToUri } from '../uri.ts';
 import type { ServerContext } from './context.ts';
 import { ErrorCode } from './errors.ts';
 import type { Subscriptions } from './subscriptions.ts';
+import type { TurnBudget } from '../turns.ts';
 import { errorResponse, PROTOCOL_VERSION_META_KEY, type ErrorResponse } from './wire.ts';
 
 /**
@@ -49,44 +49,18 @@ export function trackListens(ctx: Pick<ServerContext, 'index' | 'roots'>, subscr
   };
 }
 
-/** URIs folded at a time by trackListensInTurns (about half a millisecond)... */
+/** URIs folded at a time by trackListensInTurns (about half a millisecond). */
 const FOLD_SLICE = 25;
-/**
- * ...and the folding all listens together may do before the event loop
- * turns. A request of another client needs several turns to be answered
- * (its body, the SDK's steps), each one waiting behind this much folding:
- * in bench attack 7, ping p99 was 253 ms with 5 ms, 77-87 with 1 ms, and no
- * better with 0.5 ms and slices of 10.
- */
-const FOLD_TURN_MS = 1;
 
 /**
- * trackListens for a server of many clients (HTTP): the URIs of the listens
- * being folded are folded a slice at a time, and all of them together fold
- * for about FOLD_TURN_MS before the event loop turns, so that 50 listens
- * of 1,000 URIs arriving together do not hold every other client's request
- * (a ping waited a second behind them; yielding per listen still let each
- * turn fold a slice of every listen). Resolves once the request is folded:
- * the caller passes it on to the SDK after.
+ * trackListens for a server of many clients (HTTP): the URIs of a listen are
+ * folded a slice at a time within the server's TurnBudget, so that 50
+ * listens of 1,000 URIs arriving together do not hold every other client's
+ * request. Resolves once the request is folded: the caller passes it on to
+ * the SDK after.
  */
-export function trackListensInTurns(ctx: Pick<ServerContext, 'index' | 'roots'>, subscriptions: Subscriptions) {
+export function trackListensInTurns(ctx: Pick<ServerContext, 'index' | 'roots'>, subscriptions: Subscriptions, turns: TurnBudget) {
   const canonical = canonicalListenUris(ctx);
-  let turnStarted = performance.now();
-  /** Counts the event loop's turns that folded: the first listen to resume in a turn starts its budget. */
-  let turns = 0;
-  const maybeYield = async () => {
-    // Every listen waiting resumes in the same turn (one setImmediate each): only the first may fold, the rest
-    // wait for a later turn unless it left some of the budget. Each resetting the budget as it resumed let
-    // 50 listens fold 50 ms in one turn.
-    while (performance.now() - turnStarted >= FOLD_TURN_MS) {
-      const turn = turns;
-      await yieldToLoop();
-      if (turns === turn) {
-        turns++;
-        turnStarted = performance.now();
-      }
-    }
-  };
   return async (message: Record<string, unknown>): Promise<ErrorResponse | undefined> => {
     const listen = listenRequest(message);
     if (listen && 'refused' in listen) return listen.refused;
@@ -95,7 +69,7 @@ export function trackListensInTurns(ctx: Pick<ServerContext, 'index' | 'roots'>,
       return undefined;
     }
     for (let from = 0; from < listen.wanted.length; from += FOLD_SLICE) {
-      await maybeYield();
+      await turns.slice();
       foldListen(canonical, subscriptions, listen, from, Math.min(from + FOLD_SLICE, listen.wanted.length));
     }
     return undefined;

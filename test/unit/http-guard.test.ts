@@ -57,6 +57,10 @@ test('bearerToken and tokenMatches', () => {
   assert.equal(tokenMatches(TOKEN, TOKEN), true);
   assert.equal(tokenMatches(`${TOKEN}x`, TOKEN), false);
   assert.equal(tokenMatches('', TOKEN), false);
+  // The expected token's hash is remembered: another server's token is another hash.
+  assert.equal(tokenMatches(TOKEN, 'other-token'), false);
+  assert.equal(tokenMatches('other-token', 'other-token'), true);
+  assert.equal(tokenMatches(TOKEN, TOKEN), true);
 });
 
 test('isLoopbackHost', () => {

@@ -6,6 +6,7 @@ import { EntryKind } from '../../src/entry.ts';
 import { trackListens, trackListensInTurns } from '../../src/protocol/listen.ts';
 import { Subscriptions } from '../../src/protocol/subscriptions.ts';
 import { PROTOCOL_VERSION_META_KEY } from '../../src/protocol/wire.ts';
+import { TurnBudget } from '../../src/turns.ts';
 import { makeRoot } from '../../src/uri.ts';
 
 const root = makeRoot('/srv/r');
@@ -46,21 +47,21 @@ test('folding in turns keeps what folding at once keeps: the same spellings, the
   const a = listen(1, [...URIS]);
   const b = listen(1, [...URIS]);
   assert.equal(trackListens(ctx(), atOnce)(a), undefined);
-  assert.equal(await trackListensInTurns(ctx(), inTurns)(b), undefined);
+  assert.equal(await trackListensInTurns(ctx(), inTurns, new TurnBudget(1))(b), undefined);
   const kept = a.params.notifications.resourceSubscriptions;
   assert.deepEqual(b.params.notifications.resourceSubscriptions, kept);
   assert.deepEqual(kept.slice(0, 2), ['file:///srv/r/a.txt', 'file:///srv/r/caf%C3%A9.txt']);
   assert.equal(kept.length, 302);
   assert.equal(inTurns.size, atOnce.size);
   // A cancellation releases what that listen held.
-  await trackListensInTurns(ctx(), inTurns)({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } });
+  await trackListensInTurns(ctx(), inTurns, new TurnBudget(1))({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } });
   assert.equal(inTurns.size, 0);
 });
 
 test('over the bound, both refuse the listen whole and keep nothing', async () => {
   const subscriptions = new Subscriptions();
   const big = Array.from({ length: 1001 }, (_, i) => `file:///srv/r/f${i}`);
-  const refused = await trackListensInTurns(ctx(), subscriptions)(listen(7, big));
+  const refused = await trackListensInTurns(ctx(), subscriptions, new TurnBudget(1))(listen(7, big));
   assert.match(JSON.stringify(refused), /Too many resourceSubscriptions: 1001 exceeds maximum of 1000/);
   assert.match(JSON.stringify(trackListens(ctx(), subscriptions)(listen(8, big))), /Too many resourceSubscriptions/);
   assert.equal(subscriptions.size, 0);
@@ -68,7 +69,7 @@ test('over the bound, both refuse the listen whole and keep nothing', async () =
 
 test('folding in turns lets other work run between slices: a listen costing 50 ms does not hold the loop for 50 ms', async () => {
   // 1,000 lookups of 0.05 ms each: 50 ms of folding, fifty times a turn's 1 ms.
-  const fold = trackListensInTurns(ctx(0.05), new Subscriptions())(listen(1, Array.from({ length: 1000 }, (_, i) => `file:///srv/r/f${i}`)));
+  const fold = trackListensInTurns(ctx(0.05), new Subscriptions(), new TurnBudget(1))(listen(1, Array.from({ length: 1000 }, (_, i) => `file:///srv/r/f${i}`)));
   let turns = 0;
   let folded = false;
   void fold.then(() => (folded = true));
@@ -86,7 +87,7 @@ test('folding in turns lets other work run between slices: a listen costing 50 m
 test('many listens folding at once share the turn: together they fold about 1 ms before the loop turns, not 1 ms each', async () => {
   // 20 listens of 100 lookups of 0.05 ms: 100 ms of folding in all. Each resuming listen starting a budget of its
   // own folded 20 slices a turn, and the loop turned about 5 times.
-  const track = trackListensInTurns(ctx(0.05), new Subscriptions());
+  const track = trackListensInTurns(ctx(0.05), new Subscriptions(), new TurnBudget(1));
   const all = Promise.all(Array.from({ length: 20 }, (_, k) => track(listen(k + 1, Array.from({ length: 100 }, (_, i) => `file:///srv/r/l${k}/f${i}`)))));
   let turns = 0;
   let folded = false;
@@ -103,7 +104,7 @@ test('a spelling folds to what the index says now: after a write, a name without
   const rows = new Map<string, { uri: string; kind: EntryKind }>();
   const index = { writes: 0, store: { get: (uri: string) => rows.get(uri) } };
   const subscriptions = new Subscriptions();
-  const track = trackListensInTurns({ roots: [root], index } as never, subscriptions);
+  const track = trackListensInTurns({ roots: [root], index } as never, subscriptions, new TurnBudget(1));
   await track(listen(1, ['file:///srv/r/x']));
   assert.ok(subscriptions.has('file:///srv/r/x'), 'no entry: the name as it is');
   // x is made a folder, and indexed.
@@ -116,4 +117,53 @@ test('a spelling folds to what the index says now: after a write, a name without
   await track(listen(3, ['file:///srv/r/x']));
   subscriptions.release({ listen: 2 });
   assert.ok(subscriptions.has('file:///srv/r/x/'), 'listen 3 folded to the remembered folder');
+});
+
+test('releasing in turns drops what releasing at once drops, and no more: a URI another listen holds stays', async () => {
+  const atOnce = new Subscriptions();
+  const inTurns = new Subscriptions();
+  for (const subscriptions of [atOnce, inTurns]) {
+    const track = trackListens(ctx(), subscriptions);
+    track(listen(1, Array.from({ length: 450 }, (_, i) => `file:///srv/r/n${i}.md`)));
+    track(listen(2, ['file:///srv/r/n7.md', 'file:///srv/r/./n8.md', 'file:///srv/r/other.md']));
+  }
+  atOnce.release({ listen: 1 });
+  const released = inTurns.releaseInTurns({ listen: 1 }, new TurnBudget(0));
+  assert.equal(inTurns.holders, 1, 'the holder is gone at once');
+  await released;
+  assert.equal(inTurns.size, 3);
+  assert.equal(atOnce.size, 3);
+  for (const uri of ['file:///srv/r/n7.md', 'file:///srv/r/n8.md', 'file:///srv/r/other.md']) assert.ok(inTurns.has(uri) && atOnce.has(uri), uri);
+  assert.deepEqual(inTurns.spellingsOf('file:///srv/r/n8.md'), ['file:///srv/r/./n8.md'], 'the spelling listen 2 asked for');
+  await inTurns.releaseInTurns({ listen: 2 }, new TurnBudget(0));
+  assert.equal(inTurns.size, 0);
+});
+
+test('a turn budget is shared: 20 callers taking slices of 0.4 ms run at most 6 slices between two turns, not 20', async () => {
+  // A slice starts while the turn has budget left: at 0, 0.4 and 0.8 ms at most. The probe runs once a turn, at
+  // some point among the slices: it may see the end of one turn and the start of the next. A budget per caller,
+  // one restarted by each caller resuming, or one that let through every caller asking at once, ran 20.
+  const turns = new TurnBudget(1);
+  let inThisTurn = 0;
+  let most = 0;
+  let done = false;
+  const probe = (async () => {
+    while (!done) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      inThisTurn = 0;
+    }
+  })();
+  await Promise.all(
+    Array.from({ length: 20 }, async () => {
+      for (let i = 0; i < 10; i++) {
+        await turns.slice();
+        const until = performance.now() + 0.4;
+        while (performance.now() < until);
+        most = Math.max(most, ++inThisTurn);
+      }
+    }),
+  );
+  done = true;
+  await probe;
+  assert.ok(most <= 6, `${most} slices ran between two turns`);
 });
