@@ -11,11 +11,15 @@ import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, ty
  * server's catch-up waits for the backend to be ready, so it waited for good
  * (the fuzzer found it). chokidar looks at every path of its walk through our
  * `ignored` filter, so that is its progress: past this long without a look
- * and without `ready`, the start is taken as done. What the walk missed is
- * what the catch-up's look at the disk then finds (each directory it finds
- * new is added to chokidar: `rewatch`).
+ * and without `ready`, the start is taken as done, and chokidar is opened
+ * afresh over the roots once it is (the roots diffed with the index after):
+ * a stalled walk may have left any directory unwatched, a served folder
+ * re-made meanwhile included, whose new inode is often the old one's number
+ * (fuzzer seed 20130: nothing in the root was heard of again).
  */
 const STALLED_MS = 2000;
+/** Stalled walks in a row after which chokidar is given up (the supervisor degrades to poll): the tree never holds still. */
+const MAX_STALLS = 3;
 
 /**
  * chokidar: one fs.watch (inotify watch) per directory and per file, so it is
@@ -27,7 +31,8 @@ const STALLED_MS = 2000;
  * - its own events come from comparing names, so a directory replaced by a
  *   file of the same name (or back) between two of its reads is reported by
  *   nobody: its raw events (every fs.watch event) are hints too;
- * - a first walk disturbed by a replaced directory never ends (STALLED_MS);
+ * - a walk disturbed by a replaced directory never ends (STALLED_MS: it is
+ *   walked again, and given up for poll after MAX_STALLS in a row);
  * - a watched directory replaced by another of the same name (a folder
  *   re-made, two folders swapped) keeps its dead watch, shared by path, and
  *   `add` of the path reuses it: nothing in the new one is ever reported. A
@@ -50,9 +55,9 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
   /** Out of watches after the start: the supervisor degrades to poll. */
   let running = false;
 
-  /** One chokidar over the roots; resolves once it is ready (or its walk stalled). */
+  /** One chokidar over the roots; resolves once it is ready, or its walk stalled (then it may have missed any directory). */
   const open = () =>
-    new Promise<FSWatcher>((resolve, reject) => {
+    new Promise<{ watcher: FSWatcher; stalled: boolean }>((resolve, reject) => {
       let ready = false;
       let lastLook = performance.now();
       const watcher = watch(
@@ -100,51 +105,69 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
         // e.g. EACCES on one directory: that subtree is not watched, the rest is.
         log.warn(`watcher (chokidar): ${(error as Error).message ?? String(error)}`);
       });
-      const started = () => {
+      const started = (stalled: boolean) => {
         if (ready) return;
         ready = true;
         clearInterval(stallCheck);
-        resolve(watcher);
+        resolve({ watcher, stalled });
       };
-      watcher.on('ready', started);
+      watcher.on('ready', () => started(false));
       const stallCheck = setInterval(() => {
         if (ready || performance.now() - lastLook < stalledMs) return;
-        log.info(`watcher (chokidar): its walk stalled without \`ready\` (a directory replaced while it read it); going on`);
-        started();
+        log.info(`watcher (chokidar): its walk stalled without \`ready\` (a directory replaced while it read it); opening it afresh`);
+        started(true);
       }, stalledMs / 4);
       stallCheck.unref();
     });
 
-  let current = await open();
+  // Before the first walk: a served folder re-made while chokidar walks it is a change the first look sees.
+  const identity = new Map(roots.map((r) => [r.path, directoryIdentity(r.path)]));
+  const first = await open();
+  let current = first.watcher;
   running = true;
-  /** A fresh chokidar replacing `current`: under way, and whether another was asked for meanwhile. */
+  /** A fresh chokidar replacing `current`: under way (for close), and whether another was asked for meanwhile. */
   let renewing: Promise<void> | null = null;
   let renewAgain = false;
+  /** Walks in a row that stalled: past MAX_STALLS chokidar is given up for poll. */
+  let stalls = first.stalled ? 1 : 0;
   const renew = async () => {
-    do {
-      renewAgain = false;
-      // Closed first: a chokidar opened beside it would share its dead watches (they are kept by path).
-      await current.close();
-      if (closed) return;
-      const fresh = await open().catch((error: unknown) => {
-        if (!closed) sink.fatal(error as Error);
-        return null;
-      });
-      if (!fresh) return;
-      current = fresh;
-      if (closed) return;
-      // Nothing was watched in between: what changed then is found by a look at the disk.
-      for (const root of roots) void sink.rescan(root.path);
-    } while (renewAgain && !closed);
+    try {
+      do {
+        renewAgain = false;
+        // Closed first: a chokidar opened beside it would share its dead watches (they are kept by path).
+        await current.close();
+        if (closed) return;
+        const fresh = await open().catch((error: unknown) => {
+          if (!closed) sink.fatal(error as Error);
+          return null;
+        });
+        if (!fresh) return;
+        current = fresh.watcher;
+        if (closed) return;
+        // Nothing was watched in between: what changed then is found by a look at the disk.
+        for (const root of roots) void sink.rescan(root.path);
+        stalls = fresh.stalled ? stalls + 1 : 0;
+        if (stalls >= MAX_STALLS) {
+          sink.fatal(new Error(`its walk of the folders stalled ${stalls} times in a row (directories replaced while it read them)`));
+          return;
+        }
+        if (fresh.stalled) renewAgain = true;
+      } while (renewAgain && !closed);
+    } finally {
+      // In the same turn as the last look at renewAgain: cleared by a .finally() on the promise, one asked for
+      // in the microtasks between was neither run again nor started.
+      renewing = null;
+    }
   };
 
-  function renewSoon(dir: string): void {
+  /** `why`: for the debug line. */
+  function renewSoon(why: string): void {
     if (renewing) {
       renewAgain = true;
       return;
     }
-    log.debug(`watcher (chokidar): ${dir} was replaced by another directory: watching afresh`);
-    renewing = renew().finally(() => (renewing = null));
+    log.debug(`watcher (chokidar): watching afresh (${why})`);
+    renewing = renew();
   }
 
   // A served folder that went away is not watched by chokidar any more, and its
@@ -152,7 +175,6 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
   // and mkdir, a checkout that re-made it) reported, so the sync layer finds it
   // replaced and chokidar is opened afresh (fuzzer seed 7012).
   // By identity, not presence: rm -rf and mkdir between two looks is a change too.
-  const identity = new Map(roots.map((r) => [r.path, directoryIdentity(r.path)]));
   const rootPoll = setInterval(() => {
     if (closed) return;
     for (const [path, was] of identity) {
@@ -161,10 +183,12 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
       identity.set(path, is);
       sink.changed(path);
       // Back, or re-made: chokidar's watch of it is dead, whatever the index says of its identity.
-      if (is) renewSoon(path);
+      if (is) renewSoon(`${path} back or re-made`);
     }
   }, ROOT_RETURN_POLL_MS);
   rootPoll.unref();
+  // A stalled walk may have left any directory unwatched, a served folder included: chokidar is opened afresh.
+  if (first.stalled) renewSoon('a directory replaced during its first walk');
   return {
     backend: 'chokidar',
     rewatch(dir, reason) {
@@ -176,7 +200,7 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
         current.add(dir);
         return;
       }
-      renewSoon(dir);
+      renewSoon(`${dir} replaced by another directory`);
     },
     async close() {
       closed = true;
