@@ -162,11 +162,11 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
 
   /** `why`: for the debug line. */
   function renewSoon(why: string): void {
+    log.debug(`watcher (chokidar): watching afresh (${why})${renewing ? ', after the renewal under way' : ''}`);
     if (renewing) {
       renewAgain = true;
       return;
     }
-    log.debug(`watcher (chokidar): watching afresh (${why})`);
     renewing = renew();
   }
 
@@ -193,14 +193,17 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
     backend: 'chokidar',
     rewatch(dir, reason) {
       if (closed) return;
-      if (reason !== 'replaced') {
+      // While chokidar is opened afresh, `current` is the one being closed: a
+      // directory added to it was never watched (fuzzer seed 8197). One more
+      // fresh walk, after the one under way, covers it.
+      if (reason !== 'replaced' && !renewing) {
         // chokidar walks the new directories it sees itself, but not always in
         // time: one made while it was getting ready can stay unwatched for good.
         // Adding one it already watches costs a listener and a readdir.
         current.add(dir);
         return;
       }
-      renewSoon(`${dir} replaced by another directory`);
+      renewSoon(reason === 'replaced' ? `${dir} replaced by another directory` : `${dir} found while opening it afresh`);
     },
     async close() {
       closed = true;

@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import { IgnoreRules } from '../../src/index/ignore.ts';
 import { chokidarWatcher } from '../../src/live/watch-chokidar.ts';
 import type { Watcher, WatchSink } from '../../src/live/watcher.ts';
-import { silentLogger } from '../../src/log.ts';
+import { createLogger, silentLogger, type Logger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { tempDir, waitFor, writeTree } from '../basics.ts';
 
@@ -27,13 +27,13 @@ function recordingSink() {
 const TREE = { 'a/x.txt': 'x', 'b/x.txt': 'x', 'c/d/x.txt': 'x', 'e/f/g/x.txt': 'x', 'h/x.txt': 'x' };
 
 /** Starts the backend on `root` (the promise of its start: some tests change the tree before it ends). */
-function startOn(root: string, rec: ReturnType<typeof recordingSink>): Promise<Watcher> {
+function startOn(root: string, rec: ReturnType<typeof recordingSink>, log: Logger = silentLogger): Promise<Watcher> {
   const roots = [makeRoot(root)];
   return chokidarWatcher({ stalledMs: STALLED_MS })({
     roots,
     rules: new IgnoreRules(roots, { gitignore: true, exclude: [] }),
     sink: rec.sink,
-    log: silentLogger,
+    log,
   });
 }
 
@@ -112,6 +112,27 @@ describe('watcher chokidar', () => {
         await watcher?.close();
         base.cleanup();
       }
+    }
+  });
+
+  test('a directory found while chokidar is opened afresh is watched: by one more fresh chokidar, not the one closing', async () => {
+    // Added to the instance being closed, it was never watched (fuzzer seed 8197, about 1 replay in 30).
+    const base = tempDir();
+    const root = join(base.path, 'root');
+    writeTree(root, TREE);
+    const rec = recordingSink();
+    const lines: string[] = [];
+    const watcher = await startOn(root, rec, createLogger('debug', (line) => lines.push(line)));
+    try {
+      watcher.rewatch?.(join(root, 'b'), 'replaced');
+      mkdirSync(join(root, 'late'));
+      // What the sync layer says of a directory it finds new, here while the renewal is under way.
+      watcher.rewatch?.(join(root, 'late'), 'found');
+      await waitFor(() => lines.some((line) => line.includes('found while opening it afresh')), TIMEOUT, 'one more renewal asked for');
+      await writtenUntilReported(rec, join(root, 'late', 'x.txt'), 'late/x.txt reported');
+    } finally {
+      await watcher.close();
+      base.cleanup();
     }
   });
 
