@@ -10,12 +10,12 @@ import { Connection } from '../protocol/connection.ts';
 import { MAX_REQUEST_LINE_BYTES } from '../protocol/stdio-transport.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../protocol/wire.ts';
 import { createServer, type ServerInfo } from '../server.ts';
+import { TurnBudget } from '../turns.ts';
 import { checkRequest, type GuardPolicy } from './guard.ts';
 import { toLegacyResponse } from './legacy.ts';
 import { HttpListeners } from './listeners.ts';
 import { DEFAULT_SESSION_LIMITS, LegacySessions, type SessionLimits } from './sessions.ts';
 import { whenAnswered } from './streams.ts';
-import { TurnBudget } from '../turns.ts';
 
 export const MCP_PATH = '/mcp';
 const ALLOWED_METHODS = ['GET', 'POST', 'DELETE'];

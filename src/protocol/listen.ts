@@ -1,10 +1,10 @@
 import { EntryKind } from '../entry.ts';
 import { relativeTitle } from '../resource.ts';
+import type { TurnBudget } from '../turns.ts';
 import { findRoot, parseFileUri, pathToUri } from '../uri.ts';
 import type { ServerContext } from './context.ts';
 import { ErrorCode } from './errors.ts';
 import type { Subscriptions } from './subscriptions.ts';
-import type { TurnBudget } from '../turns.ts';
 import { errorResponse, PROTOCOL_VERSION_META_KEY, type ErrorResponse } from './wire.ts';
 
 /**
