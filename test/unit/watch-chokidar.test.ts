@@ -26,6 +26,14 @@ function recordingSink() {
 
 const TREE = { 'a/x.txt': 'x', 'b/x.txt': 'x', 'c/d/x.txt': 'x', 'e/f/g/x.txt': 'x', 'h/x.txt': 'x' };
 
+/** A served folder `root` (TREE) inside a temp dir, and a sink recording what the backend reports. */
+function servedFolder() {
+  const base = tempDir();
+  const root = join(base.path, 'root');
+  writeTree(root, TREE);
+  return { root, rec: recordingSink(), cleanup: base.cleanup };
+}
+
 /** Starts the backend on `root` (the promise of its start: some tests change the tree before it ends). */
 function startOn(root: string, rec: ReturnType<typeof recordingSink>, log: Logger = silentLogger): Promise<Watcher> {
   const roots = [makeRoot(root)];
@@ -75,10 +83,7 @@ describe('watcher chokidar', () => {
   });
 
   test('a served folder re-made (rm -rf, mkdir) is watched afresh once told it was replaced', async () => {
-    const base = tempDir();
-    const root = join(base.path, 'root');
-    writeTree(root, TREE);
-    const rec = recordingSink();
+    const { root, rec, cleanup } = servedFolder();
     const watcher = await startOn(root, rec);
     try {
       rmSync(root, { recursive: true });
@@ -88,7 +93,7 @@ describe('watcher chokidar', () => {
       for (const rel of ['top.txt', 'c/d/deep.txt']) await writtenUntilReported(rec, join(root, rel), `${rel} reported`);
     } finally {
       await watcher.close();
-      base.cleanup();
+      cleanup();
     }
   });
 
@@ -96,10 +101,7 @@ describe('watcher chokidar', () => {
     // The sync layer cannot tell: the new folder often gets the old one's inode number (fuzzer seed 20130:
     // nothing in the root was reported again).
     for (let run = 0; run < 6; run++) {
-      const base = tempDir();
-      const root = join(base.path, 'root');
-      writeTree(root, TREE);
-      const rec = recordingSink();
+      const { root, rec, cleanup } = servedFolder();
       let watcher: Watcher | undefined;
       try {
         const starting = startOn(root, rec);
@@ -110,17 +112,14 @@ describe('watcher chokidar', () => {
         for (const rel of ['top.txt', 'c/d/deep.txt']) await writtenUntilReported(rec, join(root, rel), `run ${run}: ${rel} reported`);
       } finally {
         await watcher?.close();
-        base.cleanup();
+        cleanup();
       }
     }
   });
 
   test('a directory found while chokidar is opened afresh is watched: by one more fresh chokidar, not the one closing', async () => {
     // Added to the instance being closed, it was never watched (fuzzer seed 8197, about 1 replay in 30).
-    const base = tempDir();
-    const root = join(base.path, 'root');
-    writeTree(root, TREE);
-    const rec = recordingSink();
+    const { root, rec, cleanup } = servedFolder();
     const lines: string[] = [];
     const watcher = await startOn(root, rec, createLogger('debug', (line) => lines.push(line)));
     try {
@@ -132,15 +131,12 @@ describe('watcher chokidar', () => {
       await writtenUntilReported(rec, join(root, 'late', 'x.txt'), 'late/x.txt reported');
     } finally {
       await watcher.close();
-      base.cleanup();
+      cleanup();
     }
   });
 
   test('a served folder deleted, then made again, is reported once back', async () => {
-    const base = tempDir();
-    const root = join(base.path, 'root');
-    writeTree(root, TREE);
-    const rec = recordingSink();
+    const { root, rec, cleanup } = servedFolder();
     const watcher = await startOn(root, rec);
     try {
       rmSync(root, { recursive: true });
@@ -150,7 +146,7 @@ describe('watcher chokidar', () => {
       await waitFor(() => rec.changed.has(root), TIMEOUT, 'the folder back');
     } finally {
       await watcher.close();
-      base.cleanup();
+      cleanup();
     }
   });
 
