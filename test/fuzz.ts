@@ -1,8 +1,9 @@
 // A model-based fuzzer of folder-mcp's one promise: what it lists is what is
 // on disk. Random operations on a temp tree (create, write, grow with the
 // mtime put back, delete, rename, swap two folders, a folder replaced by a
-// file and back, the served folder deleted and made again, a served folder
-// inside another moved away and back), with the built server running over
+// file and back, a folder swapped for a link to a folder outside, the served
+// folder deleted and made again, a served folder inside another moved away
+// and back), with the built server running over
 // stdio, restarted, SIGKILLed at random moments (mid-scan among them) and
 // changed behind its back between runs. At each check the server gets a
 // few seconds to settle (far less than its 60 s safety diff, which would
@@ -16,7 +17,7 @@
 // On a difference it prints the seed, the difference and the operations,
 // shrunk to fewer that still fail. test/e2e/fuzz.e2e.test.ts runs a few
 // seeds per backend in npm test.
-import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { rng } from '../bench/tree.ts';
@@ -35,6 +36,7 @@ export type Op =
   | { t: 'swap'; a: string; b: string }
   | { t: 'dir-to-file'; path: string }
   | { t: 'file-to-dir'; path: string }
+  | { t: 'dir-to-link'; path: string }
   | { t: 'remake-root'; files: string[] }
   | { t: 'inner-away' }
   | { t: 'inner-back' }
@@ -70,6 +72,8 @@ interface Place {
   root: string;
   /** Where the inner served folder goes when moved away. */
   away: string;
+  /** A folder outside the served ones (never changed) that links lead to: nothing in it is ever listed. */
+  outside: string;
   dbFile: string;
 }
 
@@ -165,6 +169,7 @@ function nextOp(rand: () => number, place: Place, up: boolean): Op {
   if (r < 0.88 && files.length > 0) return { t: 'file-to-dir', path: pick(files) };
   if (r < 0.91) return { t: 'remake-root', files: [pick(NAMES), `${pick(NAMES.filter((n) => !n.includes('.')))}/${pick(NAMES)}`] };
   if (r < 0.95) return innerAway ? { t: 'inner-back' } : { t: 'inner-away' };
+  if (r < 0.98 && movable.length > 0) return { t: 'dir-to-link', path: pick(movable) };
   const path = free();
   return path ? { t: 'write', path, size: Math.floor(rand() * 64) } : { t: 'check' };
 }
@@ -220,6 +225,12 @@ function applyDiskOp(place: Place, op: Op, i: number): string[] | null {
       case 'file-to-dir':
         rmSync(path(op.path));
         mkdirSync(path(op.path));
+        return [];
+      case 'dir-to-link':
+        // As a checkout does it: the link made beside, then renamed into place (one atomic step).
+        symlinkSync(place.outside, path(`${op.path}.lnk`));
+        renameSync(path(op.path), path(`${op.path}.old`));
+        renameSync(path(`${op.path}.lnk`), path(op.path));
         return [];
       case 'remake-root':
         if (innerIsAway(place)) return null; // the inner folder would be lost with it
@@ -316,14 +327,18 @@ function stderrTail(server: Connected, lines = 12): string {
 async function settle(server: Connected, place: Place, written: Set<string>, settleMs: number): Promise<string | null> {
   const deadline = Date.now() + settleMs;
   let difference: string | null = null;
+  let onDisk: Map<string, number | null>;
   for (;;) {
-    difference = compare(await listAll(server), expected(place));
+    onDisk = expected(place);
+    difference = compare(await listAll(server), onDisk);
     if (!difference) break;
     if (Date.now() > deadline) return difference;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   for (const rel of written) {
     const file = join(place.root, rel);
+    // Beneath a folder swapped for a link since: not served, and not listed (the comparison says so).
+    if (!onDisk.has(pathToFileURL(file).href)) continue;
     let st;
     try {
       st = lstatSync(file);
@@ -363,8 +378,11 @@ function compare(listed: Map<string, number | null>, disk: Map<string, number | 
 /** A fresh place with the seed's first tree. */
 function freshPlace(seed: number): { place: Place; cleanup: () => void } {
   const dir = tempDir('folder-mcp-fuzz-');
-  const place: Place = { root: join(dir.path, 'tree'), away: join(dir.path, 'away'), dbFile: join(dir.path, 'index.db') };
+  const place: Place = { root: join(dir.path, 'tree'), away: join(dir.path, 'away'), outside: join(dir.path, 'outside'), dbFile: join(dir.path, 'index.db') };
   const rand = rng(seed ^ 0x5eed);
+  // Names the served tree uses too, so a path looked at through a link finds something.
+  mkdirSync(join(place.outside, 'a'), { recursive: true });
+  for (const name of ['c.txt', 'd.md', 'a/c.txt', 'outside-only.txt']) writeFileSync(join(place.outside, name), 'outside\n');
   mkdirSync(join(place.root, INNER), { recursive: true });
   for (let i = 0; i < 12; i++) {
     const parts = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => NAMES[Math.floor(rand() * NAMES.length)]!);

@@ -6,7 +6,7 @@ import { ScanFrontier } from './scan.ts';
 import { ScanChangeRecord, scanInThread } from './scan-thread.ts';
 import type { ScanChanges } from './scan-watch.ts';
 import { SkipReport, SkipWarnings } from './servable.ts';
-import type { IndexChange } from '../entry.ts';
+import { EntryKind, type EntryRow, type IndexChange } from '../entry.ts';
 import { Store } from './store.ts';
 
 export type { IndexChange } from '../entry.ts';
@@ -263,9 +263,10 @@ export class FolderIndex {
     const committed = this.db.transaction((): CommittedChange => {
       let listChanged = false;
       for (const uri of change.removed) if (this.store.deleteTree(uri) > 0) listChanged = true;
-      for (const row of change.upserted) if (!listChanged && !this.store.get(row.uri)) listChanged = true;
-      this.store.upsertMany(change.upserted);
-      return { ...change, listChanged };
+      const upserted = this.withParents(change.upserted);
+      for (const row of upserted) if (!listChanged && !this.store.get(row.uri)) listChanged = true;
+      this.store.upsertMany(upserted);
+      return { upserted, removed: change.removed, listChanged };
     })();
     this.writeCount++;
     for (const listener of this.listeners) {
@@ -277,6 +278,27 @@ export class FolderIndex {
       }
     }
     return committed;
+  }
+
+  /**
+   * `rows` less those whose parent collection is neither indexed (after this
+   * change's removals) nor among them: a row written under a folder already
+   * removed would be listed for good, and nothing would look at it again.
+   * It happens when a folder is swapped for a link: a path beneath it, looked
+   * at through the link, names the link's target's entry.
+   */
+  private withParents(rows: readonly EntryRow[]): readonly EntryRow[] {
+    if (rows.every((row) => row.parent === null || this.store.get(row.parent))) return rows;
+    // A parent sorts before its children (its URI is a prefix of theirs): one pass in URI order.
+    const kept: EntryRow[] = [];
+    const collections = new Set<string>();
+    for (const row of [...rows].sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0))) {
+      if (row.parent !== null && !collections.has(row.parent) && !this.store.get(row.parent)) continue;
+      kept.push(row);
+      if (row.kind === EntryKind.collection) collections.add(row.uri);
+    }
+    if (kept.length < rows.length) this.options.log.debug(`index: ${rows.length - kept.length} row(s) not written, their folder is gone`);
+    return kept;
   }
 
   close(): void {

@@ -108,11 +108,16 @@ export class Reconciler {
     }
     const files = [...looked];
     const stats = await mapLimited(files, lstatOrNull);
+    const statOf = new Map(files.map((path, i) => [path, stats[i]!]));
     for (let i = 0; i < files.length; i++) {
       if (this.isClosed()) return;
       const path = files[i]!;
       const st = stats[i]!;
       const root = findRoot(this.roots, path)!;
+      // Its folder is not one now (a link, a file, gone): an lstat of the path went through a link
+      // to whatever it names, or found nothing. The folder's own check (it was looked at too) removes
+      // it, or finds it replaced and walks it.
+      if (path !== root.path && !statOf.get(dirname(path))?.isDirectory()) continue;
       const rootIndex = this.roots.indexOf(root);
       const isDir = st?.isDirectory() ?? false;
       const isFile = st?.isFile() ?? false;
@@ -368,6 +373,12 @@ export class Reconciler {
         !rules.isIgnored(join(dir, d.name), d.isDirectory()),
     );
     const stats = await mapLimited(kept, (d) => lstatEntry(join(dir, d.name)));
+    // Not a folder any more (swapped for a link to another folder, removed): what was read may be
+    // another folder's. Its row goes; what it is now comes from the event on its parent.
+    if (!(await lstatOrNull(dir))?.isDirectory()) {
+      this.removeIfIndexed(dirUri);
+      return;
+    }
     const indexed = this.indexedChildren(dirUri);
     for (let i = 0; i < kept.length; i++) {
       const st = stats[i];

@@ -72,10 +72,14 @@ function assertNothingOutside(answers: string, when: string): void {
   assert.ok(!answers.includes(CANARY), `${when}: the server's environment was served`);
 }
 
-/** The index no longer names what the swap replaced: the watcher (or the start-up diff) has applied it. */
+/** Listed URIs beneath the swapped folders: none once the swap is applied (not even a name the links lead to). */
+async function beneathSwapped(conn: Connected, uriOf: (rel: string) => string): Promise<string[]> {
+  return (await listedUris(conn)).filter((uri) => uri.startsWith(uriOf('sub/')) || uri.startsWith(uriOf('proc/')));
+}
+
+/** The index no longer names anything the swap replaced: the watcher (or the start-up diff) has applied it. */
 async function swapApplied(conn: Connected, uriOf: (rel: string) => string): Promise<boolean> {
-  const listed = await listedUris(conn);
-  return !listed.includes(uriOf('sub/s.txt')) && !listed.includes(uriOf('proc/environ'));
+  return (await beneathSwapped(conn, uriOf)).length === 0;
 }
 
 /**
@@ -87,11 +91,16 @@ async function readWhileCatchingUp(conn: Connected, uriOf: (rel: string) => stri
   const deadline = Date.now() + TIMEOUT;
   while (catchesUp && !(await swapApplied(conn, uriOf))) {
     assertNothingOutside(await readEverything(conn, uriOf), `${when}, before the index caught up`);
-    if (Date.now() > deadline) throw new Error(`${when}: the index still names the swapped paths after ${TIMEOUT} ms`);
+    if (Date.now() > deadline) {
+      const listed = await beneathSwapped(conn, uriOf);
+      throw new Error(`${when}: the index still names ${listed.join(', ')} after ${TIMEOUT} ms; the server's stderr:\n${conn.stderr()}`);
+    }
   }
   const until = Date.now() + afterMs;
   do assertNothingOutside(await readEverything(conn, uriOf), catchesUp ? `${when}, after the index caught up` : when);
   while (Date.now() < until);
+  // And nothing came back meanwhile (a path beneath a swapped folder, looked at through its link).
+  if (catchesUp) assert.deepEqual(await beneathSwapped(conn, uriOf), [], `${when}: listed again beneath a swapped folder`);
 }
 
 async function start(args: string[]): Promise<Connected> {

@@ -5,7 +5,7 @@
 // report (often less), against a real index of a real folder, and compares
 // the index with the disk: URI, kind and size of every entry.
 import assert from 'node:assert/strict';
-import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, test } from 'node:test';
@@ -123,6 +123,19 @@ const CASES: Case[] = [
       return ['notes.txt'];
     },
   },
+  {
+    // A cloned repo's checkout can do this; a watch on the old folder still names paths in it, and an
+    // lstat of `sub/s.txt` now follows the link: nothing beneath `sub` may stay listed (CI, stop 29).
+    name: 'a folder swapped for a link to an outside folder, reported with paths beneath it: nothing beneath it stays listed',
+    tree: { 'sub/s.txt': 'inside', 'top.txt': 'top' },
+    change(root) {
+      const outside = join(root, '..', 'outside');
+      writeTree(outside, { 's.txt': 'OUTSIDE, longer than inside', 'extra.txt': 'only outside', 'deeper/d.txt': 'd' });
+      renameSync(join(root, 'sub'), join(root, '..', 'sub.old'));
+      symlinkSync(outside, join(root, 'sub'));
+      return ['sub/s.txt', 'sub', 'sub/extra.txt', 'sub/deeper', 'sub/deeper/d.txt'];
+    },
+  },
 ];
 
 describe('the re-list rule: the index equals the disk after the reported paths are looked at', () => {
@@ -177,6 +190,50 @@ function settles(index: FolderIndex, roots: string[], what: string): Promise<unk
     throw new Error(`${error.message}\nindex: ${indexedUris(index).join(' ')}\ndisk:  ${disk().join(' ')}`);
   });
 }
+
+describe('a folder swapped for a link to an outside folder while the Reconciler works on it', () => {
+  /** A served folder with `sub/s.txt`, indexed; `sub` then swapped for a link to a folder outside. */
+  async function swapped(run: (index: FolderIndex, root: string) => Promise<void>): Promise<void> {
+    const dir = tempDir();
+    const root = join(dir.path, 'served');
+    const outside = join(dir.path, 'outside');
+    writeTree(root, { 'sub/s.txt': 'inside', 'top.txt': 'top' });
+    writeTree(outside, { 's.txt': 'OUTSIDE, longer than inside', 'extra.txt': 'only outside' });
+    const index = new FolderIndex({ roots: [makeRoot(root)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    try {
+      await index.ready;
+      renameSync(join(root, 'sub'), join(dir.path, 'sub.old'));
+      symlinkSync(outside, join(root, 'sub'));
+      await run(index, root);
+    } finally {
+      index.close();
+      dir.cleanup();
+    }
+  }
+
+  test('listed again (judged before the swap, listed after): nothing the link names is listed, and the folder goes', async () => {
+    await swapped(async (index, root) => {
+      await new Reconciler(index, silentLogger, () => false).relist(join(root, 'sub'));
+      assert.deepEqual(indexState(index), diskState(root));
+    });
+  });
+
+  test('a row written under a folder removed in the same batch is not written: the index never holds a row without its folder', async () => {
+    await swapped(async (index, root) => {
+      const sub = pathToFileURL(join(root, 'sub')).href;
+      const row = index.store.get(`${sub}/s.txt`)!;
+      const folder = index.store.get(`${sub}/`)!;
+      // What an lstat through the link gives, written after the folder's removal.
+      const committed = index.apply({ removed: [`${sub}/`], upserted: [{ ...row, size: 27 }] });
+      assert.deepEqual(committed?.upserted, [], 'the listeners are not told of a row that was not written');
+      assert.deepEqual(indexState(index), diskState(root));
+      // A folder written in the same batch holds its children.
+      const made = { ...folder, uri: `${pathToFileURL(root).href}/made/`, name: 'made' };
+      index.apply({ removed: [], upserted: [{ ...row, uri: `${made.uri}x.txt`, parent: made.uri }, made] });
+      assert.ok(index.store.get(`${made.uri}x.txt`), 'a row whose folder comes in the same batch (after it) is written');
+    });
+  });
+});
 
 for (const watcher of ['dirs', 'poll'] as const) {
   describe(`the re-list rule, live (${watcher} watcher)`, { ...linuxOnly }, () => {
