@@ -1,4 +1,4 @@
-import { lstatSync, type Stats } from 'node:fs';
+import { lstat, lstatSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { FSWatcher } from 'chokidar';
 import { ROOT_RETURN_POLL_MS } from './watch-dirs.ts';
@@ -27,7 +27,7 @@ const MAX_STALLS = 3;
  * pruned through the same IgnoreRules as the scan, so `build/` or
  * `node_modules/` never cost a watch.
  *
- * Three faults of chokidar 5 that the fuzzer found are worked around here:
+ * Four faults of chokidar 5 that the fuzzer or CI found are worked around here:
  * - its own events come from comparing names, so a directory replaced by a
  *   file of the same name (or back) between two of its reads is reported by
  *   nobody: its raw events (every fs.watch event) are hints too;
@@ -39,7 +39,10 @@ const MAX_STALLS = 3;
  *   fresh chokidar over the roots, opened once the old one is closed, is the
  *   only cure found: when the sync layer says a directory was replaced
  *   (`rewatch`, reason `replaced`), once for a burst of them, and the roots
- *   are diffed with the index after (nothing was watched in between).
+ *   are diffed with the index after (nothing was watched in between);
+ * - a link given to `add` is watched through its parent's watch, and when
+ *   the link goes the parent's raw events go too (one raw listener per
+ *   watch, shared): only folders are added (`rewatch`).
  */
 export function chokidarWatcher(options: { stalledMs?: number } = {}): StartWatcher {
   const stalledMs = options.stalledMs ?? STALLED_MS;
@@ -200,7 +203,18 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
         // chokidar walks the new directories it sees itself, but not always in
         // time: one made while it was getting ready can stay unwatched for good.
         // Adding one it already watches costs a listener and a readdir.
-        current.add(dir);
+        // Not a link (a folder swapped for one since the walk found it): for a
+        // link chokidar adds a listener to the parent's watch, and when the link
+        // goes, the parent's raw events go with it (chokidar keeps one raw
+        // listener per watch, shared by all its listeners there).
+        const adding = current;
+        lstat(dir, (error, st) => {
+          if (closed) return;
+          if (error || !st.isDirectory()) return log.debug(`watcher (chokidar): ${dir} is not a folder now, not added`);
+          // Opened afresh meanwhile: as below.
+          if (!renewing && adding === current) current.add(dir);
+          else renewSoon(`${dir} found while opening it afresh`);
+        });
         return;
       }
       renewSoon(reason === 'replaced' ? `${dir} replaced by another directory` : `${dir} found while opening it afresh`);

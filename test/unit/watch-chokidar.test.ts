@@ -2,9 +2,10 @@
 // chokidar 5 the fuzzer found: its first walk never ending in `ready` when a
 // directory it reads is replaced meanwhile, a directory replaced by a file of
 // the same name reported by none of its own events, a watched folder re-made
-// (rm -rf, mkdir) never watched again, also during the first walk, and a
-// served folder made again after it was deleted never seen.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+// (rm -rf, mkdir) never watched again, also during the first walk, a
+// served folder made again after it was deleted never seen, and a link
+// added that takes its parent's raw events with it when it goes.
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { IgnoreRules } from '../../src/index/ignore.ts';
@@ -114,6 +115,35 @@ describe('watcher chokidar', () => {
         await watcher?.close();
         cleanup();
       }
+    }
+  });
+
+  test('a folder found, then swapped for a link before it is added: the parent keeps its raw events once the link goes', async () => {
+    // chokidar watches a link it is given through the link's parent, with the parent's one shared raw
+    // listener, and takes that listener away when the link goes: nothing but names was heard of the parent.
+    const { root, rec, cleanup } = servedFolder();
+    const outside = join(root, '..', 'outside');
+    mkdirSync(outside);
+    const calls: string[] = [];
+    const sink: WatchSink = { ...rec.sink, changed: (path) => void (calls.push(path), rec.changed.add(path)) };
+    const lines: string[] = [];
+    const watcher = await startOn(root, { ...rec, sink }, createLogger('debug', (line) => lines.push(line)));
+    try {
+      const link = join(root, 'link');
+      symlinkSync(outside, link);
+      // What the sync layer does with a folder it found new (a link by now), before chokidar reads the root again.
+      watcher.rewatch?.(link, 'found');
+      await waitFor(() => rec.changed.has(link), TIMEOUT, 'the link reported');
+      calls.length = 0;
+      rmSync(link);
+      // chokidar's own unlink (its raw events name the root first): it has let go of the link by then.
+      await waitFor(() => calls.some((path, i) => path === link && calls[i - 1] !== root), TIMEOUT, "chokidar's unlink of the link");
+      rec.changed.clear();
+      // A raw event of the root names the root itself; chokidar's own events name only what is in it.
+      await waitFor(() => (rec.changed.has(root) ? true : (writeFileSync(join(root, `n${performance.now()}.txt`), 'n'), false)), TIMEOUT, 'a raw event of the root');
+    } finally {
+      await watcher.close();
+      cleanup();
     }
   });
 
