@@ -288,12 +288,15 @@ export class FolderIndex {
    * at through the link, names the link's target's entry.
    */
   private withParents(rows: readonly EntryRow[]): readonly EntryRow[] {
-    if (rows.every((row) => row.parent === null || this.store.get(row.parent))) return rows;
+    // Siblings share a parent: one lookup each.
+    const indexed = new Set<string>();
+    const isIndexed = (uri: string) => indexed.has(uri) || (this.store.get(uri) !== undefined && indexed.add(uri) !== undefined);
+    if (rows.every((row) => row.parent === null || isIndexed(row.parent))) return rows;
     // A parent sorts before its children (its URI is a prefix of theirs): one pass in URI order.
     const kept: EntryRow[] = [];
     const collections = new Set<string>();
     for (const row of [...rows].sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0))) {
-      if (row.parent !== null && !collections.has(row.parent) && !this.store.get(row.parent)) continue;
+      if (row.parent !== null && !collections.has(row.parent) && !isIndexed(row.parent)) continue;
       kept.push(row);
       if (row.kind === EntryKind.collection) collections.add(row.uri);
     }
