@@ -1,11 +1,11 @@
 // A model-based fuzzer of folder-mcp's one promise: what it lists is what is
 // on disk. Random operations on a temp tree (create, write, grow with the
 // mtime put back, delete, rename, swap two folders, a folder replaced by a
-// file and back, a folder swapped for a link to a folder outside, the served
-// folder deleted and made again, a served folder inside another moved away
-// and back), with the built server running over
-// stdio, restarted, SIGKILLed at random moments (mid-scan among them) and
-// changed behind its back between runs. At each check the server gets a
+// file and back, a folder swapped for a link to a folder outside and back,
+// the served folder deleted and made again, a served folder inside another
+// moved away and back), with the built server running over stdio,
+// restarted, SIGKILLed at random moments (mid-scan among them) and changed
+// behind its back between runs. At each check the server gets a
 // few seconds to settle (far less than its 60 s safety diff, which would
 // hide a lost change), then every page of resources/list must equal a walk
 // of the disk (URI, and size for documents), and resources/read of the
@@ -37,6 +37,7 @@ export type Op =
   | { t: 'dir-to-file'; path: string }
   | { t: 'file-to-dir'; path: string }
   | { t: 'dir-to-link'; path: string }
+  | { t: 'link-to-dir'; path: string; file: string }
   | { t: 'remake-root'; files: string[] }
   | { t: 'inner-away' }
   | { t: 'inner-back' }
@@ -77,10 +78,11 @@ interface Place {
   dbFile: string;
 }
 
-/** Files and folders under the served folder, relative, with the inner one's state. */
-function walk(root: string): { files: string[]; dirs: string[] } {
+/** Files, folders and links under the served folder, relative (links are not followed, nor listed by the server). */
+function walk(root: string): { files: string[]; dirs: string[]; links: string[] } {
   const files: string[] = [];
   const dirs: string[] = [];
+  const links: string[] = [];
   const visit = (rel: string) => {
     for (const d of readdirSync(join(root, rel), { withFileTypes: true })) {
       const path = rel === '' ? d.name : `${rel}/${d.name}`;
@@ -89,11 +91,13 @@ function walk(root: string): { files: string[]; dirs: string[] } {
         visit(path);
       } else if (d.isFile()) {
         files.push(path);
+      } else if (d.isSymbolicLink()) {
+        links.push(path);
       }
     }
   };
   visit('');
-  return { files, dirs };
+  return { files, dirs, links };
 }
 
 /** What resources/list must give: every entry's URI, with the size of documents. */
@@ -117,7 +121,7 @@ function content(size: number, salt: number): string {
 function nextOp(rand: () => number, place: Place, up: boolean): Op {
   const innerAway = innerIsAway(place);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
-  const { files, dirs } = walk(place.root);
+  const { files, dirs, links } = walk(place.root);
   const movable = dirs.filter((d) => d !== INNER);
   const depth = (p: string) => p.split('/').length;
   const newPath = (): string => {
@@ -169,7 +173,8 @@ function nextOp(rand: () => number, place: Place, up: boolean): Op {
   if (r < 0.88 && files.length > 0) return { t: 'file-to-dir', path: pick(files) };
   if (r < 0.91) return { t: 'remake-root', files: [pick(NAMES), `${pick(NAMES.filter((n) => !n.includes('.')))}/${pick(NAMES)}`] };
   if (r < 0.95) return innerAway ? { t: 'inner-back' } : { t: 'inner-away' };
-  if (r < 0.98 && movable.length > 0) return { t: 'dir-to-link', path: pick(movable) };
+  if (r < 0.97 && movable.length > 0) return { t: 'dir-to-link', path: pick(movable) };
+  if (r < 0.99 && links.length > 0) return { t: 'link-to-dir', path: pick(links), file: pick(NAMES) };
   const path = free();
   return path ? { t: 'write', path, size: Math.floor(rand() * 64) } : { t: 'check' };
 }
@@ -232,6 +237,12 @@ function applyDiskOp(place: Place, op: Op, i: number): string[] | null {
         renameSync(path(op.path), path(`${op.path}.old`));
         renameSync(path(`${op.path}.lnk`), path(op.path));
         return [];
+      case 'link-to-dir':
+        // The other way (a checkout back to the branch before): a folder again where the link was, with a file in it.
+        if (!lstatSync(path(op.path)).isSymbolicLink()) return null;
+        rmSync(path(op.path));
+        write(`${op.path}/${op.file}`, 11);
+        return [`${op.path}/${op.file}`];
       case 'remake-root':
         if (innerIsAway(place)) return null; // the inner folder would be lost with it
         rmSync(place.root, { recursive: true });
