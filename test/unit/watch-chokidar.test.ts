@@ -5,7 +5,8 @@
 // (rm -rf, mkdir) never watched again, also during the first walk, a
 // served folder made again after it was deleted never seen, and a link
 // added that takes its parent's raw events with it when it goes.
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import assert from 'node:assert/strict';
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { IgnoreRules } from '../../src/index/ignore.ts';
@@ -141,6 +142,27 @@ describe('watcher chokidar', () => {
       rec.changed.clear();
       // A raw event of the root names the root itself; chokidar's own events name only what is in it.
       await waitFor(() => (rec.changed.has(root) ? true : (writeFileSync(join(root, `n${performance.now()}.txt`), 'n'), false)), TIMEOUT, 'a raw event of the root');
+    } finally {
+      await watcher.close();
+      cleanup();
+    }
+  });
+
+  test('a folder swapped for a link to a folder outside: chokidar does not walk what the link leads to', async () => {
+    // Its watch of the folder moved away still reads by path: a change in it made chokidar walk the
+    // link's target (a link to /usr/share: 42,000 entries and 3,200 folders watched in 6 s).
+    const { root, rec, cleanup } = servedFolder();
+    const outside = join(root, '..', 'outside');
+    writeTree(outside, Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`d${i}/deeper/x.txt`, 'x']).concat([['top.txt', 't']])));
+    const watcher = await startOn(root, rec);
+    try {
+      symlinkSync(outside, join(root, '.a.new'));
+      renameSync(join(root, 'a'), join(root, '..', 'a.old'));
+      renameSync(join(root, '.a.new'), join(root, 'a'));
+      // A change in the folder moved away: its old watch, under the old path, reads the link.
+      await waitFor(() => (rec.changed.has(join(root, 'a', 'top.txt')) ? true : (writeFileSync(join(root, '..', 'a.old', `n${performance.now()}`), ''), false)), TIMEOUT, 'the link read');
+      const beneath = [...rec.changed].filter((path) => path.startsWith(join(root, 'a', 'd')));
+      assert.deepEqual(beneath, [], 'folders beneath the link were reported (walked)');
     } finally {
       await watcher.close();
       cleanup();
