@@ -1,5 +1,5 @@
 import { lstat, lstatSync, realpathSync, type Stats } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { FSWatcher } from 'chokidar';
 import { ROOT_RETURN_POLL_MS } from './watch-dirs.ts';
 import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
@@ -44,8 +44,8 @@ const MAX_STALLS = 3;
  *   the link goes the parent's raw events go too (one raw listener per
  *   watch, shared): only folders are added (`rewatch`);
  * - its watch of a folder swapped for a link reads the old path, so it walks
- *   and watches whatever the link leads to: a folder reached through a link
- *   is ignored (`isRealPath`).
+ *   and watches whatever the link leads to: a folder or file reached through
+ *   a link is ignored (`reachedThroughLink`).
  */
 export function chokidarWatcher(options: { stalledMs?: number } = {}): StartWatcher {
   const stalledMs = options.stalledMs ?? STALLED_MS;
@@ -60,6 +60,27 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
   let closed = false;
   /** Out of watches after the start: the supervisor degrades to poll. */
   let running = false;
+
+  /**
+   * A folder, or a file of a folder, whose path goes through a link. Files
+   * too: chokidar watches each file, and a link's target may hold thousands.
+   * The files of one folder come one after another: their folder is looked
+   * at once per 20 ms (a folder and its files share the look).
+   */
+  let lastFolder = '';
+  let lastFolderReal = true;
+  let lastFolderAt = 0;
+  const reachedThroughLink = (path: string, stats: Stats): boolean => {
+    const folder = stats.isDirectory() ? path : dirname(path);
+    const now = performance.now();
+    if (folder !== lastFolder || now - lastFolderAt > 20) {
+      lastFolder = folder;
+      lastFolderAt = now;
+      lastFolderReal = isRealPath(folder);
+      if (!lastFolderReal) log.debug(`watcher (chokidar): ${folder} is reached through a link: not watched`);
+    }
+    return !lastFolderReal;
+  };
 
   /** One chokidar over the roots; resolves once it is ready, or its walk stalled (then it may have missed any directory). */
   const open = () =>
@@ -87,7 +108,7 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
             // Not a folder reached through a link: its watch of a folder swapped for a link reads the
             // old path, so whatever the link leads to was walked and watched (a link to /usr/share:
             // 42,000 entries, 3,200 folders watched in 6 s; one to / would take the whole disk).
-            if (stats?.isDirectory() && !isRealPath(path)) return true;
+            if (stats && reachedThroughLink(path, stats)) return true;
             return rules.isIgnored(path, stats?.isDirectory() ?? false);
           },
         },
