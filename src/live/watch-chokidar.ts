@@ -20,6 +20,8 @@ import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, ty
 const STALLED_MS = 2000;
 /** Stalled walks in a row after which chokidar is given up (the supervisor degrades to poll): the tree never holds still. */
 const MAX_STALLS = 3;
+/** Debug lines about folders reached through a link, at most (a link to / would name every folder at its top, each read). */
+const LINK_LOG_LINES = 100;
 
 /**
  * chokidar: one fs.watch (inotify watch) per directory and per file, so it is
@@ -70,6 +72,8 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
   let lastFolder = '';
   let lastFolderReal = true;
   let lastFolderAt = 0;
+  /** Folders said to be reached through a link, in the debug log: each once, and no more than LINK_LOG_LINES. */
+  const linkLogged = new Set<string>();
   const reachedThroughLink = (path: string, stats: Stats): boolean => {
     const folder = stats.isDirectory() ? path : dirname(path);
     const now = performance.now();
@@ -77,7 +81,10 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
       lastFolder = folder;
       lastFolderAt = now;
       lastFolderReal = isRealPath(folder);
-      if (!lastFolderReal) log.debug(`watcher (chokidar): ${folder} is reached through a link: not watched`);
+      if (!lastFolderReal && linkLogged.size < LINK_LOG_LINES && !linkLogged.has(folder)) {
+        linkLogged.add(folder);
+        log.debug(`watcher (chokidar): ${folder} is reached through a link: not watched`);
+      }
     }
     return !lastFolderReal;
   };
