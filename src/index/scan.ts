@@ -2,12 +2,12 @@ import {
   close as fsClose,
   closeSync,
   constants,
+  lstatSync,
   open as fsOpen,
   openSync,
   read as fsRead,
   readFileSync,
   readSync,
-  statSync,
   type Stats,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -225,6 +225,10 @@ export class Walk {
     }
     rules.setDirRules(dir.path, gitignore);
     const mayIgnore = rules.hasExcludes || this.ruled.has(dir.path);
+    // Where this directory's rows start: dropped if it is not a folder once read (see below).
+    const rowsBefore = batch.rows.length;
+    const openedBefore = batch.opened.length;
+    const found: string[] = [];
     for (const e of entries) {
       // Links and special files are never served; an unknown type (some file systems) is left to lstat.
       if (e.isSymbolicLink() || e.isFIFO() || e.isSocket() || e.isCharacterDevice() || e.isBlockDevice()) continue;
@@ -245,22 +249,44 @@ export class Walk {
       batch.rows.push(row);
       if (isDirectory) {
         batch.opened.push(row.uri);
+        found.push(row.uri);
         insertByUriDescending(this.pending!, { path, uri: row.uri });
       }
+    }
+    // Swapped for a link since its parent was read (a checkout can do it): what was read is the link's
+    // target, named as if it were in here. None of it is kept; the folder is gone as far as this walk goes.
+    // (A folder above it swapped after it was read is not seen here: the watcher's event for it removes it.)
+    if (!isFolderNow(dir.path)) {
+      batch.rows.length = rowsBefore;
+      batch.opened.length = openedBefore;
+      const dropped = new Set(found);
+      this.pending = this.pending!.filter((d) => !dropped.has(d.uri));
+      return { ...dir, gitignore: null, failed: 'gone' };
     }
     return { ...dir, gitignore };
   }
 }
 
-/** A root's stats; null when it is not there (or not a folder) now. Other failures (EACCES) are thrown: the scan reports them. */
+/**
+ * A root's stats; null when it is not there, or not a folder (a link
+ * included: the served path was resolved at start, so a link there now is a
+ * folder swapped for one). Other failures (EACCES) are thrown: the scan
+ * reports them.
+ */
 function statRoot(path: string): Stats | null {
   try {
-    const st = statSync(path);
+    const st = lstatSync(path);
     return st.isDirectory() ? st : null;
   } catch (error) {
     if (isNoEntry(error)) return null;
     throw error;
   }
+}
+
+/** Whether `path` is a folder now (not a link, not gone); a path too long to lstat counts as one (it was just read). */
+function isFolderNow(path: string): boolean {
+  const st = lstatEntrySync(path);
+  return st === 'deep' || (st !== null && st.isDirectory());
 }
 
 /** Inserts `item` into `list`, kept sorted by descending URI (so that pop() is the smallest). */

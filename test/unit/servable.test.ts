@@ -1,6 +1,6 @@
 // Names and paths that exist on disk but cannot be served: the pure checks, then the scan over real folders.
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -81,16 +81,62 @@ describe('readServableDir', () => {
   });
 });
 
-async function scanUris(root: string, skips = new SkipReport()): Promise<string[]> {
+async function scanUris(root: string, skips = new SkipReport(), beforeRead?: (dir: string) => void): Promise<string[]> {
   const roots = [makeRoot(root)];
   const rules = new IgnoreRules(roots, { gitignore: true, exclude: [] });
   const uris: string[] = [];
-  const walk = new Walk({ roots, rules, log: silentLogger, skips });
+  const walk = new Walk({ roots, rules, log: silentLogger, skips, ...(beforeRead ? { beforeRead } : {}) });
   for (let batch = walk.next(3); batch !== null; batch = walk.next(3)) {
     for (const row of batch.rows) uris.push(row.uri);
   }
   return uris.sort();
 }
+
+describe('a walk and folders swapped for links (a checkout can do it)', () => {
+  /** `root` with `a/` and `sub/` (a folder inside), and a folder outside it holding other names. */
+  function folders() {
+    const dir = tempDir();
+    const root = join(dir.path, 'root');
+    const outside = join(dir.path, 'outside');
+    mkdirSync(join(root, 'sub', 'inner'), { recursive: true });
+    mkdirSync(join(root, 'a'));
+    writeFileSync(join(root, 'a', 'a.txt'), 'a');
+    writeFileSync(join(root, 'sub', 'inner', 's.txt'), 's');
+    mkdirSync(join(outside, 'deeper'), { recursive: true });
+    writeFileSync(join(outside, 'secret.txt'), 'outside');
+    writeFileSync(join(outside, 'deeper', 'd.txt'), 'outside');
+    return { dir, root, outside };
+  }
+
+  test('a folder swapped for a link after its parent was read: nothing the link leads to is walked', async () => {
+    const { dir, root, outside } = folders();
+    try {
+      const uris = await scanUris(root, new SkipReport(), (read) => {
+        // Between its parent's read and its own: as a checkout swapping it would.
+        if (read !== join(root, 'sub')) return;
+        renameSync(read, join(dir.path, 'sub.old'));
+        symlinkSync(outside, read);
+      });
+      const base = pathToFileURL(root).href;
+      assert.deepEqual(uris.filter((uri) => uri.startsWith(`${base}/sub/`) && uri !== `${base}/sub/`), []);
+      assert.ok(uris.includes(`${base}/a/a.txt`), 'the rest of the tree is walked');
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('a served folder that is a link now (swapped since the server started): nothing of it is walked', async () => {
+    const { dir, root, outside } = folders();
+    try {
+      const served = join(dir.path, 'served');
+      symlinkSync(outside, served);
+      assert.deepEqual(await scanUris(served), []);
+      assert.ok((await scanUris(root)).length > 0);
+    } finally {
+      dir.cleanup();
+    }
+  });
+});
 
 describe('scan', () => {
   test('a name that is not valid UTF-8 costs nothing but itself; a newline name is scanned', async () => {
