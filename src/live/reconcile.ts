@@ -114,10 +114,12 @@ export class Reconciler {
       const path = files[i]!;
       const st = stats[i]!;
       const root = findRoot(this.roots, path)!;
-      // Its folder is not one now (a link, a file, gone): an lstat of the path went through a link
-      // to whatever it names, or found nothing. The folder's own check (it was looked at too) removes
-      // it, or finds it replaced and walks it.
-      if (path !== root.path && !statOf.get(dirname(path))?.isDirectory()) continue;
+      // Its folder, looked at in this batch, is not one now (a link, a file, gone): an lstat of the
+      // path went through a link to whatever it names, or found nothing. The folder's own check
+      // removes it, or finds it replaced and walks it. (A folder not in the batch, the parent of a
+      // reported path's folder, was not looked at: that path is judged as before.)
+      const folder = statOf.get(dirname(path));
+      if (path !== root.path && folder !== undefined && !folder?.isDirectory()) continue;
       const rootIndex = this.roots.indexOf(root);
       const isDir = st?.isDirectory() ?? false;
       const isFile = st?.isFile() ?? false;

@@ -124,6 +124,16 @@ const CASES: Case[] = [
     },
   },
   {
+    // The folder of a reported path is judged even when its own folder is not in the batch.
+    name: 'a file reported in a folder where others were made unreported: the folder (whose parent nobody named) is listed again',
+    tree: { 'a/b/x.txt': 'x' },
+    change(root) {
+      writeFileSync(join(root, 'a/b/new.txt'), 'new');
+      writeFileSync(join(root, 'a/b/unnamed.txt'), 'no event named me');
+      return ['a/b/new.txt'];
+    },
+  },
+  {
     // A cloned repo's checkout can do this; a watch on the old folder still names paths in it, and an
     // lstat of `sub/s.txt` now follows the link: nothing beneath `sub` may stay listed (CI, stop 29).
     name: 'a folder swapped for a link to an outside folder, reported with paths beneath it: nothing beneath it stays listed',
