@@ -290,7 +290,12 @@ export class FolderIndex {
   private withParents(rows: readonly EntryRow[]): readonly EntryRow[] {
     // Siblings share a parent: one lookup each.
     const indexed = new Set<string>();
-    const isIndexed = (uri: string) => indexed.has(uri) || (this.store.get(uri) !== undefined && indexed.add(uri) !== undefined);
+    const isIndexed = (uri: string): boolean => {
+      if (indexed.has(uri)) return true;
+      if (this.store.get(uri) === undefined) return false;
+      indexed.add(uri);
+      return true;
+    };
     if (rows.every((row) => row.parent === null || isIndexed(row.parent))) return rows;
     // A parent sorts before its children (its URI is a prefix of theirs): one pass in URI order.
     const kept: EntryRow[] = [];
