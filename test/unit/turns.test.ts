@@ -1,0 +1,73 @@
+// src/turns.ts ArrivalGate: requests arriving in one turn of the event loop share a budget; past it they wait with
+// the backlog, and a request arriving in a later turn is admitted ahead of that backlog. A turn here is one check
+// phase: callbacks queued with setImmediate together run in one, with microtasks run between two (as Node runs an
+// I/O callback per ready socket in one poll phase).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ArrivalGate, TurnBudget } from '../../src/turns.ts';
+
+/** CPU work of `ms` (a busy wait: what handling a request costs). */
+function burn(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+test('a lone request is admitted at once, without waiting for a turn', async () => {
+  const gate = new ArrivalGate(1, new TurnBudget(1));
+  let turned = false;
+  setImmediate(() => (turned = true));
+  await gate.admit();
+  assert.equal(turned, false, 'the request waited for a turn of the event loop');
+  // And so is the next lone request, in a later turn, however long the one before took.
+  burn(3);
+  await nextTurn();
+  await nextTurn();
+  setImmediate(() => (turned = true));
+  turned = false;
+  await gate.admit();
+  assert.equal(turned, false, 'a request arriving in a later turn waited');
+});
+
+test('a burst arriving in one turn waits past the budget; a request arriving in the next turn goes ahead of it', async () => {
+  // Each admitted request costs 2 ms, twice the budget: the first of the burst goes, the other nine wait, and the
+  // backlog lets one through a turn. The late request arrives in the next turn, after the burst's nine are queued:
+  // without the gate it ran after all ten (one turn), with one shared first-come queue after all ten too.
+  const gate = new ArrivalGate(1, new TurnBudget(1));
+  const order: string[] = [];
+  const handled: Promise<void>[] = [];
+  const arrive = (name: string) =>
+    handled.push(
+      gate.admit().then(() => {
+        order.push(name);
+        burn(2);
+      }),
+    );
+  await new Promise<void>((resolve) => {
+    for (let i = 0; i < 10; i++) setImmediate(() => arrive(`burst ${i}`));
+    // Queued in the burst's turn: runs in the next one, after the backlog's first resumes.
+    setImmediate(() => setImmediate(() => (arrive('late'), resolve())));
+  });
+  await Promise.all(handled);
+  assert.equal(order.length, 11);
+  assert.deepEqual(order.slice(0, 1), ['burst 0'], 'the first of the burst did not go at once');
+  const late = order.indexOf('late');
+  assert.ok(late <= 2, `the late request was admitted ${late + 1}th: ${order.join(', ')}`);
+  // The burst keeps its own order.
+  assert.deepEqual(
+    order.filter((name) => name !== 'late'),
+    Array.from({ length: 10 }, (_, i) => `burst ${i}`),
+  );
+});
+
+test('requests arriving in one turn within the budget all go in that turn', async () => {
+  // Cheap requests (no CPU to speak of) and a budget no scheduling hiccup spends: none waits, as with no gate.
+  const gate = new ArrivalGate(10_000, new TurnBudget(1));
+  const admitted: number[] = [];
+  await new Promise<void>((resolve) => {
+    for (let i = 0; i < 20; i++) setImmediate(() => void gate.admit().then(() => admitted.push(i)));
+    setImmediate(() => resolve());
+  });
+  assert.equal(admitted.length, 20, `${admitted.length} of 20 admitted in their turn`);
+});
