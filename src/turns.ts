@@ -11,32 +11,52 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
  * still let each of them fold a slice every turn.
  *
  * One per server, shared by the work it bounds (folding listens, releasing
- * them, admitting large request bodies). Callers resume in the order they
- * yielded.
+ * them, admitting large request bodies, encoding large answers as they are
+ * sent, requests past their turn's arrival budget). Requests waiting to
+ * start (`arrival`) go before work already under way: a ping that missed
+ * its turn's arrival budget waited behind every slice of 47 listens' folding
+ * (60 ms) when the two took turns alike. Callers of one kind resume in the
+ * order they yielded.
  */
 export class TurnBudget {
   private started = performance.now();
   /** Turns in which somebody resumed: the first to resume in a turn starts its budget. */
   private turns = 0;
+  /** The turn in which a waiter last went: the first that may go in a turn always does. */
+  private wentIn = -1;
   /** A slice was let through and has not started yet. */
   private granted = false;
+  /** Arrivals waiting: work waits while there are any. */
+  private arrivals = 0;
 
   constructor(private readonly budgetMs: number) {}
 
-  /** Resolves when this turn has budget left: at once, or in a later turn (where the first to resume always may go). */
-  async slice(): Promise<void> {
-    for (;;) {
-      if (!this.granted && performance.now() - this.started < this.budgetMs) break;
-      // Every waiter resumes in the same turn (one setImmediate each): only the first restarts the budget, the rest
-      // wait again unless it left some. Each restarting it as it resumed let 50 listens fold 50 ms a turn.
-      const turn = this.turns;
-      await yieldToLoop();
-      if (this.turns === turn) {
-        this.turns++;
-        this.started = performance.now();
-        break;
+  /**
+   * Resolves when this turn has budget left: at once, or in a later turn
+   * (where the first that may go always does). `arrival`: a request that has
+   * not started, ahead of `work` (the default) in every turn.
+   */
+  async slice(kind: 'arrival' | 'work' = 'work'): Promise<void> {
+    const arrival = kind === 'arrival';
+    if (arrival) this.arrivals++;
+    try {
+      for (;;) {
+        const mayGo = arrival || this.arrivals === 0;
+        if (mayGo && !this.granted && performance.now() - this.started < this.budgetMs) break;
+        // Every waiter resumes in the same turn (one setImmediate each): only the first restarts the budget, the rest
+        // wait again unless it left some. Each restarting it as it resumed let 50 listens fold 50 ms a turn.
+        const turn = this.turns;
+        await yieldToLoop();
+        if (this.turns === turn) {
+          this.turns++;
+          this.started = performance.now();
+        }
+        if ((arrival || this.arrivals === 0) && this.wentIn !== this.turns) break;
       }
+    } finally {
+      if (arrival) this.arrivals--;
     }
+    this.wentIn = this.turns;
     // Until the caller's slice has run (its continuation is the next microtask but one), the time it takes is not
     // on the clock: callers asking in the same synchronous run would all be let through. They wait a turn.
     this.granted = true;
@@ -52,31 +72,75 @@ export class TurnBudget {
  * as did 37 `notifications/cancelled`, and another client's ping, read in
  * the next turn, waited behind all of them.
  *
- * Requests arriving in one turn share `budgetMs`; the first always goes, and
- * the rest, once it is spent, wait for the TurnBudget (in its order, with the
- * other work it bounds). A request arriving in a later turn is admitted in
- * that turn's own budget, ahead of what waits: a burst waits for itself, not
- * other clients for it. A lone request never waits.
+ * Requests arriving in one turn share `budgetMs`; the first always goes.
+ * Past the budget they wait, as arrivals of the TurnBudget (ahead of the
+ * work it bounds), in one group per turn of arrival, and the groups take
+ * turns: one request of each group in turn, a new group joining the round.
+ * So a burst waits for itself: a request arriving in a later turn is
+ * admitted in that turn's own budget, or, if it misses it, after at most one
+ * request of each group waiting (first come first served, a ping that
+ * missed its turn's budget by the listens parsed before it waited 73 ms
+ * behind 48 others of one burst). A lone request never waits.
  */
 export class ArrivalGate {
   /** When this turn's first request was admitted; null when none has been this turn. */
   private opened: number | null = null;
+  /** Requests waiting (each resolves its own wait), one group per turn they arrived in, in the order groups take turns. */
+  private readonly groups: Array<Array<() => void>> = [];
+  /** The group whose first request goes next. */
+  private next = 0;
+  /** This turn's group, once a request of this turn waits. */
+  private current: Array<() => void> | null = null;
+  /** A waiting request was told it is next (it waits for the backlog's slice): only it takes slices, one at a time. */
+  private woken = false;
 
   constructor(
     private readonly budgetMs: number,
     private readonly backlog: TurnBudget,
   ) {}
 
-  /** Resolves when the request may be handled: at once, or when the backlog's budget lets it. */
+  /** Resolves when the request may be handled: at once, or in its group's turn when the backlog's budget lets it. */
   async admit(): Promise<void> {
     const now = performance.now();
     if (this.opened === null) {
       this.opened = now;
       // Requests are read in the poll phase; this turn's check phase ends the turn's admissions.
-      setImmediate(() => (this.opened = null));
+      setImmediate(() => {
+        this.opened = null;
+        this.current = null;
+      });
       return;
     }
     if (now - this.opened < this.budgetMs) return;
-    await this.backlog.slice();
+    const next = new Promise<void>((resolve) => {
+      if (this.current === null) {
+        this.current = [];
+        // A new group joins the round just before the group that goes next: it goes after every group waiting.
+        this.groups.splice(this.next, 0, this.current);
+        if (this.groups.length > 1) this.next++;
+      }
+      this.current.push(resolve);
+    });
+    if (!this.woken) this.wakeNext();
+    await next;
+    await this.backlog.slice('arrival');
+    // Gone: the next group's first is next.
+    const group = this.groups[this.next]!;
+    group.shift();
+    if (group.length > 0) this.next++;
+    else {
+      this.groups.splice(this.next, 1);
+      if (group === this.current) this.current = null;
+    }
+    if (this.next >= this.groups.length) this.next = 0;
+    // Not at once: its continuation would ask for a slice before this request's handling (which runs once this
+    // returns) is on the clock, and be let through. In a later turn, the budget has counted it.
+    setImmediate(() => this.wakeNext());
+  }
+
+  private wakeNext(): void {
+    const first = this.groups[this.next]?.[0];
+    this.woken = first !== undefined;
+    first?.();
   }
 }

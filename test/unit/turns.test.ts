@@ -61,6 +61,33 @@ test('a burst arriving in one turn waits past the budget; a request arriving in 
   );
 });
 
+test('requests waiting from different turns take turns: a second burst is not served after the whole first one', async () => {
+  // Burst a (10 requests) in one turn, burst b (5) in the next, each request 2 ms: both overflow their budget. Served
+  // first come first served, b's waiting requests went after all of a's; taking turns, they alternate.
+  const gate = new ArrivalGate(1, new TurnBudget(1));
+  const order: string[] = [];
+  const handled: Promise<void>[] = [];
+  const arrive = (name: string) =>
+    handled.push(
+      gate.admit().then(() => {
+        order.push(name);
+        burn(2);
+      }),
+    );
+  for (let i = 0; i < 10; i++) setImmediate(() => arrive(`a${i}`));
+  setImmediate(() => {
+    for (let i = 0; i < 5; i++) setImmediate(() => arrive(`b${i}`));
+  });
+  await new Promise<void>((resolve) => setImmediate(() => setImmediate(() => setImmediate(resolve))));
+  await Promise.all(handled);
+  assert.equal(order.length, 15);
+  assert.ok(order.indexOf('b1') < order.indexOf('a4'), `b1 waited for a's burst: ${order.join(', ')}`);
+  assert.ok(order.indexOf('b4') < order.indexOf('a9'), `b4 waited for a's burst: ${order.join(', ')}`);
+  // Each burst keeps its own order.
+  assert.deepEqual(order.filter((n) => n.startsWith('a')), Array.from({ length: 10 }, (_, i) => `a${i}`));
+  assert.deepEqual(order.filter((n) => n.startsWith('b')), Array.from({ length: 5 }, (_, i) => `b${i}`));
+});
+
 test('requests arriving in one turn within the budget all go in that turn', async () => {
   // Cheap requests (no CPU to speak of) and a budget no scheduling hiccup spends: none waits, as with no gate.
   const gate = new ArrivalGate(10_000, new TurnBudget(1));
@@ -70,4 +97,27 @@ test('requests arriving in one turn within the budget all go in that turn', asyn
     setImmediate(() => resolve());
   });
   assert.equal(admitted.length, 20, `${admitted.length} of 20 admitted in their turn`);
+});
+
+test('a request waiting to start goes before work under way: at most one slice of that work runs in between', async () => {
+  // 10 callers each take 20 slices of 2 ms (twice the budget: one slice a turn). A request that missed its arrival
+  // budget then waits for the same turns; taking turns alike, it waited for all 10 callers' next slices.
+  const turns = new TurnBudget(1);
+  let slices = 0;
+  let done = false;
+  const work = Array.from({ length: 10 }, async () => {
+    for (let i = 0; i < 20 && !done; i++) {
+      await turns.slice();
+      slices++;
+      burn(2);
+    }
+  });
+  // Let the work get going: a few turns.
+  for (let i = 0; i < 3; i++) await nextTurn();
+  const before = slices;
+  await turns.slice('arrival');
+  const between = slices - before;
+  done = true;
+  await Promise.all(work);
+  assert.ok(between <= 1, `${between} slices of work ran before the waiting request`);
 });
