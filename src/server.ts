@@ -1,4 +1,5 @@
 import type { Server } from '@modelcontextprotocol/server';
+import { answerBlobsOf } from './protocol/answer-blobs.ts';
 import { CACHE_HINTS, SERVER_CAPABILITIES } from './protocol/capabilities.ts';
 import type { Connection } from './protocol/connection.ts';
 import type { ServerContext } from './protocol/context.ts';
@@ -50,7 +51,9 @@ export function createServer(services: () => HandlerServices, connection: Connec
         sendNotification: (notification: Parameters<WaitExtra['sendNotification']>[0]) => request.mcpReq.notify(notification),
       };
       const progress = progressSink(extra);
-      const handle = () => handler.handle({ ctx, catalog, connection, ...(progress ? { progress } : {}) }, params as Record<string, unknown>);
+      const blobs = answerBlobsOf(request.http?.req);
+      const scope = { ctx, catalog, connection, ...(progress ? { progress } : {}), ...(blobs ? { blobs } : {}) };
+      const handle = () => handler.handle(scope, params as Record<string, unknown>);
       // The one place requests wait for the index (the table says what each needs): handlers and tools do not wait again.
       if (handler.waitsFor === 'nothing') return handle();
       const catchingUp = ctx.index.catchingUp;

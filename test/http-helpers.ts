@@ -15,12 +15,12 @@ import { prepareLaunch } from '../src/launch.ts';
 import { silentLogger } from '../src/log.ts';
 import { CLI, Loose, tempDir, writeTree, type LooseResult } from './helpers.ts';
 
-/** A real App on a temp tree (a.txt, sub/b.txt) and its endpoint on 127.0.0.1:0, in this process, for one describe block. */
-export function serveInProcess(limits: Partial<HttpServeLimits> = {}) {
+/** A real App on a temp tree (a.txt, sub/b.txt, and `tree`) and its endpoint on 127.0.0.1:0, in this process, for one describe block. */
+export function serveInProcess(limits: Partial<HttpServeLimits> = {}, tree: Record<string, string | Uint8Array> = {}) {
   const served = {} as { root: ReturnType<typeof tempDir>; app: App; endpoint: HttpEndpoint; port: number; rootUri: string };
   before(async () => {
     served.root = tempDir();
-    writeTree(served.root.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
+    writeTree(served.root.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n', ...tree });
     // The binary's start-up (src/launch.ts), then its HTTP serving with the limits given.
     const launch = prepareLaunch([served.root.path, '--watcher', 'none', '--db', ':memory:'], process.env, '0');
     if (launch.kind !== 'serve') throw new Error(`the server would not start: ${launch.text}`);

@@ -5,6 +5,7 @@
 // bytes: the answers a session's streams carry are kept too, and a session
 // that read 40 files of 4 MiB held 383 MiB with a bound in events only.
 import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
+import { isPlaceholder } from '../protocol/answer-blobs.ts';
 
 /** Events a session keeps for replay, newest kept: a client away longer than this many events starts over. */
 export const MAX_REPLAY_EVENTS = 100;
@@ -96,7 +97,11 @@ export function estimateChars(value: unknown, limit: number): number {
   const stack: unknown[] = [value];
   while (stack.length > 0 && chars <= limit) {
     const item = stack.pop();
-    if (typeof item === 'string') chars += item.length + 2;
+    if (typeof item === 'string') {
+      // A content placeholder is no content: a message holding one is never replayed (src/protocol/answer-blobs.ts).
+      if (isPlaceholder(item)) return Infinity;
+      chars += item.length + 2;
+    }
     else if (Array.isArray(item)) {
       chars += 2 + item.length;
       for (const element of item) stack.push(element);

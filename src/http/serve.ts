@@ -6,6 +6,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { App } from '../app.ts';
 import type { HttpListen } from '../config.ts';
 import type { Logger } from '../log.ts';
+import { AnswerBlobs } from '../protocol/answer-blobs.ts';
 import { Connection } from '../protocol/connection.ts';
 import { MAX_REQUEST_LINE_BYTES } from '../protocol/stdio-transport.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../protocol/wire.ts';
@@ -144,13 +145,26 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   const endpoint = {
     async fetch(request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
       const body = requestOptions?.parsedBody;
-      if (await isLegacyRequest(request, body)) {
-        return (await sessions.handle(request, body)) ?? toLegacyResponse(await handler.fetch(request, requestOptions));
+      // A read's large binary content is written as its answer is sent (src/protocol/answer-blobs.ts).
+      const blobs = hasRead(body) ? AnswerBlobs.open(request, turns) : undefined;
+      let response: Response;
+      try {
+        response = await answer(request, body, requestOptions);
+      } catch (error) {
+        blobs?.release();
+        throw error;
       }
-      if (isListen(body)) return listen(body, request, requestOptions);
-      return handler.fetch(request, requestOptions);
+      return blobs ? blobs.splice(response) : response;
     },
   };
+
+  async function answer(request: Request, body: unknown, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
+    if (await isLegacyRequest(request, body)) {
+      return (await sessions.handle(request, body)) ?? toLegacyResponse(await handler.fetch(request, requestOptions));
+    }
+    if (isListen(body)) return listen(body, request, requestOptions);
+    return handler.fetch(request, requestOptions);
+  }
 
   /** A listen stream: what it names is tracked until its body ends, however it ends. */
   async function listen(message: Record<string, unknown>, request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
@@ -299,6 +313,12 @@ function isListen(body: unknown): body is Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
   const { method, id } = body as Record<string, unknown>;
   return method === 'subscriptions/listen' && (typeof id === 'string' || typeof id === 'number');
+}
+
+/** A `resources/read`, alone or in a batch. */
+function hasRead(body: unknown): boolean {
+  const isRead = (message: unknown) => typeof message === 'object' && message !== null && (message as Record<string, unknown>).method === 'resources/read';
+  return Array.isArray(body) ? body.some(isRead) : isRead(body);
 }
 
 function pathOf(url: string | undefined): string {

@@ -1,6 +1,7 @@
 // Every request the server answers, in one table: the method, whether it
 // waits for the first scan, and the handler. src/server.ts registers the
 // table on an SDK server; every transport and both protocol eras share it.
+import type { AnswerBlobs } from './answer-blobs.ts';
 import type { Connection } from './connection.ts';
 import type { ServerContext } from './context.ts';
 import { listResources, listResourceTemplates } from './list.ts';
@@ -41,6 +42,8 @@ export interface HandlerScope {
   connection: Connection;
   /** Present when the request sent a progress token. */
   progress?: ProgressSink;
+  /** Over HTTP: large binary contents are written as the answer is sent (src/protocol/answer-blobs.ts). */
+  blobs?: AnswerBlobs;
 }
 
 export interface RequestHandler {
@@ -61,7 +64,7 @@ export const REQUEST_HANDLERS: Readonly<Record<string, RequestHandler>> = {
   'resources/list': handler('keys', ({ ctx }, p) => listResources(ctx, p)),
   'resources/templates/list': handler('nothing', async ({ ctx }, p) => listResourceTemplates(ctx, p)),
   // Reserved mcp: URIs are dispatched first: never a file.
-  'resources/read': handler('index', ({ ctx, catalog }, p) => (isReservedUri(p.uri) ? catalog.readReserved(p.uri) : readResource(ctx, p))),
+  'resources/read': handler('index', ({ ctx, catalog, blobs }, p) => (isReservedUri(p.uri) ? catalog.readReserved(p.uri) : readResource(ctx, p, blobs))),
   'resources/metadata': handler('index', ({ ctx, catalog }, p) =>
     isReservedUri(p.uri) ? catalog.reservedMetadata(p.uri) : resourceMetadata(ctx, p),
   ),

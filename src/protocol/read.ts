@@ -1,4 +1,5 @@
 import { ALTERNATIVES_META_KEY, alternativeMimeTypes } from '../content/converters/index.ts';
+import { DEFER_BLOB_BYTES, type AnswerBlobs } from './answer-blobs.ts';
 import { DEFAULT_COLLECTION_LIMITS, formatListing, mayBeText, type CollectionReadLimits } from '../content/collection.ts';
 import { ContentError, readFileContent, representationSize } from '../content/read.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
@@ -32,14 +33,14 @@ export async function resourceMetadata(ctx: ServerContext, params: unknown): Pro
 }
 
 /** `resources/read`: a document with its format alternatives, or a collection (docs/resources.md, Reading). */
-export async function readResource(ctx: ServerContext, params: unknown): Promise<{ contents: ContentItem[] }> {
+export async function readResource(ctx: ServerContext, params: unknown, blobs?: AnswerBlobs): Promise<{ contents: ContentItem[] }> {
   const uri = uriParam(params);
   const entry = await findEntry(ctx, uri);
   // The file's bytes (and its alternatives) are held until the answer is built: within the process's read budget.
   const bytes = entry.kind === EntryKind.collection ? DEFAULT_COLLECTION_LIMITS.childBytes : Math.min(entry.size, ctx.maxReadBytes);
   try {
     return await ctx.readBudget.run(bytes, async () => ({
-      contents: entry.kind === EntryKind.collection ? await readCollection(ctx, entry) : await readDocument(ctx, entry),
+      contents: entry.kind === EntryKind.collection ? await readCollection(ctx, entry) : await readDocument(ctx, entry, blobs),
     }));
   } catch (error) {
     if (error instanceof ReadBusyError) throw new ProtocolError(ErrorCode.ServerBusy, error.message, { uri: entry.uri });
@@ -74,7 +75,7 @@ function largeAnswerTurn(): Promise<void> {
   return turn;
 }
 
-async function readDocument(ctx: ServerContext, entry: EntryRow): Promise<ContentItem[]> {
+async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerBlobs): Promise<ContentItem[]> {
   const resource = toResource(entry, ctx.roots);
   let content;
   try {
@@ -82,13 +83,15 @@ async function readDocument(ctx: ServerContext, entry: EntryRow): Promise<Conten
   } catch (error) {
     throw contentErrorToProtocol(error, entry.uri);
   }
-  // A large answer waits for a turn of the event loop of its own: its encoding and its JSON are tens of milliseconds
-  // that would otherwise run back to back with the next large one's, every other client's request waiting behind.
-  if (content.bytes.length > LARGE_ANSWER_BYTES) await largeAnswerTurn();
+  // Over HTTP a large binary content is encoded as the answer is sent, a piece at a time (AnswerBlobs).
+  const deferred = blobs !== undefined && content.text === undefined && content.bytes.length > DEFER_BLOB_BYTES;
+  // Any other large answer waits for a turn of the event loop of its own: its encoding and its JSON are tens of
+  // milliseconds that would otherwise run back to back with the next large one's, every other client waiting behind.
+  if (!deferred && content.bytes.length > LARGE_ANSWER_BYTES) await largeAnswerTurn();
   const primary: ContentItem =
     content.text !== undefined
       ? { ...resource, size: representationSize(content), text: content.text }
-      : { ...resource, size: representationSize(content), blob: content.bytes.toString('base64') };
+      : { ...resource, size: representationSize(content), blob: deferred ? blobs.defer(content.bytes) : content.bytes.toString('base64') };
   const alternatives = await ctx.convert(entry, content);
   return [primary, ...alternatives.map((alt) => ({ ...resource, ...alt }))];
 }
