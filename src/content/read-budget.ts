@@ -41,8 +41,13 @@ export class ReadBudget {
     return this.waiting.length;
   }
 
-  /** Runs `read` once `bytes` of the budget are free, and gives them back however it ends. */
-  async run<T>(bytes: number, read: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `read` once `bytes` of the budget are free, and gives them back
+   * however it ends; or, if `read` called `hold()`, when the function that
+   * returned is called (the bytes outlive the read: an answer written in
+   * pieces after it). Giving back twice is harmless.
+   */
+  async run<T>(bytes: number, read: (hold: () => () => void) => Promise<T>): Promise<T> {
     const cost = Math.max(1, bytes);
     if (!(this.waiting.length === 0 && this.fits(cost))) {
       if (this.waiting.length >= this.maxWaiting) {
@@ -52,11 +57,18 @@ export class ReadBudget {
     } else {
       this.used += cost;
     }
-    try {
-      return await read();
-    } finally {
+    let given = false;
+    let held = false;
+    const giveBack = () => {
+      if (given) return;
+      given = true;
       this.used -= cost;
       this.startWaiting();
+    };
+    try {
+      return await read(() => ((held = true), giveBack));
+    } finally {
+      if (!held) giveBack();
     }
   }
 

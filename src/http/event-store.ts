@@ -5,7 +5,6 @@
 // bytes: the answers a session's streams carry are kept too, and a session
 // that read 40 files of 4 MiB held 383 MiB with a bound in events only.
 import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
-import { isPlaceholder } from '../protocol/answer-blobs.ts';
 
 /** Events a session keeps for replay, newest kept: a client away longer than this many events starts over. */
 export const MAX_REPLAY_EVENTS = 100;
@@ -88,28 +87,29 @@ export class BoundedEventStore implements EventStore {
 }
 
 /**
- * The characters of `value` as JSON, about (string and key lengths, 8 per
- * other scalar, no escapes): enough to bound memory. Stops counting past
- * `limit`, so a 4 MiB read's answer costs a few steps, not its JSON.
+ * The size of `value` in characters, about as its JSON (string and key
+ * lengths, 8 per other scalar; escapes not counted, so what it bounds is
+ * the memory of the object, not its JSON). Stops counting past `limit`: a
+ * 4 MiB read's answer or a long array costs a few steps, not a walk.
  */
 export function estimateChars(value: unknown, limit: number): number {
   let chars = 0;
   const stack: unknown[] = [value];
   while (stack.length > 0 && chars <= limit) {
     const item = stack.pop();
-    if (typeof item === 'string') {
-      // A content placeholder is no content: a message holding one is never replayed (src/protocol/answer-blobs.ts).
-      if (isPlaceholder(item)) return Infinity;
-      chars += item.length + 2;
-    }
+    if (typeof item === 'string') chars += item.length + 2;
     else if (Array.isArray(item)) {
-      chars += 2 + item.length;
-      for (const element of item) stack.push(element);
+      chars += 2;
+      for (let i = 0; i < item.length && chars <= limit; i++) {
+        chars += 1;
+        stack.push(item[i]);
+      }
     } else if (typeof item === 'object' && item !== null) {
       chars += 2;
-      for (const [key, element] of Object.entries(item)) {
+      for (const key in item) {
+        if (chars > limit) break;
         chars += key.length + 4;
-        stack.push(element);
+        stack.push((item as Record<string, unknown>)[key]);
       }
     } else chars += 8;
   }

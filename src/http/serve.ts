@@ -145,25 +145,35 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   const endpoint = {
     async fetch(request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
       const body = requestOptions?.parsedBody;
-      // A read's large binary content is written as its answer is sent (src/protocol/answer-blobs.ts).
-      const blobs = hasRead(body) ? AnswerBlobs.open(request, turns) : undefined;
-      let response: Response;
-      try {
-        response = await answer(request, body, requestOptions);
-      } catch (error) {
-        blobs?.release();
-        throw error;
+      if (await isLegacyRequest(request, body)) {
+        return (await sessions.handle(request, body)) ?? statelessly(request, requestOptions, toLegacyResponse);
       }
-      return blobs ? blobs.splice(response) : response;
+      if (isListen(body)) return listen(body, request, requestOptions);
+      return statelessly(request, requestOptions);
     },
   };
 
-  async function answer(request: Request, body: unknown, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
-    if (await isLegacyRequest(request, body)) {
-      return (await sessions.handle(request, body)) ?? toLegacyResponse(await handler.fetch(request, requestOptions));
+  /**
+   * A request outside any session: its answers go out on its own response
+   * only, so a read's large binary content is written as that response is
+   * sent (src/protocol/answer-blobs.ts). Never in a 2025 session, where an
+   * answer may go out on another stream (one resumed with Last-Event-ID, or
+   * a duplicate id's) or be dropped (cancelled) with the request's still open.
+   */
+  async function statelessly(
+    request: Request,
+    requestOptions: McpHandlerRequestOptions | undefined,
+    wrap: (response: Response) => Response | Promise<Response> = (response) => response,
+  ): Promise<Response> {
+    const blobs = hasRead(requestOptions?.parsedBody) ? AnswerBlobs.open(request, turns) : undefined;
+    let response: Response;
+    try {
+      response = await wrap(await handler.fetch(request, requestOptions));
+    } catch (error) {
+      blobs?.release();
+      throw error;
     }
-    if (isListen(body)) return listen(body, request, requestOptions);
-    return handler.fetch(request, requestOptions);
+    return blobs ? blobs.splice(response) : response;
   }
 
   /** A listen stream: what it names is tracked until its body ends, however it ends. */

@@ -2,12 +2,21 @@ import { randomBytes } from 'node:crypto';
 import type { TurnBudget } from '../turns.ts';
 
 /**
- * A binary content larger than this, read over HTTP, is sent as its answer
- * is written (AnswerBlobs) rather than encoded whole on the event loop.
+ * A binary content larger than this, read over HTTP outside a session, is
+ * sent as its answer is written (AnswerBlobs) rather than encoded whole on
+ * the event loop.
  */
 export const DEFER_BLOB_BYTES = 256 * 1024;
 /** Bytes of the file encoded per piece of the answer: a multiple of 3, so the pieces' base64 joins without padding. */
 export const BLOB_CHUNK_BYTES = 192 * 1024;
+
+/**
+ * A deferred content keeps its file's share of the read budget until it is
+ * written; a client that takes no piece of it for this long lets the share
+ * go (the bytes stay with its answer): one that stops reading does not hold
+ * other clients' reads for the 120 s its connection may idle.
+ */
+export const STALLED_ANSWER_MS = 5_000;
 
 /** Every placeholder starts so (base64 letters: a placeholder is valid base64 to anything that checks it). */
 const PLACEHOLDER_PREFIX = 'folderMcpBlob';
@@ -26,45 +35,61 @@ const byRequest = new WeakMap<Request, AnswerBlobs>();
  * base64 string, its JSON (JSON.stringify) and its UTF-8 (TextEncoder),
  * some 20 ms of the event loop in one piece with three copies in memory,
  * and every other client's request waits behind it (bench attack 9: 100
- * reads of a 4 MiB file at once). So over HTTP a read of a binary file over
- * DEFER_BLOB_BYTES gives the SDK a placeholder for the `blob`, and the
- * endpoint replaces the placeholder in the answer's bytes with the file's
- * base64, BLOB_CHUNK_BYTES of the file at a time, as fast as the client
- * takes them (the Node adapter waits for the socket to drain).
+ * reads of a 4 MiB file at once). So over HTTP, for a request outside a
+ * 2025 session (whose answer goes out on its own response, and nowhere
+ * else), a read of a binary file over DEFER_BLOB_BYTES gives the SDK a
+ * placeholder for the `blob`, and the endpoint replaces the placeholder in
+ * the answer's bytes with the file's base64, BLOB_CHUNK_BYTES of the file
+ * at a time, as fast as the client takes them (the Node adapter waits for
+ * the socket to drain). In a session an answer may go out on a resumed
+ * stream or be dropped on a cancel with its request's stream still open:
+ * its content is encoded whole, as on stdio.
  *
  * A placeholder holds a nonce drawn for this request, and only this
  * request's answer is searched for it: no client can spell one, and a file
  * that holds another request's placeholder (or this module's prefix) is
  * text like any other. A handler makes placeholders of its own request
  * only; one with this request's nonce that it does not hold (sent already)
- * cuts the answer instead of going out for content. A session's replay
- * buffer keeps no message holding a placeholder (`isPlaceholder`).
+ * cuts the answer instead of going out for content.
  */
 export class AnswerBlobs {
   private readonly nonce = `${PLACEHOLDER_PREFIX}${randomBytes(12).toString('hex')}`;
-  private readonly held = new Map<string, Buffer>();
+  private readonly held = new Map<string, { bytes: Buffer; lease?: () => void }>();
+  /** Shares of the read budget held for contents not yet written (given back once written, stalled, or released). */
+  private readonly leases = new Set<() => void>();
   private next = 0;
 
   /** `turns`: each piece is encoded in a slice of it, so many answers sent at once take turns with other work. */
-  private constructor(private readonly turns?: TurnBudget) {}
+  private constructor(
+    private readonly turns: TurnBudget | undefined,
+    private readonly stalledMs: number,
+  ) {}
 
   /** Opens the placeholders of `request`'s answer: a handler serving it finds them with `answerBlobsOf`. */
-  static open(request: Request, turns?: TurnBudget): AnswerBlobs {
-    const blobs = new AnswerBlobs(turns);
+  static open(request: Request, turns?: TurnBudget, stalledMs = STALLED_ANSWER_MS): AnswerBlobs {
+    const blobs = new AnswerBlobs(turns, stalledMs);
     byRequest.set(request, blobs);
     return blobs;
   }
 
-  /** A placeholder for `bytes`' base64 in this answer. */
-  defer(bytes: Buffer): string {
+  /** A placeholder for `bytes`' base64 in this answer; `lease` is called once they are written (or let go). */
+  defer(bytes: Buffer, lease?: () => void): string {
     const placeholder = `${this.nonce}${(this.next++).toString(16).padStart(7, '0')}`;
-    this.held.set(placeholder, bytes);
+    this.held.set(placeholder, { bytes, ...(lease ? { lease } : {}) });
+    if (lease) this.leases.add(lease);
     return placeholder;
   }
 
-  /** What is held goes (the answer was sent, failed, or its client went away). */
+  /** What is held goes, and the read budget's shares with it (the answer was sent, failed, or its client went away). */
   release(): void {
     this.held.clear();
+    for (const lease of this.leases) lease();
+    this.leases.clear();
+  }
+
+  private giveBack(lease: (() => void) | undefined): void {
+    if (lease === undefined || !this.leases.delete(lease)) return;
+    lease();
   }
 
   /** `response` with each placeholder replaced by its base64, as the body is read. */
@@ -83,10 +108,13 @@ export class AnswerBlobs {
     const marker = Buffer.from(this.nonce, 'latin1');
     /** Bytes of the SDK's answer read and not yet passed on. */
     let pending: Buffer = EMPTY;
-    /** The blob being written, and how much of it is. */
+    /** The blob being written, how much of it is, and its share of the read budget. */
     let blob: Buffer | undefined;
     let at = 0;
+    let lease: (() => void) | undefined;
     let ended = false;
+    /** Gives the share back when the client takes no piece for STALLED_ANSWER_MS (refreshed at each piece). */
+    let stall: NodeJS.Timeout | undefined;
     const pull = async (controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> => {
       for (;;) {
         if (blob !== undefined) {
@@ -95,19 +123,27 @@ export class AnswerBlobs {
           const end = Math.min(at + BLOB_CHUNK_BYTES, blob.length);
           controller.enqueue(Buffer.from(blob.toString('base64', at, end), 'latin1'));
           at = end;
-          if (at === blob.length) blob = undefined;
+          if (at === blob.length) {
+            blob = undefined;
+            clearTimeout(stall);
+            this.giveBack(lease);
+          } else {
+            stall = stall?.refresh() ?? setTimeout(() => this.giveBack(lease), this.stalledMs).unref();
+          }
           return;
         }
         const found = pending.indexOf(marker);
         if (found !== -1 && pending.length >= found + PLACEHOLDER_LENGTH) {
           const placeholder = pending.toString('latin1', found, found + PLACEHOLDER_LENGTH);
-          const bytes = this.held.get(placeholder);
+          const deferred = this.held.get(placeholder);
           // Only ours, and each once: anything else is cut rather than sent with a placeholder for content.
-          if (bytes === undefined) throw new Error('an answer holds a content placeholder it does not own');
+          if (deferred === undefined) throw new Error('an answer holds a content placeholder it does not own');
           this.held.delete(placeholder);
           const before = pending.subarray(0, found);
           pending = pending.subarray(found + PLACEHOLDER_LENGTH);
-          blob = bytes;
+          blob = deferred.bytes;
+          lease = deferred.lease;
+          stall = undefined;
           at = 0;
           if (before.length > 0) return controller.enqueue(before);
           continue;
@@ -137,12 +173,14 @@ export class AnswerBlobs {
         try {
           await pull(controller);
         } catch (error) {
+          clearTimeout(stall);
           this.release();
           void reader.cancel(error).catch(() => {});
           throw error;
         }
       },
       cancel: (reason) => {
+        clearTimeout(stall);
         this.release();
         return reader.cancel(reason);
       },
@@ -153,11 +191,6 @@ export class AnswerBlobs {
 /** The placeholders of the answer to `request`, when its endpoint opened them. */
 export function answerBlobsOf(request: Request | undefined): AnswerBlobs | undefined {
   return request === undefined ? undefined : byRequest.get(request);
-}
-
-/** Whether `value` is a placeholder (of any request): what holds one is not kept for replay. */
-export function isPlaceholder(value: string): boolean {
-  return value.length === PLACEHOLDER_LENGTH && value.startsWith(PLACEHOLDER_PREFIX);
 }
 
 /** How many bytes at the end of `bytes` are the start of `marker` (0 when none). */

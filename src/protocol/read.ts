@@ -39,8 +39,8 @@ export async function readResource(ctx: ServerContext, params: unknown, blobs?: 
   // The file's bytes (and its alternatives) are held until the answer is built: within the process's read budget.
   const bytes = entry.kind === EntryKind.collection ? DEFAULT_COLLECTION_LIMITS.childBytes : Math.min(entry.size, ctx.maxReadBytes);
   try {
-    return await ctx.readBudget.run(bytes, async () => ({
-      contents: entry.kind === EntryKind.collection ? await readCollection(ctx, entry) : await readDocument(ctx, entry, blobs),
+    return await ctx.readBudget.run(bytes, async (hold) => ({
+      contents: entry.kind === EntryKind.collection ? await readCollection(ctx, entry) : await readDocument(ctx, entry, blobs, hold),
     }));
   } catch (error) {
     if (error instanceof ReadBusyError) throw new ProtocolError(ErrorCode.ServerBusy, error.message, { uri: entry.uri });
@@ -75,7 +75,8 @@ function largeAnswerTurn(): Promise<void> {
   return turn;
 }
 
-async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerBlobs): Promise<ContentItem[]> {
+/** `hold`: keeps the file's share of the read budget until the caller gives it back (a deferred blob, once written). */
+async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerBlobs, hold?: () => () => void): Promise<ContentItem[]> {
   const resource = toResource(entry, ctx.roots);
   let content;
   try {
@@ -91,7 +92,7 @@ async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerB
   const primary: ContentItem =
     content.text !== undefined
       ? { ...resource, size: representationSize(content), text: content.text }
-      : { ...resource, size: representationSize(content), blob: deferred ? blobs.defer(content.bytes) : content.bytes.toString('base64') };
+      : { ...resource, size: representationSize(content), blob: deferred ? blobs.defer(content.bytes, hold?.()) : content.bytes.toString('base64') };
   const alternatives = await ctx.convert(entry, content);
   return [primary, ...alternatives.map((alt) => ({ ...resource, ...alt }))];
 }

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { DEFER_BLOB_BYTES } from '../../src/protocol/answer-blobs.ts';
+import { waitFor } from '../helpers.ts';
 import { connectHttp, rawPost, serveInProcess } from '../http-helpers.ts';
 
 const big = randomBytes(DEFER_BLOB_BYTES * 3 + 5);
@@ -56,5 +57,42 @@ describe('large binary contents over HTTP', () => {
     assert.equal(byId.get(2)!.result!.contents[0]!.blob, small.toString('base64'));
     assert.equal(byId.get(3)!.result!.contents[0]!.blob, big.toString('base64'));
     assert.ok(byId.get(4)!.error, 'the missing file is an error');
+  });
+
+  test('a 2025 session\'s read resumed on another stream (Last-Event-ID) carries the file, not a placeholder', async () => {
+    // The SDK sends a session's answer on whatever stream holds its stream id: after a resumption, the GET's. So a
+    // session's content is never deferred (only a request's own response is spliced); it was, and the resumed
+    // stream carried a 44-character placeholder for the file.
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const init = await fetch(served.endpoint.url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } } }),
+    });
+    await init.text();
+    const session = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    const post = (message: Record<string, unknown>) => fetch(served.endpoint.url, { method: 'POST', headers: session, body: JSON.stringify(message) });
+    await (await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).text();
+    // The read waits for the read budget, held here, so its answer comes after the resumption.
+    const budget = served.app.services().ctx.readBudget;
+    let free!: () => void;
+    const holding = budget.run(budget.totalBytes, () => new Promise<void>((resolve) => (free = resolve)));
+    const read = await post({ jsonrpc: '2.0', id: 7, method: 'resources/read', params: { uri: `${served.rootUri}big.bin` } });
+    const reader = read.body!.getReader();
+    const primed = /id: (\S+)/.exec(new TextDecoder().decode((await reader.read()).value))?.[1];
+    assert.ok(primed, 'the answer stream has no priming event');
+    await reader.cancel();
+    // Until the server has seen the POST stream go, a resumption is 409.
+    const resumed = (await waitFor(async () => {
+      const get = await fetch(served.endpoint.url, { method: 'GET', headers: { ...session, accept: 'text/event-stream', 'last-event-id': primed } });
+      if (get.status === 409) await get.body?.cancel();
+      return get.status === 409 ? null : get;
+    }, 10_000, 'the resumed stream'))!;
+    assert.equal(resumed.status, 200);
+    free();
+    await holding;
+    const text = await resumed.text();
+    const answer = messages(text, 'text/event-stream').find((m) => m.id === 7);
+    assert.equal(answer?.result?.contents[0]?.blob, big.toString('base64'));
   });
 });

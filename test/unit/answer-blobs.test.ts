@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { AnswerBlobs, answerBlobsOf, BLOB_CHUNK_BYTES, isPlaceholder } from '../../src/protocol/answer-blobs.ts';
-import { estimateChars } from '../../src/http/event-store.ts';
+import { AnswerBlobs, answerBlobsOf, BLOB_CHUNK_BYTES } from '../../src/protocol/answer-blobs.ts';
+import { waitFor } from '../helpers.ts';
 
 /** A Response whose body comes in the chunks given (as the SDK's stream gives them), and whether it was cancelled. */
 function chunked(chunks: Uint8Array[], headers: Record<string, string> = {}): { response: Response; cancelled: () => unknown } {
@@ -32,15 +32,12 @@ function cut(text: string, at: number[]): Uint8Array[] {
 
 const answer = (blob: string, id = 1) => JSON.stringify({ jsonrpc: '2.0', id, result: { contents: [{ uri: 'file:///r/big.bin', blob }] } });
 
-test('a placeholder is valid base64 of whole quanta, and recognised as one', () => {
-  const blobs = AnswerBlobs.open(new Request('http://x/mcp'));
-  const placeholder = blobs.defer(Buffer.from('abc'));
+test('a placeholder is valid base64 of whole quanta, and new for each request', () => {
+  const placeholder = AnswerBlobs.open(new Request('http://x/mcp')).defer(Buffer.from('abc'));
   assert.equal(placeholder.length % 4, 0);
   assert.doesNotThrow(() => atob(placeholder));
-  assert.ok(isPlaceholder(placeholder));
-  assert.ok(!isPlaceholder(Buffer.from('abc').toString('base64')));
-  // And a message holding one is never kept for replay: its size counts as infinite.
-  assert.equal(estimateChars(JSON.parse(answer(placeholder)), 1_000_000), Infinity);
+  const another = AnswerBlobs.open(new Request('http://x/mcp')).defer(Buffer.from('abc'));
+  assert.notEqual(placeholder.slice(0, -7), another.slice(0, -7));
 });
 
 test('the handler finds the placeholders of its own request only', () => {
@@ -131,4 +128,37 @@ test('the client going away cancels the SDK stream and lets the content go', asy
   assert.equal(cancelled(), 'gone');
   // Released: the same placeholder is no longer this request's.
   await assert.rejects(blobs.splice(chunked([Buffer.from(answer(placeholder))]).response).text(), /does not own/);
+});
+
+test('the read budget\'s share of a content is given back once it is written, not when the handler returns', async () => {
+  const blobs = AnswerBlobs.open(new Request('http://x/mcp'));
+  let given = 0;
+  const placeholder = blobs.defer(randomBytes(BLOB_CHUNK_BYTES * 3), () => given++);
+  const reader = blobs.splice(chunked([Buffer.from(answer(placeholder)), Buffer.from('tail')]).response).body!.getReader();
+  await reader.read(); // the JSON before the blob
+  await reader.read(); // its first piece
+  assert.equal(given, 0, 'given back before the content was written');
+  for (;;) if ((await reader.read()).done) break;
+  assert.equal(given, 1);
+});
+
+test('a client that takes no piece for the stall time lets the share go; one that goes away too', async () => {
+  const stalled = AnswerBlobs.open(new Request('http://x/mcp'), undefined, 20);
+  let given = 0;
+  const reader = stalled.splice(chunked([Buffer.from(answer(stalled.defer(randomBytes(BLOB_CHUNK_BYTES * 3), () => given++)))]).response).body!.getReader();
+  await reader.read();
+  await reader.read();
+  await waitFor(() => given === 1, 10_000, 'the stalled share to be given back');
+  // Reading on afterwards does not give it back twice.
+  for (;;) if ((await reader.read()).done) break;
+  assert.equal(given, 1);
+
+  const gone = AnswerBlobs.open(new Request('http://x/mcp'));
+  let back = 0;
+  const never = gone.defer(randomBytes(10), () => back++);
+  gone.defer(randomBytes(10), () => back++);
+  const cancelled = gone.splice(chunked([Buffer.from(answer(never)), Buffer.from('more')]).response).body!.getReader();
+  await cancelled.read();
+  await cancelled.cancel();
+  assert.equal(back, 2, 'shares of contents never written were kept');
 });

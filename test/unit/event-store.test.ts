@@ -21,10 +21,13 @@ test('the estimate is about the JSON length, and stops counting past the limit',
     const estimate = estimateChars(message, Infinity);
     assert.ok(estimate >= exact * 0.8 && estimate <= exact * 1.5, `estimate ${estimate} for JSON of ${exact}`);
   }
-  // A huge array is counted until the limit, not to its end.
+  // A huge array or object is counted until the limit, not to its end.
   const huge = Array.from({ length: 200_000 }, () => 'x'.repeat(10));
   const estimate = estimateChars(huge, 1000);
-  assert.ok(estimate > 1000 && estimate < 300_000, `estimate ${estimate}`);
+  assert.ok(estimate > 1000 && estimate < 1100, `estimate ${estimate}`);
+  const wide = Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, i]));
+  const wideEstimate = estimateChars(wide, 1000);
+  assert.ok(wideEstimate > 1000 && wideEstimate < 1100, `estimate ${wideEstimate}`);
 });
 
 test('at most MAX events are kept: a client away longer is told to start over', async () => {

@@ -66,4 +66,22 @@ describe('ReadBudget', () => {
     await assert.rejects(budget.run(5, async () => { throw new Error('read failed'); }), /read failed/);
     assert.equal(budget.inUse, 0);
   });
+
+  test('a read that holds its share keeps it past its end, until it gives it back (twice is harmless)', async () => {
+    const budget = new ReadBudget(10, 10);
+    let giveBack!: () => void;
+    await budget.run(8, async (hold) => void (giveBack = hold()));
+    assert.equal(budget.inUse, 8, 'the share went back when the read ended');
+    const next = gatedRead(budget, 8, { peak: 0 });
+    await turns();
+    assert.equal(next.started(), false, 'a read started while the share was held');
+    giveBack();
+    giveBack();
+    await turns();
+    assert.equal(next.started(), true);
+    assert.equal(budget.inUse, 8);
+    next.finish();
+    await next.done;
+    assert.equal(budget.inUse, 0);
+  });
 });
