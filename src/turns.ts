@@ -74,13 +74,16 @@ export class TurnBudget {
  *
  * Requests arriving in one turn share `budgetMs`; the first always goes.
  * Past the budget they wait, as arrivals of the TurnBudget (ahead of the
- * work it bounds), in one group per turn of arrival, and the groups take
- * turns: one request of each group in turn, a new group joining the round.
- * So a burst waits for itself: a request arriving in a later turn is
- * admitted in that turn's own budget, or, if it misses it, after at most one
- * request of each group waiting (first come first served, a ping that
- * missed its turn's budget by the listens parsed before it waited 73 ms
- * behind 48 others of one burst). A lone request never waits.
+ * work it bounds), in groups that take turns: one request of each group in
+ * turn, a new group joining the round. A client the server knows (a 2025
+ * session: `client`) has a group of its own while it has requests waiting;
+ * requests of no known client are grouped by the turn they arrived in. So
+ * a burst waits for itself: a request arriving in a later turn is admitted
+ * in that turn's own budget, or, if it misses it, after at most one request
+ * of each group waiting, and a session's request read in the same turn as
+ * a burst of stateless ones is not one of them (first come first served, a
+ * ping that missed its turn's budget waited 73 ms behind 48 others of one
+ * burst; in the burst's group, 30 ms). A lone request never waits.
  */
 export class ArrivalGate {
   /** When this turn's first request was admitted; null when none has been this turn. */
@@ -89,8 +92,10 @@ export class ArrivalGate {
   private readonly groups: Array<Array<() => void>> = [];
   /** The group whose first request goes next. */
   private next = 0;
-  /** This turn's group, once a request of this turn waits. */
+  /** This turn's group of requests of no known client, once one of them waits. */
   private current: Array<() => void> | null = null;
+  /** The groups of known clients with requests waiting. */
+  private readonly clients = new Map<string, Array<() => void>>();
   /** A waiting request was told it is next (it waits for the backlog's slice): only it takes slices, one at a time. */
   private woken = false;
 
@@ -99,8 +104,12 @@ export class ArrivalGate {
     private readonly backlog: TurnBudget,
   ) {}
 
-  /** Resolves when the request may be handled: at once, or in its group's turn when the backlog's budget lets it. */
-  async admit(): Promise<void> {
+  /**
+   * Resolves when the request may be handled: at once, or in its group's
+   * turn when the backlog's budget lets it. `client`: who sent it, when the
+   * server knows (its session); requests of one client share a group.
+   */
+  async admit(client?: string): Promise<void> {
     const now = performance.now();
     if (this.opened === null) {
       this.opened = now;
@@ -113,13 +122,16 @@ export class ArrivalGate {
     }
     if (now - this.opened < this.budgetMs) return;
     const next = new Promise<void>((resolve) => {
-      if (this.current === null) {
-        this.current = [];
+      let group = client === undefined ? this.current : this.clients.get(client);
+      if (group === null || group === undefined) {
+        group = [];
+        if (client === undefined) this.current = group;
+        else this.clients.set(client, group);
         // A new group joins the round just before the group that goes next: it goes after every group waiting.
-        this.groups.splice(this.next, 0, this.current);
+        this.groups.splice(this.next, 0, group);
         if (this.groups.length > 1) this.next++;
       }
-      this.current.push(resolve);
+      group.push(resolve);
     });
     if (!this.woken) this.wakeNext();
     await next;
@@ -131,6 +143,7 @@ export class ArrivalGate {
     else {
       this.groups.splice(this.next, 1);
       if (group === this.current) this.current = null;
+      if (client !== undefined && this.clients.get(client) === group) this.clients.delete(client);
     }
     if (this.next >= this.groups.length) this.next = 0;
     // Not at once: its continuation would ask for a slice before this request's handling (which runs once this

@@ -277,7 +277,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
     // A large body's handling (the SDK's checks of every item, ours) runs as one microtask chain: at most one such a
     // turn, however it arrived. Every other request takes its turn's arrival budget, or waits with the backlog.
     if (bodyBytes >= LARGE_BODY_BYTES) await turns.slice();
-    else await arrivals.admit();
+    else await arrivals.admit(sessions.known(req.headers['mcp-session-id']));
     await nodeHandler(req, res, parsed);
   }
 

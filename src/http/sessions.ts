@@ -53,6 +53,11 @@ export class LegacySessions {
     this.sweeper = setInterval(() => this.sweep(), Math.min(limits.idleMs, limits.goneMs, 30_000)).unref();
   }
 
+  /** `id`, when it names a session open now (a client the server knows); undefined otherwise. */
+  known(id: string | string[] | undefined): string | undefined {
+    return typeof id === 'string' && this.sessions.has(id) ? id : undefined;
+  }
+
   get size(): number {
     return this.sessions.size;
   }

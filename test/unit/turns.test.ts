@@ -88,6 +88,32 @@ test('requests waiting from different turns take turns: a second burst is not se
   assert.deepEqual(order.filter((n) => n.startsWith('b')), Array.from({ length: 5 }, (_, i) => `b${i}`));
 });
 
+test('a known client\'s request read in the same turn as a burst has a group of its own, not a place in the burst', async () => {
+  // Ten requests of no known client and, read sixth among them, one of session S: in the burst's group, S waited
+  // for the five read before it; in its own group it goes second among those waiting.
+  const gate = new ArrivalGate(1, new TurnBudget(1));
+  const order: string[] = [];
+  const handled: Promise<void>[] = [];
+  const arrive = (name: string, client?: string) =>
+    handled.push(
+      gate.admit(client).then(() => {
+        order.push(name);
+        burn(2);
+      }),
+    );
+  await new Promise<void>((resolve) => {
+    for (let i = 0; i < 10; i++) {
+      setImmediate(() => arrive(`burst ${i}`));
+      if (i === 5) setImmediate(() => arrive('S', 'session-S'));
+    }
+    setImmediate(resolve);
+  });
+  await Promise.all(handled);
+  assert.equal(order.length, 11);
+  assert.ok(order.indexOf('S') <= 3, `S went ${order.indexOf('S') + 1}th: ${order.join(', ')}`);
+  assert.deepEqual(order.filter((n) => n !== 'S'), Array.from({ length: 10 }, (_, i) => `burst ${i}`));
+});
+
 test('requests arriving in one turn within the budget all go in that turn', async () => {
   // Cheap requests (no CPU to speak of) and a budget no scheduling hiccup spends: none waits, as with no gate.
   const gate = new ArrivalGate(10_000, new TurnBudget(1));
