@@ -14,6 +14,20 @@ function burn(ms: number): void {
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** Requests through `gate`, each costing `costMs` once admitted: `order` is the order they were admitted in. */
+function arrivals(gate: ArrivalGate, costMs = 2) {
+  const order: string[] = [];
+  const handled: Promise<void>[] = [];
+  const arrive = (name: string, client?: string) =>
+    void handled.push(
+      gate.admit(client).then(() => {
+        order.push(name);
+        burn(costMs);
+      }),
+    );
+  return { order, arrive, all: () => Promise.all(handled) };
+}
+
 test('a lone request is admitted at once, without waiting for a turn', async () => {
   const gate = new ArrivalGate(1, new TurnBudget(1));
   let turned = false;
@@ -35,21 +49,13 @@ test('a burst arriving in one turn waits past the budget; a request arriving in 
   // backlog lets one through a turn. The late request arrives in the next turn, after the burst's nine are queued:
   // without the gate it ran after all ten (one turn), with one shared first-come queue after all ten too.
   const gate = new ArrivalGate(1, new TurnBudget(1));
-  const order: string[] = [];
-  const handled: Promise<void>[] = [];
-  const arrive = (name: string) =>
-    handled.push(
-      gate.admit().then(() => {
-        order.push(name);
-        burn(2);
-      }),
-    );
+  const { order, arrive, all } = arrivals(gate);
   await new Promise<void>((resolve) => {
     for (let i = 0; i < 10; i++) setImmediate(() => arrive(`burst ${i}`));
     // Queued in the burst's turn: runs in the next one, after the backlog's first resumes.
     setImmediate(() => setImmediate(() => (arrive('late'), resolve())));
   });
-  await Promise.all(handled);
+  await all();
   assert.equal(order.length, 11);
   assert.deepEqual(order.slice(0, 1), ['burst 0'], 'the first of the burst did not go at once');
   const late = order.indexOf('late');
@@ -65,21 +71,13 @@ test('requests waiting from different turns take turns: a second burst is not se
   // Burst a (10 requests) in one turn, burst b (5) in the next, each request 2 ms: both overflow their budget. Served
   // first come first served, b's waiting requests went after all of a's; taking turns, they alternate.
   const gate = new ArrivalGate(1, new TurnBudget(1));
-  const order: string[] = [];
-  const handled: Promise<void>[] = [];
-  const arrive = (name: string) =>
-    handled.push(
-      gate.admit().then(() => {
-        order.push(name);
-        burn(2);
-      }),
-    );
+  const { order, arrive, all } = arrivals(gate);
   for (let i = 0; i < 10; i++) setImmediate(() => arrive(`a${i}`));
   setImmediate(() => {
     for (let i = 0; i < 5; i++) setImmediate(() => arrive(`b${i}`));
   });
   await new Promise<void>((resolve) => setImmediate(() => setImmediate(() => setImmediate(resolve))));
-  await Promise.all(handled);
+  await all();
   assert.equal(order.length, 15);
   assert.ok(order.indexOf('b1') < order.indexOf('a4'), `b1 waited for a's burst: ${order.join(', ')}`);
   assert.ok(order.indexOf('b4') < order.indexOf('a9'), `b4 waited for a's burst: ${order.join(', ')}`);
@@ -92,15 +90,7 @@ test('a known client\'s request read in the same turn as a burst has a group of 
   // Ten requests of no known client and, read sixth among them, one of session S: in the burst's group, S waited
   // for the five read before it; in its own group it goes second among those waiting.
   const gate = new ArrivalGate(1, new TurnBudget(1));
-  const order: string[] = [];
-  const handled: Promise<void>[] = [];
-  const arrive = (name: string, client?: string) =>
-    handled.push(
-      gate.admit(client).then(() => {
-        order.push(name);
-        burn(2);
-      }),
-    );
+  const { order, arrive, all } = arrivals(gate);
   await new Promise<void>((resolve) => {
     for (let i = 0; i < 10; i++) {
       setImmediate(() => arrive(`burst ${i}`));
@@ -108,7 +98,7 @@ test('a known client\'s request read in the same turn as a burst has a group of 
     }
     setImmediate(resolve);
   });
-  await Promise.all(handled);
+  await all();
   assert.equal(order.length, 11);
   assert.ok(order.indexOf('S') <= 3, `S went ${order.indexOf('S') + 1}th: ${order.join(', ')}`);
   assert.deepEqual(order.filter((n) => n !== 'S'), Array.from({ length: 10 }, (_, i) => `burst ${i}`));
