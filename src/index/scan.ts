@@ -228,7 +228,6 @@ export class Walk {
     // Where this directory's rows start: dropped if it is not a folder once read (see below).
     const rowsBefore = batch.rows.length;
     const openedBefore = batch.opened.length;
-    const found: string[] = [];
     for (const e of entries) {
       // Links and special files are never served; an unknown type (some file systems) is left to lstat.
       if (e.isSymbolicLink() || e.isFIFO() || e.isSocket() || e.isCharacterDevice() || e.isBlockDevice()) continue;
@@ -249,7 +248,6 @@ export class Walk {
       batch.rows.push(row);
       if (isDirectory) {
         batch.opened.push(row.uri);
-        found.push(row.uri);
         insertByUriDescending(this.pending!, { path, uri: row.uri });
       }
     }
@@ -257,9 +255,9 @@ export class Walk {
     // target, named as if it were in here. None of it is kept; the folder is gone as far as this walk goes.
     // (A folder above it swapped after it was read is not seen here: the watcher's event for it removes it.)
     if (!isFolderNow(dir.path)) {
+      const dropped = new Set(batch.opened.slice(openedBefore));
       batch.rows.length = rowsBefore;
       batch.opened.length = openedBefore;
-      const dropped = new Set(found);
       this.pending = this.pending!.filter((d) => !dropped.has(d.uri));
       return { ...dir, gitignore: null, failed: 'gone' };
     }
