@@ -38,11 +38,11 @@ export class TurnBudget {
    */
   async slice(kind: 'arrival' | 'work' = 'work'): Promise<void> {
     const arrival = kind === 'arrival';
+    const mayGo = () => arrival || this.arrivals === 0;
     if (arrival) this.arrivals++;
     try {
       for (;;) {
-        const mayGo = arrival || this.arrivals === 0;
-        if (mayGo && !this.granted && performance.now() - this.started < this.budgetMs) break;
+        if (mayGo() && !this.granted && performance.now() - this.started < this.budgetMs) break;
         // Every waiter resumes in the same turn (one setImmediate each): only the first restarts the budget, the rest
         // wait again unless it left some. Each restarting it as it resumed let 50 listens fold 50 ms a turn.
         const turn = this.turns;
@@ -51,7 +51,7 @@ export class TurnBudget {
           this.turns++;
           this.started = performance.now();
         }
-        if ((arrival || this.arrivals === 0) && this.wentIn !== this.turns) break;
+        if (mayGo() && this.wentIn !== this.turns) break;
       }
     } finally {
       if (arrival) this.arrivals--;
@@ -88,7 +88,7 @@ export class TurnBudget {
 export class ArrivalGate {
   /** When this turn's first request was admitted; null when none has been this turn. */
   private opened: number | null = null;
-  /** Requests waiting (each resolves its own wait), one group per turn they arrived in, in the order groups take turns. */
+  /** Requests waiting (each resolves its own wait), in groups (a known client's, or a turn's), in the order groups take turns. */
   private readonly groups: Array<Array<() => void>> = [];
   /** The group whose first request goes next. */
   private next = 0;

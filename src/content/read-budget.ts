@@ -65,8 +65,12 @@ export class ReadBudget {
       this.used -= cost;
       this.startWaiting();
     };
+    const hold = () => {
+      held = true;
+      return giveBack;
+    };
     try {
-      return await read(() => ((held = true), giveBack));
+      return await read(hold);
     } finally {
       if (!held) giveBack();
     }

@@ -119,7 +119,7 @@ export class Reconciler {
       // removes it, or finds it replaced and walks it. (A folder not in the batch, the parent of a
       // reported path's folder, was not looked at: that path is judged as before.)
       const folder = statOf.get(dirname(path));
-      if (path !== root.path && folder !== undefined && !folder?.isDirectory()) continue;
+      if (path !== root.path && folder !== undefined && (folder === null || !folder.isDirectory())) continue;
       const rootIndex = this.roots.indexOf(root);
       const isDir = st?.isDirectory() ?? false;
       const isFile = st?.isFile() ?? false;

@@ -1,14 +1,14 @@
 import { ALTERNATIVES_META_KEY, alternativeMimeTypes } from '../content/converters/index.ts';
-import { DEFER_BLOB_BYTES, type AnswerBlobs } from './answer-blobs.ts';
 import { DEFAULT_COLLECTION_LIMITS, formatListing, mayBeText, type CollectionReadLimits } from '../content/collection.ts';
 import { ContentError, readFileContent, representationSize } from '../content/read.ts';
+import { ReadBusyError } from '../content/read-budget.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
 import { lookupEntry } from '../index/lookup.ts';
 import { toResource, type ResourceObject } from '../resource.ts';
 import { uriToPath } from '../uri.ts';
-import { ErrorCode, internalError, invalidParams, ProtocolError, resourceNotFound } from './errors.ts';
-import { ReadBusyError } from '../content/read-budget.ts';
+import { DEFER_BLOB_BYTES, type AnswerBlobs } from './answer-blobs.ts';
 import type { ServerContext } from './context.ts';
+import { ErrorCode, internalError, invalidParams, ProtocolError, resourceNotFound } from './errors.ts';
 
 export type ContentItem = ResourceObject & ({ text: string } | { blob: string });
 
