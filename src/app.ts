@@ -18,6 +18,7 @@ import { relayLogLine } from './protocol/logging.ts';
 import type { Era, ErrorResponse } from './protocol/wire.ts';
 import { createPager } from './query/page.ts';
 import { createServer, type HandlerServices, type ServerInfo } from './server.ts';
+import { chooseDriver } from './sqlite.ts';
 import type { Root } from './uri.ts';
 
 /** What every client shares: built once per process, on the first request that needs it. */
@@ -167,6 +168,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
       // The live sync takes what changed behind a cold scan from its watches instead of diffing the tree again.
       watchScan: process.platform === 'linux',
       dbInOwnCache: config.db === undefined && dbFile === requestedDb,
+      sqliteDriver: chooseDriver(config.sqliteDriver),
     });
   } catch (error) {
     // No index, no server: the lock must not outlive this attempt.

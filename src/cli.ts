@@ -6,6 +6,7 @@ import { allowedHostsFor } from './http/guard.ts';
 import type { HttpEndpoint } from './http/serve.ts';
 import { prepareLaunch, serveStdioStreams } from './launch.ts';
 import { createLogger, type Logger } from './log.ts';
+import { describeDriver } from './sqlite.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version;
@@ -21,7 +22,8 @@ async function main(): Promise<void> {
   }
   const { config, roots, dbFile } = launch;
   const log = createLogger(config.logLevel, (line) => process.stderr.write(line));
-  log.info(`serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile})`);
+  // The driver is named once, here: which SQLite a bug report ran on.
+  log.info(`serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile}; SQLite: ${describeDriver(launch.sqliteDriver)})`);
   const app = createApp(config, roots, dbFile, log, { name: 'folder-mcp', version: VERSION, write: config.write });
   if (config.http) return serveOverHttp(app, config.http, config.allowedHosts ?? [], launch.token, log, config.write);
   // The client has gone: whatever hangs (a conversion, a search thread), the process ends.

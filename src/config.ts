@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { SQLITE_DRIVER_CHOICES, type SqliteDriverChoice } from './sqlite.ts';
 
 export const WATCHER_KINDS = ['auto', 'chokidar', 'dirs', 'poll', 'none'] as const;
 export type WatcherKind = (typeof WATCHER_KINDS)[number];
@@ -9,6 +10,8 @@ export interface Config {
   folders: string[];
   /** Index file; undefined means the default location in the user's cache dir. */
   db: string | undefined;
+  /** `--sqlite-driver`: auto (node:sqlite where the runtime has it, else better-sqlite3), or one forced for diagnosis. */
+  sqliteDriver: SqliteDriverChoice;
   pageSize: number;
   exclude: string[];
   gitignore: boolean;
@@ -94,6 +97,9 @@ Options:
   --search-wait-ms N     how long a search sent while a small folder's (up to
                          1,000 files) first content index build runs waits for
                          it; 0 never waits (default ${DEFAULT_SEARCH_WAIT_MS})
+  --sqlite-driver NAME   auto | node | better-sqlite3: the SQLite driver (default
+                         auto: Node's built-in node:sqlite on Node >= 22.13,
+                         else better-sqlite3)
   --log-level LEVEL      error | warn | info | debug (default info); logs go to stderr
   --http [HOST:]PORT     serve Streamable HTTP at http://HOST:PORT/mcp instead of
                          stdio (HOST default 127.0.0.1; PORT 0 picks a free one)
@@ -134,6 +140,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
         'search-budget-ms': { type: 'string' },
         'search-wait-ms': { type: 'string' },
         'log-level': { type: 'string' },
+        'sqlite-driver': { type: 'string' },
         http: { type: 'string' },
         'allowed-host': { type: 'string', multiple: true },
         'token-file': { type: 'string' },
@@ -157,6 +164,10 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
   if (!(WATCHER_KINDS as readonly string[]).includes(watcher)) {
     throw new UsageError(`--watcher must be one of ${WATCHER_KINDS.join(', ')}`);
   }
+  const sqliteDriver = values['sqlite-driver'] ?? 'auto';
+  if (!(SQLITE_DRIVER_CHOICES as readonly string[]).includes(sqliteDriver)) {
+    throw new UsageError(`--sqlite-driver must be one of ${SQLITE_DRIVER_CHOICES.join(', ')}`);
+  }
   if (values['max-write-bytes'] !== undefined && !values.write) throw new UsageError('--max-write-bytes applies to --write only');
   const http = values.http === undefined ? undefined : parseHttpListen(values.http);
   if (!http && (values['allowed-host'] || values['token-file'])) {
@@ -167,6 +178,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
     config: {
       folders: positionals,
       db: values.db,
+      sqliteDriver: sqliteDriver as SqliteDriverChoice,
       pageSize: positiveInt(values['page-size'], '--page-size', DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE),
       exclude: values.exclude ?? [],
       gitignore: !values['no-gitignore'],
@@ -196,6 +208,7 @@ const OPTION_VALUES: Record<string, string> = {
   '--max-read-bytes': 'a positive whole number of bytes',
   '--max-write-bytes': 'a positive whole number of bytes',
   '--watcher': WATCHER_KINDS.join(' | '),
+  '--sqlite-driver': SQLITE_DRIVER_CHOICES.join(' | '),
   '--poll-interval': 'a whole number of milliseconds, from 1 to 3600000',
   '--search-budget-ms': 'a whole number of milliseconds, from 1 to 60000',
   '--search-wait-ms': 'a whole number of milliseconds, from 0 to 60000',

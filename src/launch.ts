@@ -11,7 +11,8 @@ import type { App } from './app.ts';
 import { USAGE, UsageError, parseCliArgs, type Config } from './config.ts';
 import { isLoopbackHost } from './http/guard.ts';
 import { loadSecrets, TOKEN_ENV } from './http/secrets.ts';
-import { assertSqliteLoads, dbFileProblem, NativeModuleError } from './index/db-file.ts';
+import { dbFileProblem } from './index/db-file.ts';
+import { chooseDriver, SqliteDriverError, type SqliteDriverName } from './sqlite.ts';
 import { defaultDbPath, isInsideRoots } from './index/location.ts';
 import type { Logger } from './log.ts';
 import { StdioTransport } from './protocol/stdio-transport.ts';
@@ -23,7 +24,7 @@ export type Launch =
   | { kind: 'print'; text: string }
   /** A usage error or an unusable set-up: print this to stderr and exit 2, having touched nothing. */
   | { kind: 'refuse'; text: string }
-  | { kind: 'serve'; config: Config; roots: Root[]; dbFile: string; token: string | undefined };
+  | { kind: 'serve'; config: Config; roots: Root[]; dbFile: string; token: string | undefined; sqliteDriver: SqliteDriverName };
 
 /**
  * Reads a command line and checks, before anything is served, everything
@@ -57,17 +58,19 @@ export function prepareLaunch(argv: readonly string[], env: NodeJS.ProcessEnv, v
   if (isInsideRoots(dbFile, roots.map((r) => r.path))) {
     return refuse(`--db ${dbFile} is inside a served folder; the server never writes there\n`);
   }
-  // A native module built for another Node, a --db typo that would overwrite a file, an unwritable
-  // place: each is one line and exit 2, not an error on every request.
+  // No usable SQLite driver (better-sqlite3 missing or built for another Node, on a Node without
+  // node:sqlite), a --db typo that would overwrite a file, an unwritable place: each is one line
+  // and exit 2, not an error on every request.
+  let sqliteDriver: SqliteDriverName;
   try {
-    assertSqliteLoads();
+    sqliteDriver = chooseDriver(config.sqliteDriver);
   } catch (error) {
-    if (!(error instanceof NativeModuleError)) throw error;
+    if (!(error instanceof SqliteDriverError)) throw error;
     return refuse(`${error.message}\n`);
   }
-  const unusable = dbFileProblem(dbFile, config.db === undefined);
+  const unusable = dbFileProblem(dbFile, config.db === undefined, sqliteDriver);
   if (unusable !== null) return refuse(`${unusable}\n`);
-  return { kind: 'serve', config, roots, dbFile, token };
+  return { kind: 'serve', config, roots, dbFile, token, sqliteDriver };
 }
 
 function refuse(message: string): Launch {

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { chooseDriver, openDatabase, type Database } from '../../src/sqlite.ts';
 import fg from 'fast-glob';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -42,8 +42,8 @@ async function walkPage(dir: string, pattern: string, keep: (uri: string, name: 
 }
 
 /** Entries under a collection URI (itself excluded), counted in the index. */
-function subtreeSize(db: Database.Database, dir: string): number {
-  return (db.prepare('SELECT count(*) FROM entries WHERE uri > ? AND uri < ?').pluck().get(dir, successor(dir)) as number);
+function subtreeSize(db: Database, dir: string): number {
+  return ((db.prepare('SELECT count(*) AS n FROM entries WHERE uri > ? AND uri < ?').get(dir, successor(dir)) as { n: number }).n);
 }
 
 /**
@@ -53,10 +53,10 @@ function subtreeSize(db: Database.Database, dir: string): number {
  * more than 30. The deep directory's own prefix is a full 100-item page at
  * every size (312 entries under it at 10k files, 851 at 100k).
  */
-export function smallDeepDir(db: Database.Database, deep: string): string {
+export function smallDeepDir(db: Database, deep: string): string {
   let dir = deep;
   for (let size = subtreeSize(db, dir); size > 30; ) {
-    const children = (db.prepare('SELECT uri FROM entries WHERE parent = ? AND kind = 1').pluck().all(dir) as string[])
+    const children = (db.prepare('SELECT uri FROM entries WHERE parent = ? AND kind = 1').all(dir) as { uri: string }[]).map((r) => r.uri)
       .map((uri) => ({ uri, size: subtreeSize(db, uri) }))
       .filter((c) => c.size >= 10)
       .sort((x, y) => x.size - y.size || (x.uri < y.uri ? -1 : 1));
@@ -67,7 +67,7 @@ export function smallDeepDir(db: Database.Database, deep: string): string {
   return dir;
 }
 
-export function queries(ctx: SizeContext, db: Database.Database): Query[] {
+export function queries(ctx: SizeContext, db: Database): Query[] {
   const deep = uriOf(ctx, ctx.tree.deepDir, true);
   const small = smallDeepDir(db, deep);
   const [a, b] = ctx.tree.siblingDirs.map((d) => uriOf(ctx, d));
@@ -164,7 +164,7 @@ export const list: Scenario<ListResult> = {
     const iterations = ctx.quick ? 60 : 300;
     const conn = await spawnFolderMcp(ctx.root, ctx.db, ['--page-size', String(PAGE), '--watcher', 'none']);
     await settled(conn, performance.now(), settleTimeout(ctx.tree.size));
-    const db = new Database(ctx.db, { readonly: true });
+    const db = openDatabase(ctx.db, chooseDriver(), { readOnly: true });
     const out: Record<string, QueryResult> = {};
     try {
       for (let i = 0; i < 20; i++) await conn.client.ping();

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { chooseDriver, openDatabase } from '../../src/sqlite.ts';
 import { existsSync } from 'node:fs';
 import { settled, settleTimeout, spawnFolderMcp } from '../client.ts';
 import { rowPerSize, type Scenario } from '../context.ts';
@@ -48,7 +48,7 @@ export const paginate: Scenario<PaginateResult> = {
     const serverTotalMs = performance.now() - t0;
     const tenth = Math.max(1, Math.floor(perPage.length / 10));
 
-    const db = new Database(ctx.db, { readonly: true });
+    const db = openDatabase(ctx.db, chooseDriver(), { readOnly: true });
     try {
       const keyset = db.prepare(`SELECT ${COLS} FROM entries WHERE uri > ? ORDER BY uri LIMIT ${PAGE}`);
       const offset = db.prepare(`SELECT ${COLS} FROM entries ORDER BY uri LIMIT ${PAGE} OFFSET ?`);

@@ -1,4 +1,3 @@
-import type Database from 'better-sqlite3';
 import { succ } from '../keys.ts';
 import { EntryKind, type EntryRow, type IndexChange } from '../entry.ts';
 import type { Logger } from '../log.ts';
@@ -13,10 +12,11 @@ import {
   type LocatedText,
 } from './converters/types.ts';
 import { builtScriptUrl } from '../workers.ts';
+import type { Database, Statement } from '../sqlite.ts';
 import { ConversionWorker } from './isolate.ts';
 import type { FileContent } from './read.ts';
 
-type Db = Database.Database;
+type Db = Database;
 
 /** A format alternative of a document (SEP-2093): same uri, another representation. */
 export type Alternative = { mimeType: string; size: number } & ({ text: string } | { blob: string });
@@ -40,10 +40,10 @@ export type CachedConversion = { alternative: Alternative } | { error: string };
 export class ConversionCache {
   private stmts:
     | {
-        get: import('better-sqlite3').Statement;
-        put: import('better-sqlite3').Statement;
-        forget: import('better-sqlite3').Statement;
-        forgetRange: import('better-sqlite3').Statement;
+        get: Statement;
+        put: Statement;
+        forget: Statement;
+        forgetRange: Statement;
       }
     | undefined;
 
@@ -68,14 +68,15 @@ export class ConversionCache {
 
   get(file: FileVersion, converter: string): CachedConversion | undefined {
     const row = this.prepared().get.get(file.uri, converter, file.mtime, file.size) as
-      | { mime: string; text: string | null; blob: Buffer | null; error: string | null }
+      | { mime: string; text: string | null; blob: Uint8Array | null; error: string | null }
       | undefined;
     if (!row) return undefined;
     if (row.error !== null) return { error: row.error };
     if (row.text !== null) {
       return { alternative: { mimeType: row.mime, size: Buffer.byteLength(row.text), text: row.text } };
     }
-    const blob = row.blob ?? Buffer.alloc(0);
+    // A Uint8Array from node:sqlite, a Buffer from better-sqlite3: viewed as a Buffer without a copy.
+    const blob = row.blob ? Buffer.from(row.blob.buffer, row.blob.byteOffset, row.blob.byteLength) : Buffer.alloc(0);
     return { alternative: { mimeType: row.mime, size: blob.length, blob: blob.toString('base64') } };
   }
 

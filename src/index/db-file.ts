@@ -2,38 +2,16 @@
 // before anything is served, so that a typo on the command line never
 // destroys a file: the index is a cache the server deletes and rebuilds at
 // will, so it may only ever delete and rebuild a file that it made.
-import Database from 'better-sqlite3';
 import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, readSync, statSync, unlinkSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { describeError, isNoEntry } from '../errno.ts';
+import { chooseDriver, openDatabase, type Database, type SqliteDriverName } from '../sqlite.ts';
 
 /** The first 16 bytes of every SQLite 3 database file. */
 const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
 
 /** The `meta` row that marks a database as a folder-mcp index (written with the schema, see db.ts). */
 export const APP_MARK = { key: 'app', value: 'folder-mcp' } as const;
-
-/** A failure to load the native SQLite module: never a property of the index file. */
-export class NativeModuleError extends Error {
-  override name = 'NativeModuleError';
-}
-
-/**
- * Loads better-sqlite3's native module (an in-memory database, opened and
- * closed: ~20 ms). A module built for another Node.js (NODE_MODULE_VERSION),
- * or missing, fails here with what to do, instead of failing the first open
- * of the index file, which would take it for a corrupt index.
- */
-export function assertSqliteLoads(): void {
-  try {
-    new Database(':memory:').close();
-  } catch (error) {
-    const detail = (error as Error).message.split('\n')[0];
-    throw new NativeModuleError(
-      `better-sqlite3 cannot be loaded by this Node.js ${process.version} (${detail}); rebuild better-sqlite3 for this Node: npm rebuild better-sqlite3`,
-    );
-  }
-}
 
 /**
  * What the file at `path` is, as an index: absent or empty (a new index may
@@ -42,7 +20,7 @@ export function assertSqliteLoads(): void {
  */
 export type DbFileKind = { kind: 'absent' | 'empty' | 'index' } | { kind: 'refuse'; reason: string };
 
-export function inspectDbFile(path: string): DbFileKind {
+export function inspectDbFile(path: string, driver: SqliteDriverName = chooseDriver()): DbFileKind {
   let stats: Stats;
   try {
     stats = statSync(path);
@@ -69,7 +47,7 @@ export function inspectDbFile(path: string): DbFileKind {
     if (fd !== undefined) closeSync(fd);
   }
   if (!head.equals(SQLITE_HEADER)) return { kind: 'refuse', reason: 'is not an SQLite database, so not a folder-mcp index' };
-  switch (whose(path)) {
+  switch (whose(path, driver)) {
     case 'ours':
       return { kind: 'index' };
     case 'blank':
@@ -89,13 +67,13 @@ export function inspectDbFile(path: string): DbFileKind {
  * index like an empty file. Read-only: nothing is written to a file not
  * known to be ours.
  */
-function whose(path: string): 'ours' | 'blank' | 'theirs' {
-  let db: Database.Database | undefined;
+function whose(path: string, driver: SqliteDriverName): 'ours' | 'blank' | 'theirs' {
+  let db: Database | undefined;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
+    db = openDatabase(path, driver, { readOnly: true });
     const schema = db.prepare(`SELECT type, name FROM sqlite_master`).all() as { type: string; name: string }[];
     if (schema.length === 0) {
-      const blank = db.pragma('user_version', { simple: true }) === 0 && db.pragma('application_id', { simple: true }) === 0;
+      const blank = db.pragma('user_version') === 0 && db.pragma('application_id') === 0;
       return blank ? 'blank' : 'theirs';
     }
     const tables = new Set(schema.filter((s) => s.type === 'table').map((t) => t.name));
@@ -153,10 +131,10 @@ function cannotWrite(path: string): string | null {
  * place in our own cache folder, where whatever is there is ours to rebuild
  * (a corrupt index included); a path given with --db must prove it.
  */
-export function dbFileProblem(path: string, ownedLocation: boolean): string | null {
+export function dbFileProblem(path: string, ownedLocation: boolean, driver: SqliteDriverName = chooseDriver()): string | null {
   if (path === ':memory:') return null;
   const what = ownedLocation ? `the index file ${path}` : `--db ${path}`;
-  const found = inspectDbFile(path);
+  const found = inspectDbFile(path, driver);
   switch (found.kind) {
     case 'absent':
     case 'empty':

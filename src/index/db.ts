@@ -1,11 +1,11 @@
-import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '../log.ts';
+import { chooseDriver, isSqliteError, openDatabase, type Database, type SqliteDriverName } from '../sqlite.ts';
 import { APP_MARK, inspectDbFile } from './db-file.ts';
 
-export type Db = Database.Database;
+export type Db = Database;
 
 /**
  * Bump when the schema or the meaning of a column changes: an index file with
@@ -106,10 +106,9 @@ export function createSecondaryIndexes(db: Db, indexes: Record<string, string> =
  * meanwhile answers pages from the primary key (WAL readers never wait for a
  * writer); it writes nothing until the scan is over.
  */
-export function buildSecondaryIndexes(file: string): void {
-  const db = new Database(file);
+export function buildSecondaryIndexes(file: string, driver: SqliteDriverName): void {
+  const db = openDatabase(file, driver);
   try {
-    db.pragma('busy_timeout = 5000');
     db.pragma('synchronous = OFF');
     // The sorts spill to temporary files past a small cache, not to memory: the
     // main connection already caches the table, and at 100k entries this kept
@@ -150,10 +149,10 @@ class SchemaVersionError extends Error {
  * (the native module, a full disk, a file that is not ours) is thrown as it
  * is. cli.ts has checked the path at start-up (src/index/db-file.ts).
  */
-export function openDb(file: string, log: Logger, rebuildAnything = false): OpenedDb {
+export function openDb(file: string, log: Logger, rebuildAnything = false, driver: SqliteDriverName = chooseDriver()): OpenedDb {
   if (file !== ':memory:') {
     // Security: SQLite would open any database and a new schema would drop its tables.
-    const found = inspectDbFile(file);
+    const found = inspectDbFile(file, driver);
     if (found.kind === 'refuse' && !rebuildAnything) throw new Error(`index file ${file} ${found.reason}: not touching it`);
     // Readable by the owner only: the index holds the text of every served file and the cursor key.
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
@@ -164,17 +163,17 @@ export function openDb(file: string, log: Logger, rebuildAnything = false): Open
     makePrivate(file);
   }
   try {
-    return openExisting(file);
+    return openExisting(file, driver);
   } catch (error) {
-    const unusable = error instanceof Database.SqliteError || error instanceof SchemaVersionError;
+    const unusable = isSqliteError(error) || error instanceof SchemaVersionError;
     if (!unusable || file === ':memory:') throw error;
-    if (!rebuildAnything && inspectDbFile(file).kind !== 'index') {
+    if (!rebuildAnything && inspectDbFile(file, driver).kind !== 'index') {
       throw new Error(`index file ${file} cannot be opened (${error.message}) and is not known to be a folder-mcp index: not touching it`);
     }
     log.warn(`index at ${file} is unusable (${error.message}); rebuilding it`);
     removeDbFiles(file);
     makePrivate(file);
-    return openExisting(file);
+    return openExisting(file, driver);
   }
 }
 
@@ -200,14 +199,14 @@ function makePrivate(file: string): void {
   }
 }
 
-function openExisting(file: string): OpenedDb {
-  const db = new Database(file);
+function openExisting(file: string, driver: SqliteDriverName): OpenedDb {
+  const db = openDatabase(file, driver);
   try {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('temp_store = MEMORY');
     db.pragma('cache_size = -65536');
-    const version = db.pragma('user_version', { simple: true }) as number;
+    const version = db.pragma('user_version') as number;
     if (version === SCHEMA_VERSION && scanCompleted(db)) return { db, warm: true };
     if (version !== 0 && version !== SCHEMA_VERSION) {
       throw new SchemaVersionError(`schema version ${version}, expected ${SCHEMA_VERSION}`);

@@ -1,5 +1,6 @@
 import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
+import { chooseDriver, type SqliteDriverName } from '../sqlite.ts';
 import { BULK_INDEXES, SCAN_INDEXES, createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta, type Db } from './db.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { ScanFrontier } from './scan.ts';
@@ -35,6 +36,8 @@ export interface FolderIndexOptions extends IgnoreOptions {
   watchScan?: boolean;
   /** The index file is at its default place in our own cache folder: whatever is there is ours to rebuild (see openDb). */
   dbInOwnCache?: boolean;
+  /** The SQLite driver (see src/sqlite.ts); default: node:sqlite where the runtime has it, else better-sqlite3. */
+  sqliteDriver?: SqliteDriverName;
 }
 
 /**
@@ -67,7 +70,7 @@ export class FolderIndex {
   private writeCount = 0;
 
   constructor(readonly options: FolderIndexOptions) {
-    const opened = openDb(options.dbFile, options.log, options.dbInOwnCache ?? false);
+    const opened = openDb(options.dbFile, options.log, options.dbInOwnCache ?? false, options.sqliteDriver ?? chooseDriver());
     this.db = opened.db;
     this.store = new Store(this.db);
     this.rules = new IgnoreRules(options.roots, options);
@@ -210,7 +213,7 @@ export class FolderIndex {
     const skips = new SkipReport();
     const { gitignore, exclude } = this.options;
     for (const root of this.roots) this.frontier.add(root.uri);
-    const dbFile = this.options.dbFile === ':memory:' ? null : this.options.dbFile;
+    const dbFile = this.db.memory ? null : { path: this.db.file, driver: this.db.driver };
     const slicesHere = this.options.scanSlicesHere;
     const changes = this.scanChanges ?? undefined;
     const batches = scanInThread({ roots: this.roots, ignore: { gitignore, exclude }, log, skips, dbFile, ...(slicesHere ? { slicesHere } : {}), ...(changes ? { changes } : {}) });

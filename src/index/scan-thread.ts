@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { toColumns, type EntryColumns } from '../entry.ts';
 import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
+import type { SqliteDriverName } from '../sqlite.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { Walk, type ScanBatch, type WalkState } from './scan.ts';
 import { ScanWatch, mergeScanChanges, type ScanChanges } from './scan-watch.ts';
@@ -26,9 +27,15 @@ export interface ScanThreadOptions {
    * The index file, where the worker builds the secondary indexes once every
    * batch is committed; null (an index in memory): the caller builds them.
    */
-  dbFile: string | null;
+  dbFile: IndexFile | null;
   /** Where the walk records what changes behind it (see ScanChangeRecord); none: nothing is watched. */
   changes?: ScanChangeRecord;
+}
+
+/** The index file and the driver it was opened with (the worker opens it with the same). */
+export interface IndexFile {
+  path: string;
+  driver: SqliteDriverName;
 }
 
 /** A batch as it crosses threads: its rows as columns. */
@@ -73,7 +80,7 @@ export interface ScanHandover {
   onlyRoot: number | undefined;
   batchRows: number;
   batchSize: number;
-  dbFile: string | null;
+  dbFile: IndexFile | null;
   /** Int32Array over it: [0] = batches the consumer has taken (flow control). */
   taken: SharedArrayBuffer;
   /** Watch each directory before reading it, and keep the watches until told to finish (see ScanWatch). */

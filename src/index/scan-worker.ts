@@ -69,7 +69,7 @@ port.once('message', async (handover: ScanHandover) => {
       // Once the last batch is committed (taken), the indexes are built from here, off the main thread.
       await waitForTaken(sent);
       const { buildSecondaryIndexes } = await import('./db.ts');
-      buildSecondaryIndexes(handover.dbFile);
+      buildSecondaryIndexes(handover.dbFile.path, handover.dbFile.driver);
     }
     if (watch) {
       port.on('message', (message: ScanWatchOrder) => {

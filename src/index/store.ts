@@ -8,7 +8,7 @@ const COLLECTION = EntryKind.collection;
 
 /**
  * Writes and point reads of the index. Statements are prepared once; writes
- * go in one transaction per batch (better-sqlite3 transactions are
+ * go in one transaction per batch (transactions are
  * synchronous, so callers do their awaiting before calling in).
  */
 export class Store {
@@ -32,7 +32,7 @@ export class Store {
   constructor(readonly db: Db) {
     this.getStmt = db.prepare(`SELECT ${COLUMNS} FROM entries WHERE uri = ?`);
     this.upsertStmt = db.prepare(
-      `INSERT INTO entries (${COLUMNS}) VALUES (@uri, @parent, @root, @name, @ext, @kind, @size, @mtime, @mime, @ino, @dev)
+      `INSERT INTO entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (uri) DO UPDATE SET parent = excluded.parent, root = excluded.root, name = excluded.name,
          ext = excluded.ext, kind = excluded.kind, size = excluded.size, mtime = excluded.mtime, mime = excluded.mime,
          ino = excluded.ino, dev = excluded.dev`,
@@ -52,9 +52,10 @@ export class Store {
     // entries_by_mtime walked backwards: the cost is the rows returned.
     this.recentStmt = db.prepare(`SELECT ${COLUMNS} FROM entries WHERE mtime >= ? AND kind = ${DOCUMENT} ORDER BY mtime DESC LIMIT ?`);
     // The primary key walked in order; a page stops after `limit` collections.
-    this.collectionsStmt = db.prepare(`SELECT uri FROM entries WHERE kind = ${COLLECTION} AND uri > ? ORDER BY uri LIMIT ?`).pluck();
+    this.collectionsStmt = db.prepareRows(`SELECT uri FROM entries WHERE kind = ${COLLECTION} AND uri > ? ORDER BY uri LIMIT ?`);
     this.upsertMany = db.transaction((rows: readonly EntryRow[]) => {
-      for (const row of rows) this.upsertStmt.run(row);
+      // Positional: node:sqlite refuses a named-parameter object with keys the statement does not name.
+      for (const r of rows) this.upsertStmt.run(r.uri, r.parent, r.root, r.name, r.ext, r.kind, r.size, r.mtime, r.mime, r.ino, r.dev);
     });
     const insertStmt = db.prepare(`INSERT OR REPLACE INTO entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.insertScanned = db.transaction((c: EntryColumns) => {
@@ -107,7 +108,7 @@ export class Store {
 
   /** URIs of collections (every root and folder) in URI order, after `afterUri`. */
   collectionUris(afterUri: string, limit: number): string[] {
-    return this.collectionsStmt.all(afterUri, limit) as string[];
+    return this.collectionsStmt.all(afterUri, limit).map((row) => row[0] as string);
   }
 
   /** Direct children of a collection in URI order, after `afterUri`. */

@@ -2,8 +2,8 @@
 // OFFSET: a page resumes after the last key examined, so its cost is
 // O(log N + rows scanned) and concurrent writes neither skip nor repeat rows.
 // Range bounds, never LIKE.
-import type { Statement } from 'better-sqlite3';
 import type { Db } from '../index/db.ts';
+import type { RowsStatement } from '../sqlite.ts';
 import type { EntryKind, EntryRow } from '../entry.ts';
 import type { KeyRange, Plan } from './plan.ts';
 
@@ -36,7 +36,7 @@ export interface Pager {
 
 type Access = 'pk' | 'ext' | 'name' | 'parent';
 
-// Rows come back as arrays (better-sqlite3's raw mode) in this column order
+// Rows come back as arrays (prepareRows, src/sqlite.ts) in this column order
 // and become objects here: the driver builds a row object key by key, which
 // costs about as much again as reading the columns (measured at 100k: 204 µs
 // for 100 rows as objects, 116 µs as arrays), while an object literal built
@@ -88,7 +88,7 @@ class Source {
   private done = false;
 
   constructor(
-    private readonly stmt: Statement,
+    private readonly stmt: RowsStatement,
     private readonly eq: string | undefined,
     private lower: string,
     private readonly hi: string | null,
@@ -110,7 +110,7 @@ class Source {
     args.push(this.lower);
     if (this.hi !== null) args.push(this.hi);
     args.push(this.chunk);
-    const raw = this.stmt.all(...args) as RawRow[];
+    const raw = this.stmt.all(...args) as unknown as RawRow[];
     this.buf = raw.map(listedRow);
     this.pos = 0;
     this.done = raw.length < this.chunk;
@@ -121,9 +121,9 @@ class Source {
 }
 
 export function createPager(db: Db): Pager {
-  const statements = new Map<string, Statement>();
+  const statements = new Map<string, RowsStatement>();
   for (const access of ['pk', 'ext', 'name', 'parent'] as const) {
-    for (const bounded of [false, true]) statements.set(`${access}:${bounded}`, db.prepare(selectSql(access, bounded)).raw(true));
+    for (const bounded of [false, true]) statements.set(`${access}:${bounded}`, db.prepareRows(selectSql(access, bounded)));
   }
 
   function listPage(plan: Plan, afterKey: string | null, limit: number, budget: number): PageResult {

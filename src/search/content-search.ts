@@ -131,12 +131,12 @@ export class ContentSearch {
     // Security: queries run off the event loop when the index is a file a
     // second connection can open; an in-memory index has only this one.
     const workerUrl = options.workerUrl === undefined ? builtScriptUrl('search-worker') : options.workerUrl;
-    this.thread = !this.db.memory && workerUrl ? new SearchThread(this.db.name, workerUrl) : null;
+    this.thread = !this.db.memory && workerUrl ? new SearchThread(this.db.file, this.db.driver, workerUrl) : null;
     this.db.function('folder_mcp_searchable', { deterministic: true }, (mime: unknown, ext: unknown, size: unknown) =>
       typeof mime === 'string' && typeof ext === 'string' && typeof size === 'number' && this.howIndexed({ mime, ext, size }) !== null ? 1 : 0,
     );
     const db = this.db;
-    // FTS5 rowid constraints are bound through CAST: better-sqlite3 binds JS
+    // FTS5 rowid constraints are bound through CAST: both drivers bind JS
     // numbers as REAL, and FTS5 silently ignores `rowid = ?` with a REAL value
     // when the query also has a MATCH (every matching row comes back).
     this.stmts = {

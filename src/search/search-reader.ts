@@ -53,7 +53,7 @@ export class SearchReader {
   private readonly stmts;
 
   constructor(private readonly db: Db) {
-    // FTS5 rowid constraints are bound through CAST: better-sqlite3 binds JS
+    // FTS5 rowid constraints are bound through CAST: both drivers bind JS
     // numbers as REAL, and FTS5 silently ignores `rowid = ?` with a REAL value
     // when the query also has a MATCH (every matching row comes back).
     this.stmts = {

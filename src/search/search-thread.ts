@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { SearchOutcome } from './search-reader.ts';
 import type { SearchJob, SearchReply } from './search-worker.ts';
 import { JobQueue } from '../job-queue.ts';
+import type { SqliteDriverName } from '../sqlite.ts';
 
 /** Searches waiting for the thread; past it a search is refused (SearchBusyError). */
 const MAX_QUEUED = 8;
@@ -49,6 +50,7 @@ export class SearchThread {
 
   constructor(
     private readonly dbFile: string,
+    private readonly sqliteDriver: SqliteDriverName,
     private readonly workerUrl: URL,
   ) {}
 
@@ -66,7 +68,7 @@ export class SearchThread {
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
     const worker = new Worker(this.workerUrl, {
-      workerData: { dbFile: this.dbFile },
+      workerData: { dbFile: this.dbFile, sqliteDriver: this.sqliteDriver },
       resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
       // The thread's own stdout must never reach the protocol stream.
       stdout: true,

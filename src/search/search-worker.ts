@@ -1,7 +1,7 @@
-import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ListQuery } from '../query/filter.ts';
 import { planQuery } from '../query/plan.ts';
+import { openDatabase, type SqliteDriverName } from '../sqlite.ts';
 import { SearchReader, type SearchOutcome } from './search-reader.ts';
 import type { SearchExpression } from './search-query.ts';
 
@@ -25,9 +25,9 @@ export type SearchReply = { id: number; ok: true; outcome: SearchOutcome } | { i
 
 const port = parentPort;
 if (port) {
-  const { dbFile } = workerData as { dbFile: string };
+  const { dbFile, sqliteDriver } = workerData as { dbFile: string; sqliteDriver: SqliteDriverName };
   // WAL: readers never block the writer (the content index keeps building) and see committed data only.
-  const db = new Database(dbFile, { readonly: true, fileMustExist: true });
+  const db = openDatabase(dbFile, sqliteDriver, { readOnly: true });
   const reader = new SearchReader(db);
   port.on('message', (job: SearchJob) => {
     const deadline = performance.now() + job.budgetMs;

@@ -2,12 +2,12 @@
 // a --db typo never destroys a file, and every unusable place is one stderr
 // line and exit 2 before anything is served.
 import assert from 'node:assert/strict';
-import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 
+import { chooseDriver, nodeSqliteAvailable, openDatabase } from '../../src/sqlite.ts';
 import { CLI, connect, tempDir, type Connected } from '../helpers.ts';
 
 
@@ -45,7 +45,7 @@ describe('--db never destroys a file, and an unusable index is exit 2 with one l
   });
 
   test('another program\'s SQLite database is refused and left as it was', () => {
-    const db = new Database(at('app.sqlite'));
+    const db = openDatabase(at('app.sqlite'), chooseDriver());
     db.exec(`CREATE TABLE meta (key TEXT, value TEXT); INSERT INTO meta VALUES ('mine', 'yes')`);
     db.close();
     const before = readFileSync(at('app.sqlite'));
@@ -84,7 +84,7 @@ describe('--db never destroys a file, and an unusable index is exit 2 with one l
     await withServer([folder, '--db', db, '--watcher', 'none'], async (first) => {
       assert.equal(((await first.request('resources/list', {})).resources as unknown[]).length, 2);
     });
-    const old = new Database(db);
+    const old = openDatabase(db, chooseDriver());
     old.pragma('user_version = 1');
     old.close();
     await withServer([folder, '--db', db, '--watcher', 'none'], async (again) => {
@@ -111,39 +111,72 @@ describe('--db never destroys a file, and an unusable index is exit 2 with one l
   });
 });
 
-describe('better-sqlite3 built for another Node is never taken for a corrupt index', () => {
+describe('a better-sqlite3 that cannot load is never taken for a corrupt index', () => {
   const dir = tempDir();
   after(dir.cleanup);
+  const folder = join(dir.path, 'notes');
+  mkdirSync(folder);
+  writeFileSync(join(folder, 'a.md'), '# a\n');
+  const db = join(dir.path, 'index.db');
 
-  test('exit 2 with how to rebuild it; the index file and its folder left as they were', async () => {
-    const folder = join(dir.path, 'notes');
-    mkdirSync(folder);
-    writeFileSync(join(folder, 'a.md'), '# a\n');
-    const db = join(dir.path, 'index.db');
-    await withServer([folder, '--db', db, '--watcher', 'none'], (made) => made.request('resources/list', {}));
-    const before = readFileSync(db);
-    // A copy of the built server whose better-sqlite3 has a native module that cannot load
-    // (as one built for another Node's NODE_MODULE_VERSION cannot); every other package as installed.
+  /**
+   * A copy of the built server whose better-sqlite3 is broken: its native
+   * module cannot load (as one built for another Node's NODE_MODULE_VERSION
+   * cannot), or the package is missing (an optional dependency whose compile
+   * failed). Every other package as installed.
+   */
+  function brokenCopy(name: string, how: 'unloadable' | 'missing'): string {
     const repo = dirname(dirname(CLI));
-    const copy = join(dir.path, 'server');
+    const copy = join(dir.path, name);
     cpSync(join(repo, 'dist'), join(copy, 'dist'), { recursive: true });
     cpSync(join(repo, 'package.json'), join(copy, 'package.json'));
     const modules = join(repo, 'node_modules');
     mkdirSync(join(copy, 'node_modules'));
-    for (const name of readdirSync(modules)) {
-      if (name !== 'better-sqlite3') symlinkSync(join(modules, name), join(copy, 'node_modules', name));
+    for (const entry of readdirSync(modules)) {
+      if (entry !== 'better-sqlite3') symlinkSync(join(modules, entry), join(copy, 'node_modules', entry));
     }
-    const sqlite = join(copy, 'node_modules', 'better-sqlite3');
-    cpSync(join(modules, 'better-sqlite3', 'lib'), join(sqlite, 'lib'), { recursive: true });
-    cpSync(join(modules, 'better-sqlite3', 'package.json'), join(sqlite, 'package.json'));
-    mkdirSync(join(sqlite, 'build', 'Release'), { recursive: true });
-    writeFileSync(join(sqlite, 'build', 'Release', 'better_sqlite3.node'), 'not a shared object');
-    const { status, lines } = run(['--db', db, folder], {}, join(copy, 'dist', 'cli.js'));
+    if (how === 'unloadable') {
+      // A package whose native module is not a shared object: made here, so that the test needs no compiled better-sqlite3.
+      const sqlite = join(copy, 'node_modules', 'better-sqlite3');
+      mkdirSync(join(sqlite, 'lib'), { recursive: true });
+      mkdirSync(join(sqlite, 'build', 'Release'), { recursive: true });
+      writeFileSync(join(sqlite, 'package.json'), JSON.stringify({ name: 'better-sqlite3', version: '0.0.0', main: 'lib/index.js' }));
+      writeFileSync(join(sqlite, 'lib', 'index.js'), "module.exports = require('../build/Release/better_sqlite3.node');\n");
+      writeFileSync(join(sqlite, 'build', 'Release', 'better_sqlite3.node'), 'not a shared object');
+    }
+    return join(copy, 'dist', 'cli.js');
+  }
+
+  test('forced (or on a Node without node:sqlite): exit 2 with what to do; the index file and its folder left as they were', async () => {
+    await withServer([folder, '--db', db, '--watcher', 'none'], (made) => made.request('resources/list', {}));
+    const before = readFileSync(db);
+    const unloadable = brokenCopy('unloadable', 'unloadable');
+    let { status, lines } = run(['--db', db, '--sqlite-driver', 'better-sqlite3', folder], {}, unloadable);
     assert.equal(status, 2);
     assert.equal(lines.length, 1, lines.join('\n'));
-    assert.match(lines[0]!, /better-sqlite3 cannot be loaded by this Node\.js .*; rebuild better-sqlite3 for this Node: npm rebuild better-sqlite3$/);
+    assert.match(lines[0]!, /better-sqlite3 cannot be loaded by this Node\.js .*; rebuild it for this Node \(npm rebuild better-sqlite3\), or run on Node\.js >= 22\.16/);
+    ({ status, lines } = run(['--db', db, '--sqlite-driver', 'better-sqlite3', folder], {}, brokenCopy('missing', 'missing')));
+    assert.equal(status, 2);
+    assert.equal(lines.length, 1, lines.join('\n'));
+    assert.match(lines[0]!, /better-sqlite3 is not installed .*; on Node\.js .* folder-mcp needs it: npm install better-sqlite3/);
     assert.ok(readFileSync(db).equals(before), 'the index file changed');
     assert.equal(existsSync(`${db}.lock`), false, 'a lock was left');
   });
-});
 
+  test('auto: node:sqlite where the runtime has it, so a broken better-sqlite3 does not matter there', async () => {
+    const unloadable = brokenCopy('auto', 'unloadable');
+    if (!nodeSqliteAvailable()) {
+      const { status, lines } = run(['--db', db, folder], {}, unloadable);
+      assert.equal(status, 2, 'Node without node:sqlite: better-sqlite3 is the only driver');
+      assert.match(lines[0]!, /better-sqlite3 cannot be loaded/);
+      return;
+    }
+    const conn = await connect([folder, '--db', db, '--watcher', 'none'], { cli: unloadable });
+    try {
+      assert.equal(((await conn.request('resources/list', {})).resources as unknown[]).length, 2);
+      assert.match(conn.stderr(), /SQLite: node:sqlite \(SQLite 3\.\d+/);
+    } finally {
+      await conn.close();
+    }
+  });
+});

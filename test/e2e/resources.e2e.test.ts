@@ -244,7 +244,7 @@ describe('index reuse', () => {
       const first = await connect([root.path], { env });
       await first.request('resources/list', {});
       await first.close();
-      const db = /\(index: (.+\.db)\)/.exec(first.stderr())![1]!;
+      const db = /\(index: (.+?\.db);/.exec(first.stderr())![1]!;
       assert.ok(db.startsWith(join(state.path, 'folder-mcp')), db);
       writeFileSync(db, 'this is not a database, just some bytes that SQLite will refuse'.repeat(100));
       const conn = await connect([root.path], { env });

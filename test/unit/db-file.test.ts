@@ -1,7 +1,6 @@
 // Which files the server may use, and rebuild, as its index (src/index/db-file.ts):
 // a table over real files in a temp folder.
 import assert from 'node:assert/strict';
-import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,9 +8,11 @@ import { after, describe, test } from 'node:test';
 import { dbFileProblem, inspectDbFile } from '../../src/index/db-file.ts';
 import { openDb } from '../../src/index/db.ts';
 import { silentLogger } from '../../src/log.ts';
+import { chooseDriver, openDatabase } from '../../src/sqlite.ts';
 import { tempDir } from '../basics.ts';
 
 describe('inspectDbFile and dbFileProblem', () => {
+  const driver = chooseDriver();
   const dir = tempDir();
   after(dir.cleanup);
   const at = (name: string) => join(dir.path, name);
@@ -21,20 +22,20 @@ describe('inspectDbFile and dbFileProblem', () => {
   mkdirSync(at('folder'));
   symlinkSync(at('nowhere'), at('dangling.db'));
   writeFileSync(at('corrupt.db'), Buffer.concat([Buffer.from('SQLite format 3\0', 'latin1'), Buffer.alloc(5000, 0xab)]));
-  const theirs = new Database(at('theirs.db'));
+  const theirs = openDatabase(at('theirs.db'), driver);
   theirs.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('owner', 'someone else')`);
   theirs.close();
   // An index written before the mark: meta with cursor_secret, and entries.
-  const older = new Database(at('older.db'));
+  const older = openDatabase(at('older.db'), driver);
   older.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('cursor_secret', 'x'); CREATE TABLE entries (uri TEXT PRIMARY KEY)`);
   older.close();
   openDb(at('ours.db'), silentLogger).db.close();
   // What a server killed between setting WAL mode and committing its schema leaves: a header, nothing else.
-  const blank = new Database(at('blank.db'));
+  const blank = openDatabase(at('blank.db'), driver);
   blank.pragma('journal_mode = WAL');
   blank.close();
   // No schema either, but someone set its version: not blank.
-  const versioned = new Database(at('versioned.db'));
+  const versioned = openDatabase(at('versioned.db'), driver);
   versioned.pragma('user_version = 7');
   versioned.close();
   const hasMkfifo = process.platform !== 'win32';
@@ -78,7 +79,7 @@ describe('inspectDbFile and dbFileProblem', () => {
   });
 
   test('openDb rebuilds an index of ours with another schema version, and never touches one that is not ours', () => {
-    const db = new Database(at('older.db'));
+    const db = openDatabase(at('older.db'), driver);
     db.pragma('user_version = 1');
     db.close();
     const opened = openDb(at('older.db'), silentLogger);
@@ -86,8 +87,8 @@ describe('inspectDbFile and dbFileProblem', () => {
     opened.db.close();
     assert.throws(() => openDb(at('theirs.db'), silentLogger), /did not make: not touching it/);
     assert.throws(() => openDb(at('notes.txt'), silentLogger), /not an SQLite database, so not a folder-mcp index: not touching it/);
-    const still = new Database(at('theirs.db'), { readonly: true });
-    assert.deepEqual(still.prepare('SELECT * FROM meta').all(), [{ key: 'owner', value: 'someone else' }]);
+    const still = openDatabase(at('theirs.db'), driver, { readOnly: true });
+    assert.deepEqual(still.prepare('SELECT * FROM meta').all().map((row) => ({ ...(row as object) })), [{ key: 'owner', value: 'someone else' }]);
     still.close();
   });
 });

@@ -190,7 +190,7 @@ describe('a served folder missing when the cold scan runs (found by the fuzzer, 
 
 /** The index as URIs, sorted (scan-watch-redteam's view). */
 function indexedUris(index: FolderIndex): string[] {
-  return (index.db.prepare('SELECT uri FROM entries ORDER BY uri').pluck().all() as string[]).sort();
+  return ((index.db.prepare('SELECT uri FROM entries ORDER BY uri').all() as { uri: string }[]).map((r) => r.uri)).sort();
 }
 
 /** Waits until the index lists what the disk holds under every root (`what` names the step on a timeout). */

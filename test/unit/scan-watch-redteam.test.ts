@@ -22,7 +22,7 @@ const linuxOnly = process.platform === 'linux' ? {} : { skip: 'ScanWatch runs on
 const needsWorker = builtScriptUrl('scan-worker') === undefined ? { skip: 'no built worker (npm test builds it)' } : {};
 
 function indexedUris(index: FolderIndex): string[] {
-  return (index.db.prepare('SELECT uri FROM entries ORDER BY uri').pluck().all() as string[]).sort();
+  return ((index.db.prepare('SELECT uri FROM entries ORDER BY uri').all() as { uri: string }[]).map((r) => r.uri)).sort();
 }
 
 /** 30 folders of 100 files, and one file at the top. */

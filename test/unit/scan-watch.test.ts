@@ -205,7 +205,7 @@ describe('LiveSync after a cold scan that watched', linuxOnly, () => {
       // After the scan, before the watcher: a directory the worker read.
       rmSync(join(dir, 'd29', 'f2999.txt'));
       await sync({ watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: blind } }).start();
-      const indexed = (index.db.prepare('SELECT uri FROM entries ORDER BY uri').pluck().all() as string[]).sort();
+      const indexed = ((index.db.prepare('SELECT uri FROM entries ORDER BY uri').all() as { uri: string }[]).map((r) => r.uri)).sort();
       assert.deepEqual(indexed, diskUris(dir));
       assert.equal(index.store.get(pathToUri(join(dir, 'top.txt'), false))?.size, 'a longer top now\n'.length);
       const text = logs.join('');
