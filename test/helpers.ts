@@ -80,11 +80,18 @@ function unprefixed(error: unknown): never {
 /** Spawns the built CLI over real stdio and connects an SDK client of the given era (the FOLDER_MCP_TEST_ERA default, else legacy). */
 export async function connect(
   args: string[],
-  options: { env?: Record<string, string>; era?: Era; /** Another build of the bin (a copy with broken packages). */ cli?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    era?: Era;
+    /** Another build of the bin (a copy with broken packages). */
+    cli?: string;
+    /** Another Node.js binary to run it with (another SQLite driver: test/e2e/sqlite-drivers.e2e.test.ts). */
+    node?: string;
+  } = {},
 ): Promise<Connected> {
   const era = options.era ?? defaultEra();
   const params = {
-    command: process.execPath,
+    command: options.node ?? process.execPath,
     args: [options.cli ?? CLI, ...args],
     stderr: 'pipe' as const,
     env: { ...(process.env as Record<string, string>), ...options.env },

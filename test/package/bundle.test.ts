@@ -9,9 +9,10 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { bundleFileName, runtimeRange } from '../../scripts/bundle.ts';
+import { BUNDLE_NODE, bundleFileName, nativeModulesUnder } from '../../scripts/bundle.ts';
 import { makePdf } from '../fixtures.ts';
 import { tempDir, waitFor, writeTree } from '../helpers.ts';
+import { newerNode } from './newer-node.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
@@ -36,16 +37,10 @@ test('manifest.json passes `mcpb validate` and matches package.json', () => {
   });
 });
 
-test('a bundle declares the Node.js major it was built with (better-sqlite3 is not N-API)', () => {
-  const table: [engines: string, build: string, range: string][] = [
-    ['>=20.19', '20.20.2', '>=20.19.0 <21.0.0'],
-    ['>=20.19', '22.15.1', '>=22.0.0 <23.0.0'],
-    ['>=20.19.3', '20.19.3', '>=20.19.3 <21.0.0'],
-    ['>= 20', '20.1.0', '>=20.0.0 <21.0.0'],
-    ['^20.19 || >=22', '24.0.0', '>=24.0.0 <25.0.0'],
-    ['', '20.20.2', '>=20.0.0 <21.0.0'],
-  ];
-  for (const [engines, build, range] of table) assert.equal(runtimeRange(engines, build), range, `${engines} built on ${build}`);
+test('the manifest declares every platform and the Node.js that has node:sqlite with FTS5', () => {
+  const manifest = readJson(join(ROOT, 'manifest.json'));
+  assert.deepEqual([...manifest.compatibility.platforms].sort(), ['darwin', 'linux', 'win32']);
+  assert.equal(manifest.compatibility.runtimes.node, BUNDLE_NODE);
 });
 
 /** Every path under `dir` that is a symlink (an unpacked bundle must hold real files only). */
@@ -53,7 +48,7 @@ function symlinksUnder(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((rel) => lstatSync(join(dir, rel)).isSymbolicLink());
 }
 
-describe('the .mcpb, unpacked outside the repository and started as Claude Desktop starts it', () => {
+describe('the .mcpb, unpacked outside the repository and started as Claude Desktop starts it (Node 24, env -i, no cwd)', () => {
   const out = tempDir('folder-mcp-bundle-');
   const home = tempDir('folder-mcp-bundle-home-');
   const docs = tempDir('folder-mcp-bundle-docs-');
@@ -94,11 +89,12 @@ describe('the .mcpb, unpacked outside the repository and started as Claude Deskt
     assert.equal(config.command, 'node');
     assert.deepEqual(config.args, [join(unpacked, 'dist', 'cli.js'), '--', docs.path, notes.path]);
     const transport = new StdioClientTransport({
-      // Claude Desktop runs "node" with its own Node.js; this test's Node stands in for it.
-      command: process.execPath,
+      // Claude Desktop runs "node" with its own Node.js (24 today): the npm package `node` at 24 stands in for it,
+      // with an environment of its own only (as `env -i`) and the folder it was unpacked to, not the repository, as cwd.
+      command: newerNode(),
       args: config.args ?? [],
       cwd: home.path,
-      env: { PATH: process.env.PATH ?? '', HOME: home.path, XDG_CACHE_HOME: join(home.path, '.cache'), NODE_PATH: '' },
+      env: { HOME: home.path, XDG_CACHE_HOME: join(home.path, '.cache') },
       stderr: 'pipe',
     });
     transport.stderr?.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
@@ -111,12 +107,13 @@ describe('the .mcpb, unpacked outside the repository and started as Claude Deskt
     for (const dir of [out, home, docs, notes]) dir.cleanup();
   });
 
-  test('holds real files only, for this platform', () => {
+  test('holds real files only, and no native module: one bundle for every platform', () => {
     assert.deepEqual(symlinksUnder(unpacked), []);
+    assert.deepEqual(nativeModulesUnder(unpacked), []);
+    assert.equal(existsSync(join(unpacked, 'node_modules', 'better-sqlite3')), false);
     const manifest = readJson(join(unpacked, 'manifest.json'));
-    assert.deepEqual(manifest.compatibility.platforms, [process.platform]);
-    assert.equal(manifest.compatibility.runtimes.node, runtimeRange(readJson(join(ROOT, 'package.json')).engines.node));
-    assert.equal(existsSync(join(unpacked, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')), true);
+    assert.deepEqual([...manifest.compatibility.platforms].sort(), ['darwin', 'linux', 'win32']);
+    assert.equal(manifest.compatibility.runtimes.node, BUNDLE_NODE);
   });
 
   test('lists both picked folders', async () => {
@@ -124,10 +121,10 @@ describe('the .mcpb, unpacked outside the repository and started as Claude Deskt
     for (const [root, rel] of [[docs.path, 'README.md'], [docs.path, 'reports/q3.pdf'], [notes.path, 'todo.txt']] as const) {
       assert.ok(uris.includes(pathToFileURL(join(root, rel)).href), `${rel} listed in ${uris.join(', ')}`);
     }
-    assert.match(stderr, /serving /);
+    assert.match(stderr, /serving .*SQLite: node:sqlite \(SQLite 3\.\d+/);
   });
 
-  test('searches (SQLite FTS5 from the bundled native module) and reads a PDF as text (bundled pdfjs)', async () => {
+  test('searches (FTS5 from node:sqlite) and reads a PDF as text (bundled pdfjs, without its optional canvas)', async () => {
     const results = await waitFor(async () => {
       const result = await client.callTool({ name: 'search', arguments: { query: 'marmalade' } });
       const { results } = result.structuredContent as { results: { path: string }[] };

@@ -23,6 +23,20 @@ interface TextItem {
   hasEOL?: boolean;
 }
 
+/**
+ * pdfjs makes a DOMMatrix when its module loads (rendering's scale matrix),
+ * and Node has none. It borrows one from its optional native @napi-rs/canvas,
+ * which the .mcpb bundle leaves out (no native module ships: scripts/bundle.ts)
+ * and which an install without a prebuilt binary lacks. Text extraction never
+ * computes with it, so a pure-JavaScript DOMMatrix (@thednp/dommatrix) is
+ * given first, on every install alike.
+ */
+async function provideDomMatrix(): Promise<void> {
+  if ('DOMMatrix' in globalThis) return;
+  const { default: DOMMatrix } = await import('@thednp/dommatrix');
+  Object.defineProperty(globalThis, 'DOMMatrix', { value: DOMMatrix, configurable: true, writable: true });
+}
+
 export async function pdfToText(input: ConvertInput): Promise<string> {
   return (await pdfToLocatedText(input)).text;
 }
@@ -30,6 +44,7 @@ export async function pdfToText(input: ConvertInput): Promise<string> {
 /** pdfToText's text, with the offset of each page's `--- page N ---` line (counted as built, not searched for: a page may contain such a line). */
 export async function pdfToLocatedText(input: ConvertInput): Promise<LocatedText> {
   // Loaded on first use: start-up must not pay for pdfjs.
+  await provideDomMatrix();
   const pdfjs = await import('pdfjs-dist/legacy/build/pdf.mjs');
   const task = pdfjs.getDocument({
     // pdfjs takes ownership of (and may detach) the buffer it is given.
