@@ -26,8 +26,8 @@ export interface Conn {
 }
 
 /** Spawns a stdio MCP server (`node script args...`) and connects the SDK Client, as a user's client would. */
-export async function spawnServer(script: string, args: string[]): Promise<Conn> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [script, ...args], stderr: 'pipe' });
+export async function spawnServer(script: string, args: string[], node = process.execPath, env?: Record<string, string>): Promise<Conn> {
+  const transport = new StdioClientTransport({ command: node, args: [script, ...args], stderr: 'pipe', ...(env ? { env } : {}) });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-50_000);
@@ -93,6 +93,18 @@ export async function spawnServerV2(script: string, args: string[], era: 'modern
 export function spawnFolderMcp(root: string, db: string, extra: string[] = [], era: Era = 'legacy'): Promise<Conn> {
   const args = ['--db', db, '--log-level', 'info', ...extra, root];
   return era === 'legacy' ? spawnServer(CLI, args) : spawnServerV2(CLI, args, era);
+}
+
+/** A Node.js binary and the SQLite driver folder-mcp uses on it (bench/scenarios/drivers.ts). */
+export interface Runtime {
+  node: string;
+  driver: 'node' | 'better-sqlite3';
+}
+
+/** folder-mcp on another Node.js, its driver forced, with `env` added to this process's environment. */
+export function spawnOn(runtime: Runtime, root: string, db: string, extra: string[] = [], env: Record<string, string> = {}): Promise<Conn> {
+  const args = ['--db', db, '--log-level', 'info', '--sqlite-driver', runtime.driver, ...extra, root];
+  return spawnServer(CLI, args, runtime.node, { ...(process.env as Record<string, string>), ...env });
 }
 
 /** What the server does in the background after start, as its info log lines report it. */

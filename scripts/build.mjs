@@ -58,15 +58,47 @@ export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = tr
 /**
  * The bin, a module of its own because the compile cache applies to what is
  * compiled after it is turned on: from Node 22.1, V8's compiled code of the
- * 2 MB server bundle is kept on disk (os.tmpdir()/node-compile-cache, or
- * NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns it off) and the next
- * start skips most of its compilation (docs/design.md#start-up). Node 20 has
- * no compile cache: the call is skipped.
+ * 2 MB server bundle is kept on disk and the next start skips most of its
+ * compilation (docs/design.md#start-up). It is kept in folder-mcp's own cache
+ * folder, beside the index ($XDG_CACHE_HOME or ~/.cache, then
+ * folder-mcp/compile-cache, made private), not in the shared temporary folder
+ * Node would use, where another user could put code there first; never
+ * inside a folder named on the command line (the server never writes in a
+ * served folder: any argument that is an existing folder counts, which at
+ * worst turns the cache off). NODE_COMPILE_CACHE still chooses another place
+ * and NODE_DISABLE_COMPILE_CACHE=1 turns it off. Node 20 has no compile
+ * cache: the call is skipped.
  */
 const BIN = `#!/usr/bin/env node
 // Written by scripts/build.mjs: the server is folder-mcp.js; this turns on Node's compile cache (Node >= 22.1) first.
+import { mkdirSync, realpathSync, statSync } from 'node:fs';
 import module from 'node:module';
-module.enableCompileCache?.();
+import { homedir } from 'node:os';
+import { join, resolve, sep } from 'node:path';
+if (module.enableCompileCache) {
+  if (process.env.NODE_COMPILE_CACHE) module.enableCompileCache();
+  else {
+    const real = (path) => { try { return realpathSync(path); } catch { return resolve(path); } };
+    const dir = join(real(process.env.XDG_CACHE_HOME || join(homedir(), '.cache')), 'folder-mcp', 'compile-cache');
+    const served = process.argv.slice(2).some((arg) => {
+      try {
+        if (!statSync(arg).isDirectory()) return false;
+      } catch {
+        return false;
+      }
+      const folder = real(arg);
+      return dir === folder || dir.startsWith(folder.endsWith(sep) ? folder : folder + sep);
+    });
+    if (!served) {
+      try {
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        module.enableCompileCache(dir);
+      } catch {
+        // No cache: the server starts all the same, compiling as Node 20 does.
+      }
+    }
+  }
+}
 await import('./folder-mcp.js');
 `;
 

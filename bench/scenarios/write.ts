@@ -44,7 +44,7 @@ export interface WriteBenchResult {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Times from `start` until `updated` for `uri` arrives (null after 10 s). */
-function updatedWatcher(conn: Conn): (uri: string, start: number) => Promise<number | null> {
+export function updatedWatcher(conn: Conn): (uri: string, start: number) => Promise<number | null> {
   const seen: { uri: string; at: number }[] = [];
   conn.client.fallbackNotificationHandler = async (n) => {
     const uri = (n.params as { uri?: string } | undefined)?.uri;

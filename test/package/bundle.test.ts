@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BUNDLE_NODE, bundleFileName, nativeModulesUnder } from '../../scripts/bundle.ts';
 import { makePdf } from '../fixtures.ts';
 import { tempDir, waitFor, writeTree } from '../helpers.ts';
-import { newerNode } from './newer-node.ts';
+import { newerNode } from '../../scripts/newer-node.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { tempDir, waitFor, writeTree } from '../helpers.ts';
-import { newerNode } from './newer-node.ts';
+import { newerNode } from '../../scripts/newer-node.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** What a machine without a C++ toolchain answers for each tool node-gyp needs. */
