@@ -115,7 +115,7 @@ export interface HttpEndpoint {
   readonly url: string;
   readonly listeners: HttpListeners;
   /** 2025-era sessions open now. */
-  readonly sessions: { readonly size: number };
+  readonly sessions: { readonly size: number; readonly busy: number };
   /** Stops accepting, lets in-flight requests finish (bounded), ends listen streams, closes every connection. */
   close(): Promise<void>;
 }

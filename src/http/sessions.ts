@@ -62,6 +62,13 @@ export class LegacySessions {
     return this.sessions.size;
   }
 
+  /** Sessions with a request in flight or a stream open: those a new session never evicts (a gauge for tests). */
+  get busy(): number {
+    let n = 0;
+    for (const entry of this.sessions.values()) if (entry.active > 0) n++;
+    return n;
+  }
+
   /** Answers a 2025-era request that belongs to a session or opens one; null when it does neither. */
   async handle(request: Request, body: unknown): Promise<Response | null> {
     const id = request.headers.get('mcp-session-id');

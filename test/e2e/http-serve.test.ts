@@ -10,7 +10,9 @@ import type { StreamableHTTPClientTransport as V1Transport } from '@modelcontext
 import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 
 describe('listen streams and sessions over HTTP, in process', () => {
-  const served = serveInProcess({ idleMs: 300, goneMs: 300 });
+  // idleMs well above the gap between a client's initialize and its GET stream on a loaded machine (a
+  // session is idle in that gap); goneMs short, so that a client that went is seen to go.
+  const served = serveInProcess({ idleMs: 1_500, goneMs: 300 });
   let endpoint: HttpEndpoint;
   let rootUri: string;
   before(() => ({ endpoint, rootUri } = served));
@@ -35,8 +37,8 @@ describe('listen streams and sessions over HTTP, in process', () => {
     const conn = await connectHttp(endpoint.url, 'legacy');
     await conn.request('resources/subscribe', { uri: `${rootUri}a.txt` });
     assert.equal(endpoint.sessions.size, 1);
-    // Three idle periods: its GET stream is open, so it is not idle.
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Past the idle time and a sweep: its GET stream is open, so it is not idle.
+    await new Promise((r) => setTimeout(r, 2_000));
     assert.equal(endpoint.sessions.size, 1);
     const page = await conn.request('resources/list', {});
     assert.ok((page.resources as unknown[]).length > 0);
@@ -99,7 +101,8 @@ describe('2025-era sessions past the cap', () => {
     const a = await connectHttp(served.endpoint.url, 'legacy');
     const b = await connectHttp(served.endpoint.url, 'legacy');
     try {
-      await waitFor(() => served.endpoint.sessions.size === 2, 5_000, 'two live sessions');
+      // Both GET streams open (each client opens its own after initialize; under load that comes later).
+      await waitFor(() => served.endpoint.sessions.busy === 2, 10_000, 'two sessions with their GET streams open');
       const refused = await rawPost(served.endpoint.url, {});
       assert.equal(refused.status, 503);
       assert.equal(refused.headers['retry-after'], '5');
