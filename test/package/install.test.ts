@@ -36,7 +36,7 @@ describe('npm pack, npm install -g on Node 24 without a toolchain, folder-mcp DI
       chmodSync(join(shims, tool), 0o755);
     }
     path = [shims, join(prefix, 'bin'), dirname(node), process.env.PATH ?? ''].join(':');
-    const env = { ...process.env, PATH: path, npm_config_python: join(shims, 'python3'), npm_config_update_notifier: 'false' };
+    const env = { ...process.env, PATH: path, npm_config_update_notifier: 'false' };
     const pack = spawnSync('npm', ['pack', '--pack-destination', work.path, '--ignore-scripts'], { cwd: ROOT, env, encoding: 'utf8' });
     assert.equal(pack.status, 0, pack.stdout + pack.stderr);
     const tarball = readdirSync(work.path).find((name) => name.endsWith('.tgz'));
