@@ -32,6 +32,19 @@ async function main(): Promise<void> {
     await app.close();
   });
   const serving = serveStdioStreams(app, process.stdin, process.stdout, log, shutdown);
+  // Typed at a terminal: nothing else would say that the server is waiting for an MCP client's JSON-RPC.
+  if (process.stdin.isTTY) log.info(terminalHint(process.argv[1] ?? 'dist/cli.js', config.folders));
+}
+
+/** What someone who started the server from a terminal reads: what it is waiting for, and how to try it. */
+export function terminalHint(bin: string, folders: readonly string[]): string {
+  const quote = (arg: string) => (/^[\w./:@%+=,-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`);
+  const command = ['node', bin, ...folders].map(quote).join(' ');
+  return (
+    'this is an MCP server: it waits for a client to speak JSON-RPC on stdin and stdout (Ctrl-C ends it). ' +
+    `To try it: npx -y @modelcontextprotocol/inspector --cli ${command} --method resources/list; ` +
+    'to use it, add it to Claude Desktop or Claude Code (README: Quick start)'
+  );
 }
 
 /**
