@@ -1,7 +1,7 @@
 import type { Server } from '@modelcontextprotocol/server';
 import { randomBytes } from 'node:crypto';
 import type { Catalog } from './catalog/catalog.ts';
-import { ContentSearch } from './search/content-search.ts';
+import { ContentSearch, contentIndexUnfollowed } from './search/content-search.ts';
 import type { Config } from './config.ts';
 import { ReadBudget } from './content/read-budget.ts';
 import { createConvert } from './content/formats.ts';
@@ -200,6 +200,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
         maxConvertBytes: config.maxReadBytes,
       })
     : null;
+  if (!search) contentIndexUnfollowed(index.db);
   const catalog = lazyCatalog(async () => (await import('./catalog/catalog.ts')).createCatalog(ctx, search));
   const live = createLive({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
   // In the background: requests wait on index.ready themselves.

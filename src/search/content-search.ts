@@ -11,7 +11,7 @@ import type { Place } from '../content/converters/types.ts';
 import type { SearchText } from '../content/formats.ts';
 import { textKind } from '../content/mime.ts';
 import { readFileContent, readSmallText, type FileContent } from '../content/read.ts';
-import { ENTRY_COLUMNS, type Db } from '../index/db.ts';
+import { ENTRY_COLUMNS, getMeta, setMeta, type Db } from '../index/db.ts';
 import { succ } from '../keys.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
 import type { FolderIndex, IndexChange } from '../index/folder-index.ts';
@@ -83,6 +83,18 @@ interface DocState {
   size: number;
 }
 
+/** The `meta` row that says a content build once walked every document (kept across restarts, not across a cold scan). */
+const BUILD_COMPLETE_KEY = 'search_complete';
+
+/**
+ * For a server that runs without the content index (--no-search) on an index
+ * file that has one: what it changes is not followed into the content index,
+ * so the next server with search must not take that build for complete.
+ */
+export function contentIndexUnfollowed(db: Db): void {
+  setMeta(db, BUILD_COMPLETE_KEY, '0');
+}
+
 export class ContentSearch {
   private readonly db: Db;
   private closed = false;
@@ -105,6 +117,8 @@ export class ContentSearch {
   private applying = false;
   /** True once progress.total is the count of this build (on a warm start, a few moments after start()). */
   private counted = false;
+  /** True once every document has been checked since start (progress.complete may come first: a warm start). */
+  private walked = false;
   private readonly completeWaiters = new Set<{ maxDocs: number; done: () => void }>();
 
   constructor(
@@ -179,12 +193,13 @@ export class ContentSearch {
   }
 
   /**
-   * Resolves when the first build is complete and no change is waiting or
-   * being applied (for tests and benchmarks): a batch leaves the pending set
-   * when its reads start, not when its rows are written.
+   * Resolves when every document has been checked (the first build, or a
+   * warm start's re-check) and no change is waiting or being applied (for
+   * tests and benchmarks): a batch leaves the pending set when its reads
+   * start, not when its rows are written.
    */
   async idle(): Promise<void> {
-    while (!this.closed && (!this.progressState.complete || this.applying || this.pendingUpserts.size > 0 || this.pendingRemovals.length > 0)) {
+    while (!this.closed && (!this.walked || this.applying || this.pendingUpserts.size > 0 || this.pendingRemovals.length > 0)) {
       await new Promise((r) => setTimeout(r, 10));
     }
   }
@@ -274,12 +289,17 @@ export class ContentSearch {
     if (total === null) return;
     this.progressState.total = total;
     this.counted = true;
+    // A warm start on an index whose content build once finished answers from it at once: the walk below
+    // only re-checks (each document's mtime and size), and what changed meanwhile comes from the index's
+    // own changes (the warm check against the disk), which go first. A cold scan starts over.
+    if (this.index.warm && getMeta(this.db, BUILD_COMPLETE_KEY) === '1') this.markComplete();
+    else setMeta(this.db, BUILD_COMPLETE_KEY, '0');
     for (const waiter of [...this.completeWaiters]) if (total > waiter.maxDocs) waiter.done();
     let after = '';
     let lastLog = started;
     for (;;) {
       if (this.closed) return;
-      if (!this.progressState.complete && performance.now() - lastLog >= BUILD_PROGRESS_LOG_MS) {
+      if (!this.walked && performance.now() - lastLog >= BUILD_PROGRESS_LOG_MS) {
         lastLog = performance.now();
         const { done } = this.progressState;
         const seconds = (lastLog - started) / 1000;
@@ -287,11 +307,12 @@ export class ContentSearch {
       }
       await this.applyPending();
       if (this.closed) return;
-      if (!this.progressState.complete) {
+      if (!this.walked) {
         const rows = this.stmts.nextCandidates.all(after, BATCH_FILES * 4) as Candidate[];
         if (rows.length === 0) {
-          this.progressState.complete = true;
-          for (const waiter of [...this.completeWaiters]) waiter.done();
+          this.walked = true;
+          setMeta(this.db, BUILD_COMPLETE_KEY, '1');
+          this.markComplete();
           const size = this.indexBytes();
           this.log.info(
             `content index: ${this.progressState.done} documents checked in ${Math.round(performance.now() - started)} ms` +
@@ -307,6 +328,11 @@ export class ContentSearch {
       }
       await yieldToLoop();
     }
+  }
+
+  private markComplete(): void {
+    this.progressState.complete = true;
+    for (const waiter of [...this.completeWaiters]) waiter.done();
   }
 
   /** Changes from the watcher: removals first, then the documents written. */

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { lazyCatalog } from '../../src/app.ts';
 import type { Catalog } from '../../src/catalog/catalog.ts';
-import { ContentSearch, isTextMime, locate } from '../../src/search/content-search.ts';
+import { ContentSearch, contentIndexUnfollowed, isTextMime, locate } from '../../src/search/content-search.ts';
 import { encodeRelative, escapeGlob, prefixUris } from '../../src/catalog/paths.ts';
 import { scopeQuery } from '../../src/catalog/scope.ts';
 import { parseSearchQuery, SearchQueryError } from '../../src/search/search-query.ts';
@@ -21,7 +21,7 @@ import { FolderIndex } from '../../src/index/folder-index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { matchesQuery, planQuery } from '../../src/query/plan.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
-import { bigTree, tempDir, writeTree } from '../basics.ts';
+import { bigTree, tempDir, waitFor, writeTree } from '../basics.ts';
 
 describe('parseSearchQuery', () => {
   const cases: [string, string, string[]][] = [
@@ -216,6 +216,9 @@ test('a warm restart checks the content index a slice at a time: every document 
     // Folders that go while no content index listens (first, middle and last slice of ids): their documents are orphans.
     const gone = ['d000', 'd060', 'd109'];
     index.apply({ upserted: [], removed: gone.map((d) => pathToFileURL(join(dir.path, d)).href + '/') });
+
+    // As a --no-search server leaves it: the build is not taken for complete.
+    contentIndexUnfollowed(index.db);
     index.close();
 
     const again = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
@@ -230,6 +233,18 @@ test('a warm restart checks the content index a slice at a time: every document 
     assert.equal(docs.n, 10_700, 'the orphans of all three slices are dropped');
     await search2.close();
     again.close();
+
+    // Now that build finished: a warm restart answers from it at once, complete, while it re-checks every document.
+    const third = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
+    const search3 = new ContentSearch(third, silentLogger);
+    search3.start();
+    const counted = (await waitFor(() => (search3.progress.total > 0 ? { ...search3.progress } : undefined), 60_000, 'the documents counted'))!;
+    assert.equal(counted.complete, true, `complete as soon as counted (${counted.done} of ${counted.total} re-checked)`);
+    assert.equal(await search3.whenComplete(60_000, 1000), true, 'a complete build is never waited for');
+    await search3.idle();
+    assert.deepEqual(search3.progress, { done: 10_700, total: 10_700, complete: true });
+    await search3.close();
+    third.close();
   } finally {
     dir.cleanup();
     state.cleanup();
