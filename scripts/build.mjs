@@ -3,7 +3,7 @@
 //   dist/cli.js            the package's bin: turns on Node's compile cache, then loads the server
 //   dist/folder-mcp.js     the server (src/cli.ts and everything it loads)
 //   dist/worker.js         the conversion process (src/content/isolate.ts starts it)
-//   dist/search-worker.js  the search thread (src/catalog/search-thread.ts starts it)
+//   dist/search-worker.js  the search thread (src/search/search-thread.ts starts it)
 //   dist/scan-worker.js    the scan's walk thread (src/index/scan-thread.ts starts it)
 // Why bundle: Node loads an ES module graph file by file, and the server's
 // start-up graph was ~200 files (its own ~80, zod's ~100, the MCP SDK's); as

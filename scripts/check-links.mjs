@@ -2,9 +2,10 @@
 // Checks every relative Markdown link and #anchor in README.md,
 // CONTRIBUTING.md and docs/*.md: the file must exist, and an anchor must be
 // the GitHub slug of a heading in the target. Also every path of this
-// repository named in a code span (`src/live/sync.ts`, `test/helpers.ts:40`):
-// it must exist, so the docs cannot go on naming a file that moved. Plain
-// Node, no dependencies.
+// repository named in a code span (`src/live/sync.ts`, `test/helpers.ts:40`)
+// or in a comment of the code, and manifest.json's entry point: it must
+// exist, so neither the docs nor the code can go on naming a file that
+// moved. Plain Node, no dependencies.
 //   node scripts/check-links.mjs [--allow-missing docs/http.md,docs/install.md]
 // A file named in --allow-missing may be absent (a page another branch adds);
 // links to it, and anchors in it, are then not checked. Exit code 1 on any
@@ -137,7 +138,54 @@ for (const file of files) {
   }
 }
 
+/**
+ * Paths of this repository named in the comments of its code (`// see
+ * src/live/sync.ts`, ` * test/unit/uri.test.ts`), and in manifest.json (the
+ * bundle's entry point): they must exist too, so a comment cannot go on
+ * naming a file that moved. A path is a repository folder, then path
+ * characters; one in backticks is an example, and a relative one
+ * (`./worker.js`) or one under a generated folder is not checked.
+ */
+const COMMENT_PATH = /(?<![\w./-])((?:src|test|bench|scripts|docs|\.ci)\/[\w./-]*[\w/])/g;
+function commentPaths(text) {
+  const found = [];
+  text.split('\n').forEach((line, i) => {
+    const comment = /^\s*(?:\/\/|\*|\/\*)(.*)$/.exec(line) ?? /\s\/\/\s(.*)$/.exec(line);
+    if (!comment) return;
+    // In backticks a path is an example (`src/ut` -> `src/util/`), bare it names a file.
+    for (const m of comment[1].replace(/`[^`]*`/g, '').matchAll(COMMENT_PATH)) {
+      const path = m[1].replace(/[.]$/, '');
+      if (!GENERATED.test(path) && !/\.\.\.|\/\.\//.test(path)) found.push({ path, line: i + 1 });
+    }
+  });
+  return found;
+}
+const sources = [];
+(function walk(dir) {
+  for (const name of readdirSync(join(ROOT, dir)).sort()) {
+    const rel = dir ? `${dir}/${name}` : name;
+    if (statSync(join(ROOT, rel)).isDirectory()) {
+      if (!['node_modules', 'dist', 'build', '.git', 'results'].includes(name)) walk(rel);
+    } else if (/\.(ts|mjs|js)$/.test(name)) sources.push(rel);
+  }
+})('');
+let commentChecked = 0;
+for (const file of [...sources.filter((f) => REPO_DIRS.test(f) || /^[\w.-]+\.(mjs|js|ts)$/.test(f)), '.ci/run']) {
+  if (!existsSync(join(ROOT, file))) continue;
+  for (const { path, line } of commentPaths(readFileSync(join(ROOT, file), 'utf8'))) {
+    commentChecked++;
+    if (!existsSync(join(ROOT, path))) broken.push(`${file}:${line}: comment names ${path}: no such file or folder`);
+  }
+}
+if (existsSync(join(ROOT, 'manifest.json'))) {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'manifest.json'), 'utf8'));
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+  // The bundle's entry point is the package's bin, which the build writes (dist/ is not in the repository).
+  if (manifest.server?.entry_point !== pkg.bin?.['folder-mcp']) broken.push(`manifest.json: server.entry_point ${manifest.server?.entry_point} is not the package's bin ${pkg.bin?.['folder-mcp']}`);
+  commentChecked++;
+}
+
 for (const b of broken) console.log(b);
 const note = skipped.size ? `; allowed missing: ${[...skipped].sort().join(', ')}` : '';
-console.log(`${files.length} files, ${checked} relative links and ${paths} paths in code spans, ${broken.length} broken${note}`);
+console.log(`${files.length} files, ${checked} relative links and ${paths} paths in code spans, ${broken.length} broken${note}; ${commentChecked} paths named in code comments and the manifest`);
 process.exit(broken.length ? 1 : 0);

@@ -1,5 +1,5 @@
 // The checks every HTTP request passes before any MCP handler sees it (pure:
-// headers in, a refusal or null out; table-tested in test/http-guard.test.ts).
+// headers in, a refusal or null out; table-tested in test/unit/http-guard.test.ts).
 import { localhostAllowedHostnames, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';

@@ -57,7 +57,7 @@ export function chokidarWatcher(options: { stalledMs?: number } = {}): StartWatc
 export const startChokidarWatcher: StartWatcher = chokidarWatcher();
 
 const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs: number): Promise<Watcher> => {
-  // Loaded here, not at import: start-up does not wait for a backend that may not be chosen (auto runs dirs above 1,000 entries).
+  // Loaded here, not at import: start-up does not wait for a backend that may not be chosen (auto runs dirs).
   const { watch } = await import('chokidar');
   let closed = false;
   /** Out of watches after the start: the supervisor degrades to poll. */

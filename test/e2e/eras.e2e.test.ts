@@ -184,7 +184,7 @@ describe('live updates on 2026-07-28 listen streams (--watcher chokidar)', () =>
     conn.notes.reset();
     writeFileSync(join(tree.root, 'sub/inner/b.md'), 'b changed\n');
     await waitFor(() => conn.notes.updated.some((n) => n.uri === `${rootUri}sub`), TIMEOUT, 'updated for the collection');
-    // `title` goes out on the wire on both eras (test/stdio-transport.test.ts); the v2 client drops it from what it hands on.
+    // `title` goes out on the wire on both eras (test/e2e/stdio-transport.test.ts); the v2 client drops it from what it hands on.
     writeFileSync(join(tree.root, 'docs/café.md'), 'changed\n');
     await waitFor(() => conn.notes.updated.some((n) => n.uri === `${rootUri}docs/caf\u00e9.md`), TIMEOUT, 'updated for the other spelling');
 

@@ -185,7 +185,7 @@ for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () =
       'the watcher to index a new file',
     ).catch(() => false);
     if (!listed) {
-      // Covered without a watcher by the restart test below and test/converters.test.ts.
+      // Covered without a watcher by the restart test below and test/unit/converters.test.ts.
       t.skip('no watcher indexed the new file');
       return;
     }
