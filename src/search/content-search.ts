@@ -165,15 +165,17 @@ export class ContentSearch {
       orphansIn: db.prepare(
         `SELECT d.id FROM search_docs d WHERE d.id > ? AND d.id <= ? AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.uri = d.uri)`,
       ),
+      // Per served folder, so that the build can take the small ones first.
       countCandidatesIn: db.prepare(
-        `SELECT count(*) AS rows, max(uri) AS last,
+        `SELECT root, count(*) AS rows, max(uri) AS last,
                 total(CASE WHEN kind = ${EntryKind.document} THEN folder_mcp_searchable(mime, ext, size) ELSE 0 END) AS n
-         FROM (SELECT uri, kind, mime, ext, size FROM entries WHERE uri > ? ORDER BY uri LIMIT ${CHECK_SLICE_ROWS})`,
+         FROM (SELECT uri, kind, mime, ext, size, root FROM entries WHERE uri > ? ORDER BY uri LIMIT ${CHECK_SLICE_ROWS}) GROUP BY root`,
       ),
+      // One served folder's documents: its URI range, and its own rows only (a folder served inside it is walked on its own).
       nextCandidates: db.prepare(
         `SELECT e.uri, e.parent, e.root, e.name, e.ext, e.kind, e.size, e.mtime, e.mime, d.id AS docId, d.mtime AS docMtime, d.size AS docSize
          FROM entries e LEFT JOIN search_docs d ON d.uri = e.uri
-         WHERE e.uri > ? AND e.kind = ${EntryKind.document} ORDER BY e.uri LIMIT ?`,
+         WHERE e.uri > ? AND e.uri < ? AND e.root = ? AND e.kind = ${EntryKind.document} ORDER BY e.uri LIMIT ?`,
       ),
       entry: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE uri = ?`),
     };
@@ -285,8 +287,9 @@ export class ContentSearch {
     await Promise.race([this.index.ready, this.closedSignal]);
     const started = performance.now();
     await this.removeOrphans();
-    const total = await this.countCandidates();
-    if (total === null) return;
+    const counted = await this.countCandidates();
+    if (counted === null) return;
+    const { total, order } = counted;
     this.progressState.total = total;
     this.counted = true;
     // A warm start on an index whose content build once finished answers from it at once: the walk below
@@ -295,7 +298,10 @@ export class ContentSearch {
     if (this.index.warm && getMeta(this.db, BUILD_COMPLETE_KEY) === '1') this.markComplete();
     else setMeta(this.db, BUILD_COMPLETE_KEY, '0');
     for (const waiter of [...this.completeWaiters]) if (total > waiter.maxDocs) waiter.done();
-    let after = '';
+    // The served folders one after another, the fewest documents first: a word in a small folder served
+    // beside a big one is found within seconds, not after the big one's build.
+    let folder = 0;
+    let after = order[0]?.lo ?? '';
     let lastLog = started;
     for (;;) {
       if (this.closed) return;
@@ -308,7 +314,12 @@ export class ContentSearch {
       await this.applyPending();
       if (this.closed) return;
       if (!this.walked) {
-        const rows = this.stmts.nextCandidates.all(after, BATCH_FILES * 4) as Candidate[];
+        const range = order[folder];
+        const rows = range ? (this.stmts.nextCandidates.all(after, range.hi, range.root, BATCH_FILES * 4) as Candidate[]) : [];
+        if (rows.length === 0 && range && ++folder < order.length) {
+          after = order[folder]!.lo;
+          continue;
+        }
         if (rows.length === 0) {
           this.walked = true;
           setMeta(this.db, BUILD_COMPLETE_KEY, '1');
@@ -503,18 +514,30 @@ export class ContentSearch {
     }
   }
 
-  /** Documents the build checks (for its progress), a slice of entries at a time; null once closed. */
-  private async countCandidates(): Promise<number | null> {
-    let n = 0;
+  /**
+   * Documents the build checks (for its progress), a slice of entries at a
+   * time, and the served folders in the order the build takes them: fewest
+   * documents first. Null once closed.
+   */
+  private async countCandidates(): Promise<{ total: number; order: { root: number; lo: string; hi: string }[] } | null> {
+    const perRoot = new Map<number, number>();
     let after = '';
     for (;;) {
       if (this.closed) return null;
-      const slice = this.stmts.countCandidatesIn.get(after) as { rows: number; last: string | null; n: number };
-      n += slice.n;
-      if (slice.rows < CHECK_SLICE_ROWS) return n;
-      after = slice.last!;
+      const groups = this.stmts.countCandidatesIn.all(after) as { root: number; rows: number; last: string; n: number }[];
+      let rows = 0;
+      for (const g of groups) {
+        perRoot.set(g.root, (perRoot.get(g.root) ?? 0) + g.n);
+        rows += g.rows;
+        if (g.last > after) after = g.last;
+      }
+      if (rows < CHECK_SLICE_ROWS) break;
       await yieldToLoop();
     }
+    const order = this.index.roots
+      .map((root, i) => ({ root: i, lo: root.uri, hi: succ(root.uri)!, n: perRoot.get(i) ?? 0 }))
+      .sort((a, b) => a.n - b.n || a.root - b.root);
+    return { total: [...perRoot.values()].reduce((a, b) => a + b, 0), order };
   }
 
   /** Bytes of the search tables, when SQLite's dbstat table is compiled in. */

@@ -251,6 +251,34 @@ test('a warm restart checks the content index a slice at a time: every document 
   }
 });
 
+test('with a big and a small folder served together, the small one is indexed first, whatever their order', async () => {
+  const dir = tempDir();
+  const state = tempDir('folder-mcp-state-');
+  try {
+    // URI order puts the big folder first: the build must not.
+    bigTree(join(dir.path, 'a-big'), 1_500, (i) => `d${i % 10}/f${i}.txt`, 'alpha\n');
+    writeTree(join(dir.path, 'z-small'), { 'note.md': 'the quokka plan\n', 'more.txt': 'beta\n' });
+    const roots = [makeRoot(join(dir.path, 'a-big')), makeRoot(join(dir.path, 'z-small'))];
+    const index = new FolderIndex({ roots, dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
+    const search = new ContentSearch(index, silentLogger);
+    search.start();
+    await search.idle();
+    assert.deepEqual(search.progress, { done: 1_502, total: 1_502, complete: true });
+    const ids = (root: string) =>
+      (index.db.prepare(`SELECT id FROM search_docs WHERE uri >= ? AND uri < ?`).all(root, `${root}\uffff`) as { id: number }[]).map((r) => r.id);
+    const small = ids(roots[1]!.uri);
+    const big = ids(roots[0]!.uri);
+    assert.equal(small.length, 2);
+    assert.equal(big.length, 1_500);
+    assert.ok(Math.max(...small) < Math.min(...big), `the small folder's documents (ids ${small.join(', ')}) were indexed after the big one's (from ${Math.min(...big)})`);
+    await search.close();
+    index.close();
+  } finally {
+    dir.cleanup();
+    state.cleanup();
+  }
+});
+
 test('the lazily loaded catalog loads once, and a failed load fails each catalog request with its error', async () => {
   let loads = 0;
   const listed = { tools: [] };
