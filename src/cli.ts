@@ -72,14 +72,18 @@ async function serveOverHttp(app: App, listen: HttpListen, allowedHosts: string[
   const info = { name: 'folder-mcp', version: VERSION, write };
   const policy = { allowedHosts: allowedHostsFor(listen.host, allowedHosts), token };
   // Lazy: the HTTP stack (node:http, @modelcontextprotocol/node, hono) loads only with --http; stdio starts without it.
-  const { serveHttp } = await import('./http/serve.ts');
+  const { serveHttp, HttpListenError } = await import('./http/serve.ts');
   let endpoint: HttpEndpoint;
   try {
     endpoint = await serveHttp({ app, info, listen, policy, log });
   } catch (error) {
-    process.stderr.write(`folder-mcp: cannot serve HTTP on ${listen.host}:${listen.port}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}\n`);
+    // A port in use (or an address not this machine's) is a command-line mistake: exit 2, as for any other, and
+    // nothing was opened. An index that cannot be opened after the bind is a failure of the server: exit 1.
+    const listenFailed = error instanceof HttpListenError;
+    const why = listenFailed ? `${error.code ?? error.message}${error.code === 'EADDRINUSE' ? ' (the port is in use: pick another, or 0 for a free one)' : ''}` : (error as Error).message;
+    process.stderr.write(`folder-mcp: cannot serve HTTP on ${listen.host}:${listen.port}: ${why}\n`);
     await app.close();
-    process.exit(1);
+    process.exit(listenFailed ? 2 : 1);
   }
   process.stderr.write(`folder-mcp: serving MCP over Streamable HTTP at ${endpoint.url}\n`);
   // Whatever hangs, the process ends: the drain is bounded, this is the backstop.

@@ -129,17 +129,26 @@ export interface HttpEndpoint {
  * the shared services; 2025-era clients get sessions (./sessions.ts), so
  * that their subscriptions and `list_changed` reach them on a GET stream.
  */
+/** The address could not be bound (in use, not this machine's, not permitted): nothing was opened. */
+export class HttpListenError extends Error {
+  override name = 'HttpListenError';
+  readonly code: string | undefined;
+  constructor(cause: NodeJS.ErrnoException) {
+    super(cause.message, { cause });
+    this.code = cause.code;
+  }
+}
+
 export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint> {
   const { app, info, policy, log } = options;
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  // A long-lived server: the first scan starts now, not on the first client's request.
-  const services = app.services();
   const report = (error: Error) => log.debug(`http: ${error.message}`);
   // 2026-07-28 requests, and 2025-era requests outside any session: a throw-away Connection per request (nothing is held).
   const handler = createMcpHandler(() => createServer(app.services, new Connection(), info), { legacy: 'stateless', onerror: report });
   const turns = new TurnBudget(SHARED_TURN_MS);
   const arrivals = new ArrivalGate(ARRIVAL_TURN_MS, turns);
-  const listeners = new HttpListeners(services.ctx, services.live, handler.notify, turns);
+  // Made once the port is bound (below): the index is not opened, nor its file made, for a port that is taken.
+  let listeners!: HttpListeners;
   const sessions = new LegacySessions(app, limits, report);
 
   const endpoint = {
@@ -282,12 +291,22 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   }
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (error: NodeJS.ErrnoException) => reject(new HttpListenError(error));
+    server.once('error', failed);
     server.listen(options.listen.port, options.listen.host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve();
     });
   });
+  // A long-lived server: the first scan starts now, not on the first client's request. In the same turn as
+  // the bind, so before any request is read.
+  try {
+    const services = app.services();
+    listeners = new HttpListeners(services.ctx, services.live, handler.notify, turns);
+  } catch (error) {
+    server.close();
+    throw error;
+  }
   const { port } = server.address() as AddressInfo;
   const host = options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host;
 

@@ -1,12 +1,14 @@
 // Streamable HTTP end to end: the built CLI on 127.0.0.1, real sockets, the
 // v2 client pinned to 2026-07-28 and the v1 client (2025-11-25) at once.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/client';
-import { eraNeutral, rejectsWith, tempDir, waitFor, writeTree, type LooseResult } from '../helpers.ts';
+import { CLI, eraNeutral, rejectsWith, tempDir, waitFor, writeTree, type LooseResult } from '../helpers.ts';
 import { collectNotes, connectHttp, rawPost, startHttp, type HttpClient, type HttpProcess } from '../http-helpers.ts';
 
 const TIMEOUT = 20_000;
@@ -331,5 +333,30 @@ describe('a cursor key shared between replicas', () => {
     const back = await a.request('resources/list', { cursor: onB.nextCursor as string });
     assert.ok((back.resources as LooseResult[]).length > 0);
     await rejectsWith(c.request('resources/list', { cursor }), -32602, 'Invalid cursor');
+  });
+});
+
+describe('--http on a port that is taken', () => {
+  const dir = tempDir();
+  after(dir.cleanup);
+
+  test('exits 2 with one line saying so, and makes no index file', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (taken.address() as { port: number }).port;
+      const folder = join(dir.path, 'notes');
+      mkdirSync(folder);
+      const db = join(dir.path, 'state', 'index.db');
+      const result = spawnSync(process.execPath, [CLI, '--http', `127.0.0.1:${port}`, '--db', db, folder], { encoding: 'utf8', timeout: 60_000 });
+      assert.equal(result.status, 2, result.stderr);
+      const lines = result.stderr.split('\n').filter((l) => l.startsWith('folder-mcp:'));
+      assert.deepEqual(lines.length, 1, result.stderr);
+      assert.match(lines[0]!, new RegExp(`cannot serve HTTP on 127\\.0\\.0\\.1:${port}: EADDRINUSE \\(the port is in use`));
+      assert.equal(existsSync(db), false, 'the index file was made for a server that never served');
+      assert.equal(existsSync(`${db}.lock`), false);
+    } finally {
+      taken.close();
+    }
   });
 });
