@@ -28,5 +28,11 @@ export default tseslint.config(
       'no-control-regex': 'off',
     },
   },
+  {
+    // A function past 100 lines is a room not yet split (issue 36 names the watcher backends and serveHttp): a
+    // warning that says where, not an error that blocks a change elsewhere. Tests are sequences of steps.
+    files: ['src/**/*.ts'],
+    rules: { 'max-lines-per-function': ['warn', { max: 100, skipBlankLines: true, skipComments: true }] },
+  },
   { files: ['**/*.mjs', '**/*.js'], ...tseslint.configs.disableTypeChecked },
 );

@@ -5,8 +5,8 @@
 // to a room on a higher floor is "up". docs/design.md draws this output.
 //   node scripts/layers.mjs          rooms, edges with counts, upward imports
 //   node scripts/layers.mjs --markdown   the floors and the room-to-room table of docs/design.md
-//   node scripts/layers.mjs --check      one line, plus any import that points up (npm test runs this)
-// Exits 1 when an import points up.
+//   node scripts/layers.mjs --check      one line, plus any import that points up or closes a cycle (npm test runs this)
+// Exits 1 when an import points up, or when modules import each other (a cycle of value imports).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -48,10 +48,13 @@ function roomOf(path) {
 const IMPORT = /^(?:import|export)\s+(type\s+)?[^;]*?\sfrom\s+'(\.{1,2}\/[^']+)'|\bimport\('(\.{1,2}\/[^']+)'\)/gms;
 const edges = new Map();
 const up = [];
+/** Module -> the modules it imports for their values (a type-only import is erased, so it makes no cycle). */
+const valueImports = new Map(files.map((f) => [f, []]));
 for (const file of files) {
   const text = readFileSync(file, 'utf8');
   for (const m of text.matchAll(IMPORT)) {
     const target = resolve(dirname(file), m[2] ?? m[3]);
+    if (!m[1]) valueImports.get(file).push(target.endsWith('.ts') ? target : `${target}.ts`);
     const from = roomOf(file);
     const to = roomOf(target);
     if (from === to) continue;
@@ -67,11 +70,52 @@ for (const file of files) {
   }
 }
 
+/**
+ * Groups of modules that import each other, directly or around a loop
+ * (Tarjan's strongly connected components over value imports): a cycle makes
+ * the order of module evaluation matter, so none is allowed, within a room
+ * as between rooms.
+ */
+function importCycles() {
+  let next = 0;
+  const index = new Map();
+  const low = new Map();
+  const stack = [];
+  const onStack = new Set();
+  const cycles = [];
+  const visit = (v) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of valueImports.get(v) ?? []) {
+      if (!valueImports.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v), index.get(w)));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const group = [];
+    let w;
+    do {
+      w = stack.pop();
+      onStack.delete(w);
+      group.push(`src/${relative(SRC, w)}`);
+    } while (w !== v);
+    if (group.length > 1 || (valueImports.get(v) ?? []).includes(v)) cycles.push(group.sort());
+  };
+  for (const v of valueImports.keys()) if (!index.has(v)) visit(v);
+  return cycles;
+}
+const cycles = importCycles();
+
 if (markdown) {
   printMarkdown();
 } else if (check) {
-  console.log(`layers: ${files.length} modules in ${FLOORS.flat().length} rooms on ${FLOORS.length} floors, ${up.length} import(s) pointing up`);
+  console.log(`layers: ${files.length} modules in ${FLOORS.flat().length} rooms on ${FLOORS.length} floors, ${up.length} import(s) pointing up, ${cycles.length} import cycle(s)`);
   for (const u of up) console.log(`  ${u}`);
+  for (const c of cycles) console.log(`  cycle: ${c.join(' -> ')}`);
 } else {
   console.log('floors, lowest first:');
   FLOORS.forEach((rooms, i) => console.log(`  ${i}: ${rooms.join(', ')}`));
@@ -80,7 +124,7 @@ if (markdown) {
   console.log(`\nimports that point up: ${up.length}`);
   for (const u of up) console.log(`  ${u}`);
 }
-process.exitCode = up.length > 0 ? 1 : 0;
+process.exitCode = up.length > 0 || cycles.length > 0 ? 1 : 0;
 
 /** The floors, highest first, and one row per importing room (highest floor first), one column per room imported. */
 function printMarkdown() {
