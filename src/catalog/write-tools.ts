@@ -4,31 +4,25 @@
 // then the index looks at what changed in the same call (ctx.refresh), so the
 // result's resource_link, `updated` and `list_changed` follow at once, not
 // when the watcher gets round to it.
-import { createTwoFilesPatch } from 'diff';
+import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
 import { ContentError } from '../content/read.ts';
 import { openVerified } from '../content/safe-open.ts';
-import { PathBusyError, type PathHold, type PathLocks } from '../content/path-locks.ts';
+import { PathBusyError, type PathHold } from '../content/path-locks.ts';
 import { identityOf, makeDirectory, moveSafely, writeFileSafely, WriteError, type OutsideWrite } from '../content/safe-write.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { echo } from '../protocol/errors.ts';
 import { findRoot, pathToUri } from '../uri.ts';
+import { applyEditsAsync, DIFF_MAX_BYTES, editDiffAsync, LARGE_EDIT_BYTES } from './edit-text.ts';
 import { resolveWritePath, type WritePath } from './paths.ts';
 import { formatSize, resourceLink, ToolFailure, type ContentBlock, type ToolDefinition, type ToolResult } from './tool.ts';
 
 /** At most this many replacements in one edit call. */
 export const EDIT_MAX_EDITS = 100;
-/**
- * A diff the line differ would need more than this many line edits for is
- * written as one hunk instead (the changed lines, all removed then all
- * added): Myers' diff is O(N·D), and a rewrite of a 1 MiB file must not
- * stall the server.
- */
-const DIFF_MAX_EDIT_LENGTH = 5000;
 
 const PATH_TEXT = 'A path as the other tools print it (`src/main.ts`; with several served folders `notes/todo.md`), an absolute path, or a file:// URI.';
 
-function writable(ctx: ServerContext): { maxBytes: number; locks: PathLocks } {
+function writable(ctx: ServerContext): NonNullable<ServerContext['writes']> {
   // Not listed without --write; a call by name is already refused by the catalog. Belt and braces.
   if (!ctx.writes) throw new ToolFailure('This server is read-only (start it with --write)');
   return ctx.writes;
@@ -188,8 +182,6 @@ const editInput = z.strictObject({
   force: z.boolean().default(false).describe('Edit a file even when it is read-only (its owner has no write permission).'),
 });
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-
 export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
   name: 'edit',
   title: 'Edit a file',
@@ -200,6 +192,7 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
   output: z.object({
     ...changeOutput,
     diff: z.string(),
+    diffOmittedHunks: z.number().optional().describe(`hunks left out of diff, which stops at ${DIFF_MAX_BYTES} bytes`),
     dry_run: z.boolean(),
     size: z.number().describe('bytes of the edited file'),
     outsideWrite: z
@@ -210,7 +203,7 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
   changes: { destructiveHint: true, idempotentHint: false },
   async run(tc, args) {
     const { ctx } = tc;
-    const { maxBytes, locks } = writable(ctx);
+    const { maxBytes, locks, largeEdits } = writable(ctx);
     const where = target(ctx, args.path);
     args.edits.forEach((edit, i) => {
       wellFormed(edit.old_text, `Edit ${i + 1}'s old_text`);
@@ -226,23 +219,30 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
     const edited = async () => {
       const read = await readForEdit(ctx, where.path, maxBytes);
       try {
-        const after = applyEdits(read.before, args.edits, where.shown);
-        const size = Buffer.byteLength(after);
-        if (size > maxBytes) throw new ToolFailure(`Cannot change ${where.shown}: the edited file would be ${size} bytes, more than the limit of ${maxBytes} (--max-write-bytes)`);
         if (!args.dry_run && !args.force && (read.identity.mode & 0o200) === 0) {
           throw new ToolFailure(`Cannot change ${where.shown}: it is read-only (its owner may not write it); pass force: true to edit it anyway`);
         }
-        const diff = unifiedDiff(where.shown, read.before, after);
+        // The event loop runs between replacements and between diff regions, and large files take their turn one
+        // at a time: a large edit stalls no other client.
+        const textWork = async () => {
+          const { after, spans } = await applyEditsAsync(read.bytes, args.edits, where.shown);
+          if (after.byteLength > maxBytes) {
+            throw new ToolFailure(`Cannot change ${where.shown}: the edited file would be ${after.byteLength} bytes, more than the limit of ${maxBytes} (--max-write-bytes)`);
+          }
+          return { after, ...(await editDiffAsync(where.shown, read.bytes, after, spans)) };
+        };
+        const { after, diff, omittedHunks } = read.bytes.byteLength > LARGE_EDIT_BYTES ? await largeEdits.run(textWork) : await textWork();
+        const size = after.byteLength;
         let outcome: { tempPath: string; outside?: OutsideWrite } | undefined;
-        if (!args.dry_run && after !== read.before) {
+        if (!args.dry_run && !after.equals(read.bytes)) {
           // `expect`: a file changed since it was read is not overwritten with an edit of its old content.
-          outcome = await writeFileSafely(where.path, Buffer.from(after), ctx.roots, {
+          outcome = await writeFileSafely(where.path, after, ctx.roots, {
             maxBytes,
             force: args.force,
             expect: { identity: read.identity, handle: read.handle, content: read.bytes },
           });
         }
-        return { after, size, diff, outcome };
+        return { size, diff, omittedHunks, outcome };
       } finally {
         await read.handle.close();
       }
@@ -258,11 +258,13 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
     const link = linkTo(ctx, where.path, false);
     const what = args.dry_run ? 'Dry run, nothing written' : done.outcome === undefined ? 'No change' : `Edited ${where.shown}`;
     const outside = done.outcome?.outside;
-    const text = `${what} (${args.edits.length} edit${args.edits.length === 1 ? '' : 's'}):\n${done.diff}`;
+    const cut = done.omittedHunks > 0 ? `\nThe diff stops at ${DIFF_MAX_BYTES / 1024} KiB: ${done.omittedHunks} more hunk${done.omittedHunks === 1 ? '' : 's'} not shown (read the file to see them).` : '';
+    const text = `${what} (${args.edits.length} edit${args.edits.length === 1 ? '' : 's'}):\n${done.diff}${cut}`;
     const structured = {
       uri: link.uri,
       path: where.shown,
       diff: done.diff,
+      ...(done.omittedHunks > 0 ? { diffOmittedHunks: done.omittedHunks } : {}),
       dry_run: args.dry_run,
       size: done.size + (outside?.kind === 'appended' ? outside.bytes : 0),
       ...(outside ? { outsideWrite: describeOutside(ctx, outside) } : {}),
@@ -274,7 +276,7 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
         ...result(
           `Edited ${where.shown}, but another program changed it while this edit was written (after the last check, before the rename). ` +
             `Your edit is in ${where.shown}; the other program's version (${formatSize(outside.bytes)}) was saved as ${kept}. ` +
-            `Compare the two and merge by hand; do not repeat the edit.\n${done.diff}`,
+            `Compare the two and merge by hand; do not repeat the edit.\n${done.diff}${cut}`,
           link,
           structured,
         ),
@@ -313,71 +315,13 @@ async function readForEdit(ctx: ServerContext, path: string, maxBytes: number) {
       read += bytesRead;
     }
     // Read as fstat said it was: a file that changed meanwhile is refused before the rename (its size or bytes differ).
-    try {
-      return { before: strictUtf8.decode(bytes.subarray(0, read)), bytes: bytes.subarray(0, read), identity, handle: file.handle };
-    } catch {
-      throw new WriteError('refused', 'it is not UTF-8 text (use write to replace it whole)');
-    }
+    const content = bytes.subarray(0, read);
+    if (!isUtf8(content)) throw new WriteError('refused', 'it is not UTF-8 text (use write to replace it whole)');
+    return { bytes: content, identity, handle: file.handle };
   } catch (error) {
     await file.handle.close();
     throw error;
   }
-}
-
-/** Applies each replacement in order; each must match exactly once in the text as the previous ones left it. Pure. */
-export function applyEdits(text: string, edits: readonly { old_text: string; new_text: string }[], shown: string): string {
-  let out = text;
-  edits.forEach((edit, i) => {
-    const at = out.indexOf(edit.old_text);
-    const again = at < 0 ? -1 : out.indexOf(edit.old_text, at + 1);
-    if (at < 0 || again >= 0) {
-      const count = at < 0 ? 0 : countMatches(out, edit.old_text);
-      const hint = count === 0 ? 'copy it exactly, whitespace and line breaks included' : 'add surrounding lines to make it unique';
-      throw new ToolFailure(
-        `Edit ${i + 1} of ${edits.length}: old_text matches ${count} times in ${shown}; it must match exactly once (${hint}). Nothing was changed.`,
-      );
-    }
-    out = out.slice(0, at) + edit.new_text + out.slice(at + edit.old_text.length);
-  });
-  return out;
-}
-
-/** Occurrences of `needle`, overlapping ones included (`aa` is twice in `aaa`): each is a place old_text could mean. */
-function countMatches(text: string, needle: string): number {
-  let count = 0;
-  for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) count++;
-  return count;
-}
-
-/** A unified diff (3 lines of context) of the edit, `a/` and `b/` named after the path as tools print it. */
-export function unifiedDiff(shown: string, before: string, after: string): string {
-  const patch = createTwoFilesPatch(`a/${shown}`, `b/${shown}`, before, after, undefined, undefined, {
-    context: 3,
-    maxEditLength: DIFF_MAX_EDIT_LENGTH,
-  });
-  // The library starts with a rule of '=' that is no part of a unified diff (patch(1) and git apply skip it; models need not read it).
-  if (patch !== undefined) return patch.replace(/^=+\n/, '');
-  return oneHunk(shown, before, after);
-}
-
-/** The diff as one hunk: the lines between the common head and tail, all removed, then all added. */
-function oneHunk(shown: string, before: string, after: string): string {
-  const a = before.split('\n');
-  const b = after.split('\n');
-  let head = 0;
-  while (head < a.length && head < b.length && a[head] === b[head]) head++;
-  let tail = 0;
-  while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
-  const from = Math.max(0, head - 3);
-  const aEnd = Math.min(a.length, a.length - tail + 3);
-  const bEnd = Math.min(b.length, b.length - tail + 3);
-  const lines = [
-    ...a.slice(from, head).map((l) => ` ${l}`),
-    ...a.slice(head, a.length - tail).map((l) => `-${l}`),
-    ...b.slice(head, b.length - tail).map((l) => `+${l}`),
-    ...a.slice(a.length - tail, aEnd).map((l) => ` ${l}`),
-  ];
-  return `--- a/${shown}\n+++ b/${shown}\n@@ -${from + 1},${aEnd - from} +${from + 1},${bEnd - from} @@\n${lines.join('\n')}\n`;
 }
 
 // ---- mkdir ----------------------------------------------------------------

@@ -118,3 +118,17 @@ export function lockKey(path: string): string {
     }
   }
 }
+
+/**
+ * Runs one job at a time, in arrival order: the text work of large edits,
+ * for every client of a server (src/catalog/edit-text.ts LARGE_EDIT_BYTES).
+ */
+export class SerialQueue {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(job: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(job, job);
+    this.tail = result.catch(() => {});
+    return result;
+  }
+}
