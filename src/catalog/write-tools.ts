@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ContentError } from '../content/read.ts';
 import { openVerified } from '../content/safe-open.ts';
 import { PathBusyError, type PathHold } from '../content/path-locks.ts';
-import { identityOf, makeDirectory, moveSafely, writeFileSafely, WriteError, type OutsideWrite } from '../content/safe-write.ts';
+import { identityOf, makeDirectory, moveSafely, writeFileSafely, WriteError, type OutsideWrite, type WriteOutcome } from '../content/safe-write.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { echo } from '../protocol/errors.ts';
 import { findRoot, pathToUri } from '../uri.ts';
@@ -151,7 +151,11 @@ export const writeTool: ToolDefinition<z.infer<typeof writeInput>> = {
       ctx,
       where.shown,
       [{ path: where.path }],
-      () => writeFileSafely(where.path, data, ctx.roots, { maxBytes, createOnly: args.create_only, force: args.force }),
+      async () => {
+        const done = await writeFileSafely(where.path, data, ctx.roots, { maxBytes, createOnly: args.create_only, force: args.force });
+        writable(ctx).locks.noteWritten(where.path, done.written);
+        return done;
+      },
       (done) => [where.path, done.tempPath],
     );
     const link = linkTo(ctx, where.path, false);
@@ -233,14 +237,15 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
         };
         const { after, diff, omittedHunks } = read.bytes.byteLength > LARGE_EDIT_BYTES ? await largeEdits.run(textWork) : await textWork();
         const size = after.byteLength;
-        let outcome: { tempPath: string; outside?: OutsideWrite } | undefined;
+        let outcome: WriteOutcome | undefined;
         if (!args.dry_run && !after.equals(read.bytes)) {
           // `expect`: a file changed since it was read is not overwritten with an edit of its old content.
           outcome = await writeFileSafely(where.path, after, ctx.roots, {
             maxBytes,
             force: args.force,
-            expect: { identity: read.identity, handle: read.handle, content: read.bytes },
+            expect: { identity: read.identity, handle: read.handle, content: read.bytes, ownWrite: locks.wroteLast(where.path, read.identity) },
           });
+          locks.noteWritten(where.path, outcome.written);
         }
         return { size, diff, omittedHunks, outcome };
       } finally {

@@ -37,9 +37,14 @@ interface Request {
 /** Waits longer than this for a path are refused (PathBusyError): a change is seconds at most. */
 export const PATH_LOCK_WAIT_MS = 30_000;
 
+/** Files whose last write by this server is remembered (PathLocks.noteWritten), most recent kept. */
+const WRITTEN_KEPT = 1000;
+
 export class PathLocks {
   /** Granted and waiting requests, in arrival order. */
   private readonly queue: Request[] = [];
+  /** The file each of the last writes left at a path (inode and mtime): nobody else wrote it since if it is still that. */
+  private readonly written = new Map<string, { ino: bigint; mtimeNs: bigint }>();
 
   constructor(private readonly waitMs = PATH_LOCK_WAIT_MS) {}
 
@@ -74,6 +79,20 @@ export class PathLocks {
     } finally {
       this.remove(request);
     }
+  }
+
+  /** Remembers what a write of this server left at `path`. */
+  noteWritten(path: string, file: { ino: bigint; mtimeNs: bigint }): void {
+    const key = lockKey(path);
+    this.written.delete(key);
+    this.written.set(key, file);
+    if (this.written.size > WRITTEN_KEPT) this.written.delete(this.written.keys().next().value!);
+  }
+
+  /** Is `file` what this server's last write left at `path`, untouched since (same inode and mtime)? */
+  wroteLast(path: string, file: { ino: bigint; mtimeNs: bigint }): boolean {
+    const last = this.written.get(lockKey(path));
+    return last !== undefined && last.ino === file.ino && last.mtimeNs === file.mtimeNs;
   }
 
   private remove(request: Request): void {

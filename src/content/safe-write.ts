@@ -241,6 +241,8 @@ export interface ExpectedFile {
   handle: FileHandle;
   /** The bytes that were read. */
   content: Uint8Array;
+  /** The file was as this server's own last write left it: nobody else is writing it, so its old file is looked at once, not watched. */
+  ownWrite?: boolean;
 }
 
 /**
@@ -267,6 +269,8 @@ export interface WriteOutcome {
   created: boolean;
   /** An edit only: a write by another program that landed on the old file between the last look and the rename. */
   outside?: OutsideWrite;
+  /** The file the write put at the name (before any rescued append): PathLocks.noteWritten. */
+  written: { ino: bigint; mtimeNs: bigint };
   /** The temp file's path (gone after the write): the index is told to look at it too. */
   tempPath: string;
 }
@@ -316,6 +320,7 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
         throw new WriteError('refused', `its mode ${octal(mode)} cannot be kept (the new file would be ${octal(kept)}); nothing was changed`);
       }
       await handle.sync();
+      temp = fstatSync(handle.fd, { bigint: true });
     } finally {
       await handle.close();
     }
@@ -356,7 +361,7 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     await dir.handle.sync();
     dir.verifyAfter();
     const outside = options.expect ? await rescueOutsideWrite(dir, name, temp, options.expect, mode) : undefined;
-    return { created: existing === null, tempPath, ...(outside ? { outside } : {}) };
+    return { created: existing === null, tempPath, written: { ino: temp.ino, mtimeNs: temp.mtimeNs }, ...(outside ? { outside } : {}) };
   } finally {
     if (tempCreated) await unlink(dir.at(tempName)).catch(() => {});
     await dir.close();
@@ -426,7 +431,11 @@ async function checkContent(expect: ExpectedFile): Promise<void> {
   }
 }
 
-/** A file modified this recently before the read is being written to: its old file is watched a while after the rename. */
+/**
+ * A file modified this recently before the read (by another than this
+ * server's last write) is being written to: its old file is watched a while
+ * after the rename.
+ */
 const HOT_NS = 2_000_000_000n;
 /**
  * How long the old file of a hot file is watched after the rename: a
@@ -451,7 +460,7 @@ async function rescueOutsideWrite(dir: PinnedDir, name: string, temp: BigIntStat
   const original = Buffer.from(expect.content.buffer, expect.content.byteOffset, expect.content.byteLength);
   let copied = original.byteLength;
   let appended = 0;
-  const hot = BigInt(Date.now()) * 1_000_000n - expect.identity.mtimeNs < HOT_NS;
+  const hot = !expect.ownWrite && BigInt(Date.now()) * 1_000_000n - expect.identity.mtimeNs < HOT_NS;
   const first = fstatSync(expect.handle.fd, { bigint: true });
   // The usual case, cheaply: same size and mtime, and (a same-tick write of the same length is told by its bytes only) same bytes.
   if (!hot && first.size === BigInt(copied) && first.mtimeNs === expect.identity.mtimeNs && (await bytesOf(expect.handle, copied + 1)).equals(original)) {

@@ -86,6 +86,15 @@ describe('PathLocks', () => {
     assert.equal(locks.size, 0);
   });
 
+  test('noteWritten / wroteLast: the file this server last left at a path, until anything else is there', () => {
+    const locks = new PathLocks();
+    assert.equal(locks.wroteLast('/r/f', { ino: 1n, mtimeNs: 5n }), false);
+    locks.noteWritten('/r/f', { ino: 1n, mtimeNs: 5n });
+    assert.equal(locks.wroteLast('/r/f', { ino: 1n, mtimeNs: 5n }), true);
+    assert.equal(locks.wroteLast('/r/f', { ino: 1n, mtimeNs: 6n }), false, 'written since (an append)');
+    assert.equal(locks.wroteLast('/r/f', { ino: 2n, mtimeNs: 5n }), false, 'replaced since');
+  });
+
   test('lockKey: the real path, also through a symlinked folder and for a path that does not exist yet', () => {
     const dir = tempDir('folder-mcp-locks-');
     try {
