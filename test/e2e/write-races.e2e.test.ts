@@ -22,15 +22,25 @@ const addX = (conn: Requester, path = 'f.txt') =>
   conn.request('tools/call', { name: 'edit', arguments: { path, edits: [{ old_text: 'slot:', new_text: 'slot:x' }] } }) as Promise<ToolCall>;
 const xs = (content: string) => /slot:(x*)/.exec(content)?.[1]?.length ?? 0;
 
-/** Appends `count` numbered lines to `path`, opening it by path for each; resolves with how many completed. */
+/**
+ * Appends `count` numbered lines to `path`, opening it by path for each
+ * (fs.appendFileSync: open, write, close back to back), 1 ms apart;
+ * resolves with how many completed. Not fs.promises.appendFile, whose open and write are two
+ * turns of its event loop apart: on a loaded machine that gap can outlast
+ * the 50 ms the old file is watched after a rename, which docs/tools.md
+ * counts as a descriptor held across the rename (the bench runs both).
+ */
 function appender(path: string, count: number): Promise<number> {
   const script = `
-    const fs = require('node:fs/promises');
-    (async () => {
-      let done = 0;
-      for (let i = 0; i < ${count}; i++) { await fs.appendFile(process.argv[1], 'A' + i + '\\n'); done++; }
-      process.stdout.write(String(done));
-    })();`;
+    const fs = require('node:fs');
+    let done = 0;
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (let i = 0; i < ${count}; i++) {
+      fs.appendFileSync(process.argv[1], 'A' + i + '\\n');
+      done++;
+      Atomics.wait(pause, 0, 0, 1); // 1 ms apart: edits get through between appends
+    }
+    process.stdout.write(String(done));`;
   const child = spawn(process.execPath, ['-e', script, path], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
