@@ -54,7 +54,7 @@ describe('a large edit is bounded', () => {
     }
     assert.equal((await editing).isError, undefined);
     // Counted, not timed: between its 100 replacements and its diff regions the event loop runs, so pings go through.
-    assert.ok(answered >= 10, `${answered} pings answered while the edit ran`);
+    assert.ok(answered >= 5, `${answered} pings answered while the edit ran`);
   });
 
   test('and it applies: the file holds all 100 replacements', async () => {
