@@ -4,6 +4,7 @@ import type { Catalog } from './catalog/catalog.ts';
 import { ContentSearch, contentIndexUnfollowed } from './search/content-search.ts';
 import type { Config } from './config.ts';
 import { ReadBudget } from './content/read-budget.ts';
+import { PathLocks, SerialQueue } from './content/path-locks.ts';
 import { createConvert } from './content/formats.ts';
 import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
@@ -188,7 +189,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     cursorSecret: config.cursorKey ?? getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
     convert: convert.convert,
     readBudget: new ReadBudget(),
-    writes: config.write ? { maxBytes: config.maxWriteBytes } : null,
+    writes: config.write ? { maxBytes: config.maxWriteBytes, locks: new PathLocks(), largeEdits: new SerialQueue() } : null,
     refresh: (paths) => live.refresh(paths),
   };
   // The same conversions (converters, budgets, conversion process) as a read, up to the size a read converts.

@@ -12,11 +12,11 @@
 //   round trip, for both servers.
 //
 // A program, not part of `npm run bench`:
-//   npm run build && node --import tsx bench/scenarios/write.ts [--runs N] [--out FILE]
+//   npm run build && node --import tsx bench/scenarios/write.ts [--runs N] [--cli dist/cli.js] [--out FILE]
 // prints a table and writes JSON (default bench/results/write.json).
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CLI, SERVER_FILESYSTEM, spawnServer, type Conn } from '../client.ts';
@@ -81,7 +81,7 @@ function bigText(): { text: string; middle: string } {
   return { text: lines.join(''), middle: lines[Math.floor(lines.length / 2)]! };
 }
 
-export async function runWriteBench(runs: number): Promise<WriteBenchResult> {
+export async function runWriteBench(runs: number, cli = CLI): Promise<WriteBenchResult> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'folder-mcp-bench-write-')));
   const state = mkdtempSync(join(tmpdir(), 'folder-mcp-bench-write-state-'));
   const conns: Conn[] = [];
@@ -93,7 +93,7 @@ export async function runWriteBench(runs: number): Promise<WriteBenchResult> {
     writeFileSync(join(root, 'big.txt'), big.text);
     writeFileSync(join(root, 'big2.txt'), big.text);
 
-    const writer = await spawnServer(CLI, ['--db', join(state, 'w.db'), '--write', root]);
+    const writer = await spawnServer(cli, ['--db', join(state, 'w.db'), '--write', root]);
     conns.push(writer);
     const writerUpdated = updatedWatcher(writer);
     const aUri = pathToFileURL(join(root, 'docs', 'a.md')).href;
@@ -167,9 +167,9 @@ function table(result: WriteBenchResult): string {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === realpathSync(process.argv[1])) {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '25' }, out: { type: 'string' } } });
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '25' }, out: { type: 'string' }, cli: { type: 'string' } } });
   const out = values.out ?? fileURLToPath(new URL('../results/write.json', import.meta.url));
-  const result = await runWriteBench(Number(values.runs));
+  const result = await runWriteBench(Number(values.runs), values.cli ? resolve(values.cli) : CLI);
   console.log(table(result));
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify({ at: new Date().toISOString(), node: process.version, ...result }, null, 2) + '\n');

@@ -47,6 +47,8 @@ export function prefixUris(text: string, roots: readonly Root[]): string[] {
   if (isUriText(text)) return [canonicalUriText(text)];
   const rel = text.replace(/^\.?\/+/, '');
   const uris = roots.map((root) => root.uri + encodeRelative(rel));
+  // With one folder, tools print the folder itself by its name (tree's first entry): that name is the whole folder too.
+  if (roots.length === 1 && rel !== '' && rel === roots[0]!.name) uris.push(roots[0]!.uri);
   if (roots.length > 1 && rel !== '') {
     labelsOf(roots).forEach((label, i) => {
       const root = roots[i]!;
@@ -161,6 +163,10 @@ export async function resolveTarget(ctx: ServerContext, text: string): Promise<E
     }
   }
   if (found.size > 1) throw new AmbiguousPath(text, [...found.values()].map((row) => displayPath(row, ctx.roots)));
+  // With one folder, tools print the folder itself by its name (tree's first line): that name read back is the
+  // folder, unless an entry inside it has that name (then `.` names the folder).
+  const only = ctx.roots.length === 1 ? ctx.roots[0]! : undefined;
+  if (found.size === 0 && only && rel === displayPath({ uri: only.uri, root: 0 }, ctx.roots)) return lookup(only.uri);
   return found.values().next().value;
 }
 

@@ -14,7 +14,7 @@ import { EntryKind, type EntryRow } from '../entry.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { toResource } from '../resource.ts';
 import { uriToPath } from '../uri.ts';
-import { resolveTarget } from './paths.ts';
+import { displayPath, resolveTarget } from './paths.ts';
 import { formatSize, ToolFailure, type ContentBlock, type ToolDefinition, type ToolResult } from './tool.ts';
 
 export const READ_DEFAULT_LENGTH = 64 * 1024;
@@ -166,14 +166,16 @@ async function readOne(ctx: ServerContext, given: string, offset: number, length
   const entry = await resolveTarget(ctx, given);
   if (!entry) throw new ToolFailure(`Not found: ${String(echo(given))} (not a file or folder in the served folders)`);
   const resource = toResource(entry, ctx.roots);
-  const base = { uri: entry.uri, path: resource.title, type: resource.resourceType };
+  // The path as every tool prints it (with several folders, the folder's label first), not the resource's title.
+  const shown = displayPath(entry, ctx.roots);
+  const base = { uri: entry.uri, path: shown, type: resource.resourceType };
   if (offset === 0) {
     const image = await imageOf(ctx, entry, Math.min(imageBudget, READ_MAX_IMAGE_BYTES));
     if (image) {
       return {
         // The image has no name of its own: the line before it says which file it is.
         blocks: [
-          { type: 'text', text: `${resource.title} (${image.mimeType}, ${formatSize(image.bytes.length)}):` },
+          { type: 'text', text: `${shown} (${image.mimeType}, ${formatSize(image.bytes.length)}):` },
           { type: 'image', data: image.bytes.toString('base64'), mimeType: image.mimeType },
         ],
         result: { ...base, mimeType: image.mimeType, encoding: 'image', size: image.bytes.length, offset: 0, length: image.bytes.length },

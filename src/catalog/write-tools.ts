@@ -4,36 +4,40 @@
 // then the index looks at what changed in the same call (ctx.refresh), so the
 // result's resource_link, `updated` and `list_changed` follow at once, not
 // when the watcher gets round to it.
-import { createTwoFilesPatch } from 'diff';
+import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
 import { ContentError } from '../content/read.ts';
 import { openVerified } from '../content/safe-open.ts';
-import { identityOf, makeDirectory, moveSafely, writeFileSafely, WriteError, type FileIdentity } from '../content/safe-write.ts';
+import { PathBusyError, type PathHold } from '../content/path-locks.ts';
+import { identityOf, makeDirectory, moveSafely, writeFileSafely, WriteError, type OutsideWrite, type WriteOutcome } from '../content/safe-write.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { echo } from '../protocol/errors.ts';
-import { pathToUri } from '../uri.ts';
+import { findRoot, pathToUri } from '../uri.ts';
+import { applyEditsAsync, DIFF_MAX_BYTES, editDiffAsync, LARGE_EDIT_BYTES } from './edit-text.ts';
 import { resolveWritePath, type WritePath } from './paths.ts';
 import { formatSize, resourceLink, ToolFailure, type ContentBlock, type ToolDefinition, type ToolResult } from './tool.ts';
 
 /** At most this many replacements in one edit call. */
 export const EDIT_MAX_EDITS = 100;
-/**
- * A diff the line differ would need more than this many line edits for is
- * written as one hunk instead (the changed lines, all removed then all
- * added): Myers' diff is O(N·D), and a rewrite of a 1 MiB file must not
- * stall the server.
- */
-const DIFF_MAX_EDIT_LENGTH = 5000;
 
 const PATH_TEXT = 'A path as the other tools print it (`src/main.ts`; with several served folders `notes/todo.md`), an absolute path, or a file:// URI.';
 
-function writable(ctx: ServerContext): { maxBytes: number } {
+function writable(ctx: ServerContext): NonNullable<ServerContext['writes']> {
   // Not listed without --write; a call by name is already refused by the catalog. Belt and braces.
   if (!ctx.writes) throw new ToolFailure('This server is read-only (start it with --write)');
   return ctx.writes;
 }
 
+/** A lone UTF-16 surrogate: JSON can carry one, but no file name or UTF-8 text can (it would become U+FFFD). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Refuses text that is not valid Unicode, rather than write U+FFFD where the caller wrote something else. */
+export function wellFormed(text: string, what: string): void {
+  if (LONE_SURROGATE.test(text)) throw new ToolFailure(`${what} is not valid Unicode (it holds a lone surrogate, \\u${LONE_SURROGATE.exec(text)![0].charCodeAt(0).toString(16)}); nothing was changed`);
+}
+
 function target(ctx: ServerContext, text: string): WritePath {
+  wellFormed(text, 'The path');
   const found = resolveWritePath(text, ctx.roots);
   if (!found) throw new ToolFailure(`Not found: ${String(echo(text))} (not a path in the served folders)`);
   return found;
@@ -49,22 +53,35 @@ function writeFailure(error: unknown, shown: string): ToolFailure {
     return new ToolFailure(`Cannot edit ${shown}: ${error.message.replace(/^Cannot read resource: /, '')}`);
   }
   if (error instanceof ToolFailure) return error;
+  if (error instanceof PathBusyError) return new ToolFailure(`Cannot change ${shown}: ${error.message}`);
   const code = (error as NodeJS.ErrnoException).code;
   return new ToolFailure(`Cannot change ${shown}: ${code ?? (error as Error).message}`);
 }
 
-/** Runs `change`, then has the index look at `paths` before the result is built. */
-async function changing<T>(ctx: ServerContext, shown: string, change: () => Promise<T>, paths: (result: T) => string[]): Promise<T> {
+/**
+ * Runs `change` holding `holds` (one writer per path, for every client:
+ * src/content/path-locks.ts), then has the index look at `paths` before the
+ * result is built.
+ */
+async function changing<T>(ctx: ServerContext, shown: string, holds: readonly PathHold[], change: () => Promise<T>, paths: (result: T) => string[]): Promise<T> {
   // After the first scan: a change made while it runs could be half seen by it (a new folder without its subfolders).
   await ctx.index.ready;
   let result: T;
   try {
-    result = await change();
+    result = await writable(ctx).locks.run(holds, change);
   } catch (error) {
     throw writeFailure(error, shown);
   }
   await ctx.refresh(paths(result));
   return result;
+}
+
+/** Every folder from the root down to `path`, and `path`: what a mkdir may create. */
+function pathAndParents(ctx: ServerContext, path: string): PathHold[] {
+  const root = findRoot(ctx.roots, path);
+  const holds: PathHold[] = [];
+  for (let at = path; root && at !== root.path && at.length > root.path.length; at = at.slice(0, at.lastIndexOf('/')) || '/') holds.push({ path: at });
+  return holds;
 }
 
 /** The resource_link of what is now at `path`, if the index holds it (an ignored path is written but not indexed). */
@@ -95,14 +112,33 @@ const writeInput = z.strictObject({
   content: z.string().describe('The whole new content of the file.'),
   encoding: z.enum(['utf-8', 'base64']).default('utf-8').describe('How `content` is given: text (default), or base64 for binary files.'),
   create_only: z.boolean().default(false).describe('Refuse if the file exists, rather than replace it.'),
+  force: z.boolean().default(false).describe('Replace a file even when it is read-only (its owner has no write permission).'),
 });
+
+/** Strict base64 (or base64url): Buffer.from skips what it cannot decode, so `!!!!` would write an empty file. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2,3})?$/;
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
+/** The bytes of `content` in `encoding`; invalid base64 or text that is not valid Unicode is refused. */
+export function decodeContent(content: string, encoding: 'utf-8' | 'base64'): Buffer {
+  if (encoding === 'utf-8') {
+    wellFormed(content, 'The content');
+    return Buffer.from(content, 'utf8');
+  }
+  const compact = content.replace(/\s+/g, '');
+  if (!BASE64.test(compact) && !(BASE64URL.test(compact) && compact.length % 4 !== 1)) {
+    const bad = /[^A-Za-z0-9+/=_-]/.exec(compact);
+    throw new ToolFailure(`The content is not valid base64 (${bad ? `character ${JSON.stringify(bad[0])} at ${bad.index}` : 'misplaced padding or a truncated last group'}); nothing was written`);
+  }
+  return Buffer.from(compact, BASE64.test(compact) ? 'base64' : 'base64url');
+}
 
 export const writeTool: ToolDefinition<z.infer<typeof writeInput>> = {
   name: 'write',
   title: 'Write a file',
   description:
     'Create a file, or replace one whole, atomically (the old content is never half-overwritten); the file keeps its mode. ' +
-    'Its folder must exist (see mkdir). `create_only` refuses an existing file. To change part of a file, use edit.',
+    'Its folder must exist (see mkdir). `create_only` refuses an existing file; a read-only file is refused unless `force`. To change part of a file, use edit.',
   input: writeInput,
   output: z.object({ ...changeOutput, created: z.boolean(), size: z.number() }),
   changes: { destructiveHint: true, idempotentHint: true },
@@ -110,11 +146,16 @@ export const writeTool: ToolDefinition<z.infer<typeof writeInput>> = {
     const { ctx } = tc;
     const { maxBytes } = writable(ctx);
     const where = target(ctx, args.path);
-    const data = Buffer.from(args.content, args.encoding === 'base64' ? 'base64' : 'utf8');
+    const data = decodeContent(args.content, args.encoding);
     const outcome = await changing(
       ctx,
       where.shown,
-      () => writeFileSafely(where.path, data, ctx.roots, { maxBytes, createOnly: args.create_only }),
+      [{ path: where.path }],
+      async () => {
+        const done = await writeFileSafely(where.path, data, ctx.roots, { maxBytes, createOnly: args.create_only, force: args.force });
+        writable(ctx).locks.noteWritten(where.path, done.written);
+        return done;
+      },
       (done) => [where.path, done.tempPath],
     );
     const link = linkTo(ctx, where.path, false);
@@ -142,9 +183,8 @@ const editInput = z.strictObject({
     .max(EDIT_MAX_EDITS)
     .describe(`Replacements applied in order, each to the text the previous ones left (at most ${EDIT_MAX_EDITS}).`),
   dry_run: z.boolean().default(false).describe('Return the diff without changing the file.'),
+  force: z.boolean().default(false).describe('Edit a file even when it is read-only (its owner has no write permission).'),
 });
-
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
   name: 'edit',
@@ -153,123 +193,140 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
     'Replace exact text in a UTF-8 text file: each `old_text` must occur exactly once, or nothing is changed and the error says which edit matched how often. ' +
     'Returns a unified diff of the change (with `dry_run`, only the diff). Atomic, like write.',
   input: editInput,
-  output: z.object({ ...changeOutput, diff: z.string(), dry_run: z.boolean(), size: z.number().describe('bytes of the edited file') }),
+  output: z.object({
+    ...changeOutput,
+    diff: z.string(),
+    diffOmittedHunks: z.number().optional().describe(`hunks left out of diff, which stops at ${DIFF_MAX_BYTES} bytes`),
+    dry_run: z.boolean(),
+    size: z.number().describe('bytes of the edited file'),
+    outsideWrite: z
+      .object({ kind: z.enum(['appended', 'kept']), bytes: z.number(), keptPath: z.string().optional() })
+      .optional()
+      .describe('another program wrote the file between the last check and the rename: its append was kept after the edit, or its version saved as keptPath'),
+  }),
   changes: { destructiveHint: true, idempotentHint: false },
   async run(tc, args) {
     const { ctx } = tc;
-    const { maxBytes } = writable(ctx);
+    const { maxBytes, locks, largeEdits } = writable(ctx);
     const where = target(ctx, args.path);
+    args.edits.forEach((edit, i) => {
+      wellFormed(edit.old_text, `Edit ${i + 1}'s old_text`);
+      wellFormed(edit.new_text, `Edit ${i + 1}'s new_text`);
+    });
     await ctx.index.ready;
     // Security: an edit reads the file (its diff shows it, its match counts probe it), and reads reach
     // only what the index holds: never an ignored, excluded or .git file. write can still replace one whole.
     if (!ctx.index.store.get(pathToUri(where.path, false))) {
       throw new ToolFailure(`Not found: ${where.shown} (not a file in the served folders; ignored and excluded files are not edited, only written whole)`);
     }
-    let before: string;
-    let identity: FileIdentity;
+    // One writer per path from the read to the rename: a second edit of the file reads what the first wrote.
+    const edited = async () => {
+      const read = await readForEdit(ctx, where.path, maxBytes);
+      try {
+        if (!args.dry_run && !args.force && (read.identity.mode & 0o200) === 0) {
+          throw new ToolFailure(`Cannot change ${where.shown}: it is read-only (its owner may not write it); pass force: true to edit it anyway`);
+        }
+        // The event loop runs between replacements and between diff regions, and large files take their turn one
+        // at a time: a large edit stalls no other client.
+        const textWork = async () => {
+          const { after, spans } = await applyEditsAsync(read.bytes, args.edits, where.shown);
+          if (after.byteLength > maxBytes) {
+            throw new ToolFailure(`Cannot change ${where.shown}: the edited file would be ${after.byteLength} bytes, more than the limit of ${maxBytes} (--max-write-bytes)`);
+          }
+          return { after, ...(await editDiffAsync(where.shown, read.bytes, after, spans)) };
+        };
+        const { after, diff, omittedHunks } = read.bytes.byteLength > LARGE_EDIT_BYTES ? await largeEdits.run(textWork) : await textWork();
+        const size = after.byteLength;
+        let outcome: WriteOutcome | undefined;
+        if (!args.dry_run && !after.equals(read.bytes)) {
+          // `expect`: a file changed since it was read is not overwritten with an edit of its old content.
+          outcome = await writeFileSafely(where.path, after, ctx.roots, {
+            maxBytes,
+            force: args.force,
+            expect: { identity: read.identity, handle: read.handle, content: read.bytes, ownWrite: locks.wroteLast(where.path, read.identity) },
+          });
+          locks.noteWritten(where.path, outcome.written);
+        }
+        return { size, diff, omittedHunks, outcome };
+      } finally {
+        await read.handle.close();
+      }
+    };
+    let done: Awaited<ReturnType<typeof edited>>;
     try {
-      ({ before, identity } = await readForEdit(ctx, where.path, maxBytes));
+      // A dry run changes nothing: it takes no hold.
+      done = args.dry_run ? await edited() : await locks.run([{ path: where.path }], edited);
     } catch (error) {
       throw writeFailure(error, where.shown);
     }
-    const after = applyEdits(before, args.edits, where.shown);
-    const size = Buffer.byteLength(after);
-    if (size > maxBytes) throw new ToolFailure(`Cannot change ${where.shown}: the edited file would be ${size} bytes, more than the limit of ${maxBytes} (--max-write-bytes)`);
-    const diff = unifiedDiff(where.shown, before, after);
-    if (!args.dry_run && after !== before) {
-      await changing(
-        ctx,
-        where.shown,
-        // `expect`: a file changed since it was read is not overwritten with an edit of its old content.
-        () => writeFileSafely(where.path, Buffer.from(after), ctx.roots, { maxBytes, expect: identity }),
-        (done) => [where.path, done.tempPath],
-      );
-    }
+    if (done.outcome) await ctx.refresh([where.path, done.outcome.tempPath, ...(done.outcome.outside?.kind === 'kept' ? [done.outcome.outside.keptPath] : [])]);
     const link = linkTo(ctx, where.path, false);
-    const what = args.dry_run ? 'Dry run, nothing written' : after === before ? 'No change' : `Edited ${where.shown}`;
-    return result(`${what} (${args.edits.length} edit${args.edits.length === 1 ? '' : 's'}):\n${diff}`, link, {
+    const what = args.dry_run ? 'Dry run, nothing written' : done.outcome === undefined ? 'No change' : `Edited ${where.shown}`;
+    const outside = done.outcome?.outside;
+    const cut = done.omittedHunks > 0 ? `\nThe diff stops at ${DIFF_MAX_BYTES / 1024} KiB: ${done.omittedHunks} more hunk${done.omittedHunks === 1 ? '' : 's'} not shown (read the file to see them).` : '';
+    const text = `${what} (${args.edits.length} edit${args.edits.length === 1 ? '' : 's'}):\n${done.diff}${cut}`;
+    const structured = {
       uri: link.uri,
       path: where.shown,
-      diff,
+      diff: done.diff,
+      ...(done.omittedHunks > 0 ? { diffOmittedHunks: done.omittedHunks } : {}),
       dry_run: args.dry_run,
-      size,
-    });
+      size: done.size + (outside?.kind === 'appended' ? outside.bytes : 0),
+      ...(outside ? { outsideWrite: describeOutside(ctx, outside) } : {}),
+    };
+    if (outside?.kind === 'kept') {
+      const kept = resolveWritePath(outside.keptPath, ctx.roots)?.shown ?? outside.keptPath;
+      // The edit is on disk; the other program's version too, beside it: the caller must merge, not retry.
+      return {
+        ...result(
+          `Edited ${where.shown}, but another program changed it while this edit was written (after the last check, before the rename). ` +
+            `Your edit is in ${where.shown}; the other program's version (${formatSize(outside.bytes)}) was saved as ${kept}. ` +
+            `Compare the two and merge by hand; do not repeat the edit.\n${done.diff}${cut}`,
+          link,
+          structured,
+        ),
+        isError: true,
+      };
+    }
+    const note =
+      outside?.kind === 'appended'
+        ? `\nNote: another program appended ${formatSize(outside.bytes)} to ${where.shown} while this edit was written; those bytes were kept, appended after your edit.`
+        : '';
+    return result(text + note, link, structured);
   },
 };
 
-/** The file's text and identity, read as every read is (openVerified), within the write limit. */
-async function readForEdit(ctx: ServerContext, path: string, maxBytes: number): Promise<{ before: string; identity: FileIdentity }> {
+function describeOutside(ctx: ServerContext, outside: OutsideWrite): Record<string, unknown> {
+  if (outside.kind === 'appended') return { kind: 'appended', bytes: outside.bytes };
+  return { kind: 'kept', bytes: outside.bytes, keptPath: resolveWritePath(outside.keptPath, ctx.roots)?.shown ?? outside.keptPath };
+}
+
+/**
+ * The file's text, bytes and identity, read as every read is (openVerified),
+ * within the write limit. The handle stays open (the caller closes it): the
+ * write looks through it at the old file after the rename.
+ */
+async function readForEdit(ctx: ServerContext, path: string, maxBytes: number) {
   const file = await openVerified(path, ctx.roots);
   try {
     const identity = identityOf(file.handle);
     if (identity.nlink > 1) throw new WriteError('refused', `it has ${identity.nlink} hard links (names); files with more than one are not written`);
     if (file.size > maxBytes) throw new WriteError('too-large', `it is ${file.size} bytes, more than the limit of ${maxBytes} (--max-write-bytes)`);
-    const bytes = Buffer.alloc(file.size);
-    const { bytesRead } = await file.handle.read(bytes, 0, bytes.length, 0);
-    try {
-      return { before: strictUtf8.decode(bytes.subarray(0, bytesRead)), identity };
-    } catch {
-      throw new WriteError('refused', 'it is not UTF-8 text (use write to replace it whole)');
+    const bytes = Buffer.alloc(Number(identity.size));
+    let read = 0;
+    while (read < bytes.length) {
+      const { bytesRead } = await file.handle.read(bytes, read, bytes.length - read, read);
+      if (bytesRead === 0) break;
+      read += bytesRead;
     }
-  } finally {
+    // Read as fstat said it was: a file that changed meanwhile is refused before the rename (its size or bytes differ).
+    const content = bytes.subarray(0, read);
+    if (!isUtf8(content)) throw new WriteError('refused', 'it is not UTF-8 text (use write to replace it whole)');
+    return { bytes: content, identity, handle: file.handle };
+  } catch (error) {
     await file.handle.close();
+    throw error;
   }
-}
-
-/** Applies each replacement in order; each must match exactly once in the text as the previous ones left it. Pure. */
-export function applyEdits(text: string, edits: readonly { old_text: string; new_text: string }[], shown: string): string {
-  let out = text;
-  edits.forEach((edit, i) => {
-    const at = out.indexOf(edit.old_text);
-    const again = at < 0 ? -1 : out.indexOf(edit.old_text, at + 1);
-    if (at < 0 || again >= 0) {
-      const count = at < 0 ? 0 : countMatches(out, edit.old_text);
-      const hint = count === 0 ? 'copy it exactly, whitespace and line breaks included' : 'add surrounding lines to make it unique';
-      throw new ToolFailure(
-        `Edit ${i + 1} of ${edits.length}: old_text matches ${count} times in ${shown}; it must match exactly once (${hint}). Nothing was changed.`,
-      );
-    }
-    out = out.slice(0, at) + edit.new_text + out.slice(at + edit.old_text.length);
-  });
-  return out;
-}
-
-/** Occurrences of `needle`, overlapping ones included (`aa` is twice in `aaa`): each is a place old_text could mean. */
-function countMatches(text: string, needle: string): number {
-  let count = 0;
-  for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) count++;
-  return count;
-}
-
-/** A unified diff (3 lines of context) of the edit, `a/` and `b/` named after the path as tools print it. */
-export function unifiedDiff(shown: string, before: string, after: string): string {
-  const patch = createTwoFilesPatch(`a/${shown}`, `b/${shown}`, before, after, undefined, undefined, {
-    context: 3,
-    maxEditLength: DIFF_MAX_EDIT_LENGTH,
-  });
-  // The library starts with a rule of '=' that is no part of a unified diff (patch(1) and git apply skip it; models need not read it).
-  if (patch !== undefined) return patch.replace(/^=+\n/, '');
-  return oneHunk(shown, before, after);
-}
-
-/** The diff as one hunk: the lines between the common head and tail, all removed, then all added. */
-function oneHunk(shown: string, before: string, after: string): string {
-  const a = before.split('\n');
-  const b = after.split('\n');
-  let head = 0;
-  while (head < a.length && head < b.length && a[head] === b[head]) head++;
-  let tail = 0;
-  while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
-  const from = Math.max(0, head - 3);
-  const aEnd = Math.min(a.length, a.length - tail + 3);
-  const bEnd = Math.min(b.length, b.length - tail + 3);
-  const lines = [
-    ...a.slice(from, head).map((l) => ` ${l}`),
-    ...a.slice(head, a.length - tail).map((l) => `-${l}`),
-    ...b.slice(head, b.length - tail).map((l) => `+${l}`),
-    ...a.slice(a.length - tail, aEnd).map((l) => ` ${l}`),
-  ];
-  return `--- a/${shown}\n+++ b/${shown}\n@@ -${from + 1},${aEnd - from} +${from + 1},${bEnd - from} @@\n${lines.join('\n')}\n`;
 }
 
 // ---- mkdir ----------------------------------------------------------------
@@ -293,6 +350,7 @@ export const mkdirTool: ToolDefinition<z.infer<typeof mkdirInput>> = {
     const created = await changing(
       ctx,
       where.shown,
+      pathAndParents(ctx, where.path),
       () => makeDirectory(where.path, ctx.roots, args.parents),
       // Each one: a folder the index already holds is only looked at, not walked.
       (made) => made,
@@ -313,6 +371,7 @@ const moveInput = z.strictObject({
   from: z.string().min(1).describe(`The file or folder to move. ${PATH_TEXT}`),
   to: z.string().min(1).describe('Its new path (not the folder to move it into), in the same path language; its folder must exist.'),
   overwrite: z.boolean().default(false).describe('Replace a file at `to` (files only: a folder never replaces anything).'),
+  force: z.boolean().default(false).describe('With overwrite: replace a file at `to` even when it is read-only.'),
 });
 
 export const moveTool: ToolDefinition<z.infer<typeof moveInput>> = {
@@ -332,7 +391,9 @@ export const moveTool: ToolDefinition<z.infer<typeof moveInput>> = {
     const moved = await changing(
       ctx,
       from.shown,
-      () => moveSafely(from.path, to.path, ctx.roots, { overwrite: args.overwrite }),
+      // Both ends and all beneath them: nothing is written inside a folder while it moves.
+      [{ path: from.path, tree: true }, { path: to.path, tree: true }],
+      () => moveSafely(from.path, to.path, ctx.roots, { overwrite: args.overwrite, force: args.force }),
       () => [from.path, to.path],
     );
     const link = linkTo(ctx, to.path, moved.kind === 'directory');

@@ -46,6 +46,8 @@ export interface WriteHooks {
   afterCheck?(): void | Promise<void>;
   /** After the temp file is written and synced, before it is renamed into place. */
   beforeRename?(): void | Promise<void>;
+  /** After the last look at the target, right before the rename: where a write by another program is not seen before it. */
+  afterLastLook?(): void | Promise<void>;
 }
 
 export type Refusal = { ok: false; reason: WriteReason; message: string };
@@ -217,26 +219,58 @@ async function lstatOrNull(path: string): Promise<BigIntStats | null> {
 }
 
 
-/** What the target was before a write: the identity an edit read, to refuse a write over a file changed since. */
+/** What the target was when an edit read it: its identity and state, to refuse a write over a file changed since. */
 export interface FileIdentity {
   dev: bigint;
   ino: bigint;
   size: bigint;
   mtimeNs: bigint;
+  ctimeNs: bigint;
 }
+
+/**
+ * The file an edit read, as it read it: a write with this `expect` replaces
+ * the file only if it is still that file, unchanged (by identity, size,
+ * mtime and ctime, and by its bytes, looked at right before the rename),
+ * and after the rename looks through `handle` (held open on the old file
+ * since the read) for a write that landed in between.
+ */
+export interface ExpectedFile {
+  identity: FileIdentity;
+  /** Open on the file that was read; the caller closes it after the write. */
+  handle: FileHandle;
+  /** The bytes that were read. */
+  content: Uint8Array;
+  /** The file was as this server's own last write left it: nobody else is writing it, so its old file is looked at once, not watched. */
+  ownWrite?: boolean;
+}
+
+/**
+ * What an outside write in the rename window became (see writeFileSafely):
+ * `appended`: the other program appended to the old file; its bytes were
+ * appended to the new one, after the edit. `kept`: it changed the old file
+ * otherwise; its version was saved beside the file as `keptPath`.
+ */
+export type OutsideWrite = { kind: 'appended'; bytes: number } | { kind: 'kept'; keptPath: string; bytes: number };
 
 export interface WriteOptions {
   /** Refuse when the target exists (atomically: the temp file is linked to the name, which fails if it is taken). */
   createOnly?: boolean;
   /** Largest content accepted, in bytes. */
   maxBytes: number;
-  /** The target must still be this file (an edit's read), or the write is refused as `changed`. */
-  expect?: FileIdentity;
+  /** The target must still be this file, as read (an edit's read), or the write is refused as `changed`. */
+  expect?: ExpectedFile;
+  /** Replace a file whose owner has no write permission (mode 0444), as `force` asks. */
+  force?: boolean;
   hooks?: WriteHooks;
 }
 
 export interface WriteOutcome {
   created: boolean;
+  /** An edit only: a write by another program that landed on the old file between the last look and the rename. */
+  outside?: OutsideWrite;
+  /** The file the write put at the name (before any rescued append): PathLocks.noteWritten. */
+  written: { ino: bigint; mtimeNs: bigint };
   /** The temp file's path (gone after the write): the index is told to look at it too. */
   tempPath: string;
 }
@@ -263,9 +297,12 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     if (existing) {
       refuse(judgeReplace({ kind: kindOf(existing), nlink: Number(existing.nlink) }));
       if (options.createOnly) throw new WriteError('exists', 'it already exists (create_only)');
+      refuse(judgeReadOnly(Number(existing.mode), options.force === true));
     }
-    if (options.expect) checkIdentity(existing, options.expect);
-    const mode = existing ? Number(existing.mode) & 0o777 : NEW_FILE_MODE;
+    if (options.expect) checkIdentity(existing, options.expect.identity);
+    // Security: the kept mode includes setuid, setgid and sticky; the owner is kept too (chown below), else setuid would
+    // move to whoever runs the server.
+    const mode = existing ? Number(existing.mode) & 0o7777 : NEW_FILE_MODE;
     await options.hooks?.afterCheck?.();
     // On Linux the descriptor already holds the folder; without /proc this narrows the window the path is trusted.
     dir.verify();
@@ -275,8 +312,15 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     try {
       temp = fstatSync(handle.fd, { bigint: true });
       await handle.writeFile(data);
+      if (existing) await keepOwner(handle, existing, temp);
+      // After chown, which clears setuid and setgid.
       await handle.chmod(mode);
+      const kept = Number(fstatSync(handle.fd, { bigint: true }).mode) & 0o7777;
+      if (kept !== mode) {
+        throw new WriteError('refused', `its mode ${octal(mode)} cannot be kept (the new file would be ${octal(kept)}); nothing was changed`);
+      }
       await handle.sync();
+      temp = fstatSync(handle.fd, { bigint: true });
     } finally {
       await handle.close();
     }
@@ -287,6 +331,8 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     if (!ours || !ours.isFile() || ours.ino !== temp.ino || ours.dev !== temp.dev) {
       throw new WriteError('changed', 'its temp file was replaced while it was written; nothing was changed');
     }
+    // The expected bytes first (the slow look), then the stat looks, then the rename at once: as late as it can be.
+    if (options.expect) await checkContent(options.expect);
     // Looked at again right before the rename: a swap since the first look refuses here.
     const now = await lstatOrNull(dir.at(name));
     if (existing && !now) throw new WriteError('changed', 'it was removed while it was written; nothing was changed');
@@ -294,6 +340,11 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
       refuse(judgeReplace({ kind: kindOf(now), nlink: Number(now.nlink) }));
       if (existing && (now.ino !== existing.ino || now.dev !== existing.dev)) throw new WriteError('changed', 'it was replaced while it was written; nothing was changed');
     }
+    if (options.expect) {
+      checkIdentity(now, options.expect.identity);
+      checkIdentity(fstatSync(options.expect.handle.fd, { bigint: true }), options.expect.identity);
+    }
+    if (options.hooks?.afterLastLook) await options.hooks.afterLastLook();
     if (options.createOnly) {
       // link(2) fails with EEXIST if the name was taken meanwhile: create-only without a window.
       try {
@@ -309,23 +360,163 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     tempCreated = false;
     await dir.handle.sync();
     dir.verifyAfter();
-    return { created: existing === null, tempPath };
+    const outside = options.expect ? await rescueOutsideWrite(dir, name, temp, options.expect, mode) : undefined;
+    return { created: existing === null, tempPath, written: { ino: temp.ino, mtimeNs: temp.mtimeNs }, ...(outside ? { outside } : {}) };
   } finally {
     if (tempCreated) await unlink(dir.at(tempName)).catch(() => {});
     await dir.close();
   }
 }
 
-function checkIdentity(existing: BigIntStats | null, expect: FileIdentity): void {
-  if (!existing || existing.dev !== expect.dev || existing.ino !== expect.ino || existing.size !== expect.size || existing.mtimeNs !== expect.mtimeNs) {
-    throw new WriteError('changed', 'it changed after it was read for this edit; read it again');
+/** A file whose owner may not write it is left alone unless the caller says `force`, as a careful editor asks first. Pure. */
+export function judgeReadOnly(mode: number, force: boolean): Refusal | null {
+  if (force || (mode & 0o200) !== 0) return null;
+  return { ok: false, reason: 'refused', message: `it is read-only (mode ${octal(mode & 0o7777)}: its owner may not write it); pass force: true to replace it anyway` };
+}
+
+function octal(mode: number): string {
+  return `0${mode.toString(8).padStart(3, '0')}`;
+}
+
+/**
+ * Gives the temp file the replaced file's owner and group. As root any
+ * owner can be given; otherwise chown(2) lets a process give a group it is
+ * in, and nothing else: refused then, rather than a file that changed hands.
+ */
+async function keepOwner(handle: FileHandle, existing: BigIntStats, temp: BigIntStats): Promise<void> {
+  if (existing.uid === temp.uid && existing.gid === temp.gid) return;
+  try {
+    await handle.chown(Number(existing.uid), Number(existing.gid));
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code !== 'EPERM' && code !== 'EINVAL') throw error;
+    throw new WriteError(
+      'refused',
+      `it belongs to ${existing.uid}:${existing.gid} (user:group) and this server, running as ${temp.uid}:${temp.gid}, cannot give the new file that owner; nothing was changed`,
+    );
   }
 }
 
-/** The identity to pass as `expect` for the file behind an open handle. */
-export function identityOf(handle: FileHandle): FileIdentity & { nlink: number } {
+function checkIdentity(now: BigIntStats | null, expect: FileIdentity): void {
+  if (
+    !now ||
+    now.dev !== expect.dev ||
+    now.ino !== expect.ino ||
+    now.size !== expect.size ||
+    now.mtimeNs !== expect.mtimeNs ||
+    now.ctimeNs !== expect.ctimeNs
+  ) {
+    throw new WriteError('changed', 'it changed after it was read for this edit (another program wrote it); nothing was changed; read it again');
+  }
+}
+
+/** The bytes of the held file now, at most `limit` of them. */
+async function bytesOf(handle: FileHandle, limit: number): Promise<Buffer> {
+  const size = Number(fstatSync(handle.fd, { bigint: true }).size);
+  const bytes = Buffer.alloc(Math.min(size, limit));
+  let read = 0;
+  while (read < bytes.length) {
+    const { bytesRead } = await handle.read(bytes, read, bytes.length - read, read);
+    if (bytesRead === 0) break;
+    read += bytesRead;
+  }
+  return bytes.subarray(0, read);
+}
+
+/** A write that keeps size and mtime (same length, same clock tick) still changes the bytes: compared too. */
+async function checkContent(expect: ExpectedFile): Promise<void> {
+  const now = await bytesOf(expect.handle, expect.content.byteLength + 1);
+  if (!now.equals(expect.content)) {
+    throw new WriteError('changed', 'it changed after it was read for this edit (another program wrote it); nothing was changed; read it again');
+  }
+}
+
+/**
+ * A file modified this recently before the read (by another than this
+ * server's last write) is being written to: its old file is watched a while
+ * after the rename.
+ */
+const HOT_NS = 2_000_000_000n;
+/**
+ * How long the old file of a hot file is watched after the rename: a
+ * program that opened it by path just before the rename writes to it a
+ * moment later (its open and its write are two system calls, and two turns
+ * of its event loop in Node's fs.promises). Past this, a write to the old
+ * file is one through a descriptor held across the rename (docs/tools.md).
+ */
+export const OUTSIDE_GRACE_MS = 50;
+const GRACE_STEP_MS = 5;
+
+/**
+ * After the rename: did another program write to the old file (held open
+ * since the read) between the last look and the rename, or just after it
+ * through a descriptor it opened before? Such a write went to the file the
+ * rename replaced, and would be lost. An append (the old file is what was
+ * read plus more) is appended to the new file, after the edit, as the other
+ * program meant; anything else is saved beside the file
+ * (`<name>.folder-mcp-kept-<hex>`), and the caller is told either way.
+ */
+async function rescueOutsideWrite(dir: PinnedDir, name: string, temp: BigIntStats, expect: ExpectedFile, mode: number): Promise<OutsideWrite | undefined> {
+  const original = Buffer.from(expect.content.buffer, expect.content.byteOffset, expect.content.byteLength);
+  let copied = original.byteLength;
+  let appended = 0;
+  const hot = !expect.ownWrite && BigInt(Date.now()) * 1_000_000n - expect.identity.mtimeNs < HOT_NS;
+  const first = fstatSync(expect.handle.fd, { bigint: true });
+  // The usual case, cheaply: same size and mtime, and (a same-tick write of the same length is told by its bytes only) same bytes.
+  if (!hot && first.size === BigInt(copied) && first.mtimeNs === expect.identity.mtimeNs && (await bytesOf(expect.handle, copied + 1)).equals(original)) {
+    return undefined;
+  }
+  const deadline = performance.now() + (hot ? OUTSIDE_GRACE_MS : 0);
+  for (;;) {
+    const old = await bytesOf(expect.handle, Number.MAX_SAFE_INTEGER);
+    if (old.byteLength < copied || !old.subarray(0, original.byteLength).equals(original)) return keepBeside(dir, name, old, mode);
+    if (old.byteLength > copied) {
+      if (!(await appendToNew(dir, name, temp, old.subarray(copied)))) return keepBeside(dir, name, old, mode);
+      appended += old.byteLength - copied;
+      copied = old.byteLength;
+    }
+    if (performance.now() >= deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, GRACE_STEP_MS));
+  }
+  return appended > 0 ? { kind: 'appended', bytes: appended } : undefined;
+}
+
+/** Appends `tail` to the file now at `name`, if it is still the one the rename put there. */
+async function appendToNew(dir: PinnedDir, name: string, temp: BigIntStats, tail: Buffer): Promise<boolean> {
+  let handle: FileHandle;
+  try {
+    handle = await open(dir.at(name), constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW);
+  } catch {
+    return false;
+  }
+  try {
+    const stats = fstatSync(handle.fd, { bigint: true });
+    if (stats.ino !== temp.ino || stats.dev !== temp.dev) return false;
+    await handle.write(tail);
+    await handle.sync();
+    return true;
+  } finally {
+    await handle.close();
+  }
+}
+
+async function keepBeside(dir: PinnedDir, name: string, bytes: Buffer, mode: number): Promise<OutsideWrite> {
+  const keptName = `${name}.folder-mcp-kept-${randomBytes(4).toString('hex')}`;
+  const handle = await open(dir.at(keptName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode & 0o777);
+  try {
+    await handle.writeFile(bytes);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await dir.handle.sync();
+  return { kind: 'kept', keptPath: `${dir.path}/${keptName}`, bytes: bytes.byteLength };
+}
+
+/** The identity to pass in `expect` for the file behind an open handle. */
+export function identityOf(handle: FileHandle): FileIdentity & { nlink: number; mode: number } {
   const stats = fstatSync(handle.fd, { bigint: true });
-  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, nlink: Number(stats.nlink) };
+  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs, nlink: Number(stats.nlink), mode: Number(stats.mode) };
 }
 
 /**
@@ -375,6 +566,8 @@ export async function makeDirectory(path: string, roots: readonly Root[], parent
 export interface MoveOptions {
   /** Replace an existing file at the destination (files only: a folder never replaces anything). */
   overwrite?: boolean;
+  /** With overwrite: replace a read-only file too. */
+  force?: boolean;
   hooks?: WriteHooks;
 }
 
@@ -389,6 +582,7 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
   check(judgeTarget(to, roots));
   if (to === from) throw new WriteError('refused', 'the source and the destination are the same');
   if (to.startsWith(`${from}/`)) throw new WriteError('refused', 'a folder cannot move into itself');
+  refuse(judgeMoveSource(from, roots));
   const source = await PinnedDir.open(dirname(from), roots);
   let target: PinnedDir | undefined;
   try {
@@ -405,6 +599,7 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
       if (!options.overwrite) throw new WriteError('exists', 'the destination exists (pass overwrite: true to replace a file)');
       if (kind !== 'file') throw new WriteError('refused', 'a folder never replaces anything');
       refuse(judgeReplace({ kind: kindOf(existing), nlink: Number(existing.nlink) }), 'the destination: ');
+      refuse(judgeReadOnly(Number(existing.mode), options.force === true), 'the destination: ');
       return true;
     };
     const replaced = await judgeDestination();
@@ -439,6 +634,18 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
     await target?.close();
     await source.close();
   }
+}
+
+/**
+ * A move must not carry a served folder along (nor move one): its index
+ * and its clients would follow a folder that is no longer where the
+ * command line put it. Pure.
+ */
+export function judgeMoveSource(from: string, roots: readonly Root[]): Refusal | null {
+  const served = roots.find((root) => root.path === from || root.path.startsWith(`${from}/`));
+  if (!served) return null;
+  if (served.path === from) return { ok: false, reason: 'refused', message: 'it is a served folder itself' };
+  return { ok: false, reason: 'refused', message: `it holds another served folder (${served.path}), which would move with it` };
 }
 
 async function renameChecked(from: string, to: string): Promise<void> {

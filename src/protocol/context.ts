@@ -1,5 +1,6 @@
 import type { Alternative } from '../content/formats.ts';
 import type { FileContent } from '../content/read.ts';
+import type { PathLocks, SerialQueue } from '../content/path-locks.ts';
 import type { ReadBudget } from '../content/read-budget.ts';
 import type { EntryRow } from '../entry.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
@@ -23,8 +24,12 @@ export interface ServerContext {
   pager: Pager;
   /** Signs cursors, so a tampered one is refused (persisted: cursors survive restarts). */
   cursorSecret: string;
-  /** `--write`: the write tools, and the largest file they write (`--max-write-bytes`); null when read-only. */
-  writes: { maxBytes: number } | null;
+  /**
+   * `--write`: the write tools, the largest file they write (`--max-write-bytes`),
+   * the one table of paths being changed, for every client (one writer per path),
+   * and the queue of large edits' text work (one at a time); null when read-only.
+   */
+  writes: { maxBytes: number; locks: PathLocks; largeEdits: SerialQueue } | null;
   /**
    * Brings the index up to date with these absolute paths now, on the live
    * sync's serial write queue, rather than when the watcher reports them;
