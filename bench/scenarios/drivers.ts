@@ -26,7 +26,7 @@ import { fmtMs, fmtRatio, fmtStat, summarize, type Stat } from '../stats.ts';
 import { updatedWatcher } from './write.ts';
 
 // Words of the bench tree's text files (bench/tree.ts), and one in none of them.
-const SEARCH_WORDS = ['render', 'cache', 'lorem', 'queue', 'xylophone'];
+const SEARCH_WORDS = ['export', 'const', 'notes', 'config*', 'xylophone'];
 const WRITES = 20;
 /** Pause between two timed writes: each notification's coalescing window closes first. */
 const WRITE_PAUSE_MS = 250;
