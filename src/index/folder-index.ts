@@ -20,6 +20,8 @@ export type IndexChangeListener = (change: CommittedChange) => void;
 
 /** How often a long cold scan says how far it got on stderr. */
 const SCAN_PROGRESS_LOG_MS = 2000;
+/** Unreadable folders the cold scan remembers for the sync layer (see unreadableAtScan). */
+const MAX_UNREADABLE_KEPT = 10_000;
 
 export interface FolderIndexOptions extends IgnoreOptions {
   roots: readonly Root[];
@@ -50,6 +52,11 @@ export class FolderIndex {
   readonly ready: Promise<void>;
   /** Warns about entries that cannot be served (bad names, too-deep paths): once per walk, not per entry. */
   readonly skipWarnings: SkipWarnings;
+  /**
+   * Folders the cold scan found there but unreadable (EACCES): the sync
+   * layer watches them for their permission to come back (Reconciler.locked).
+   */
+  readonly unreadableAtScan: string[] = [];
   /** Entries indexed so far by the running scan (for progress reports). */
   scanned = 0;
   /** How long the cold scan took (0 for a warm index): what a diff of the tree costs, about. */
@@ -223,6 +230,7 @@ export class FolderIndex {
       this.writeCount++;
       for (const dir of batch.read) {
         this.rules.setDirRules(dir.path, dir.gitignore);
+        if (dir.failed === 'unreadable' && this.unreadableAtScan.length < MAX_UNREADABLE_KEPT) this.unreadableAtScan.push(dir.path);
         this.frontier.close(dir.uri);
       }
       this.scanned += batch.rows.uri.length;
