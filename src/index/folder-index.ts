@@ -14,6 +14,12 @@ export type { IndexChange } from '../entry.ts';
 /** A batch as committed: `listChanged` says whether the set of resources changed (an entry appeared or vanished). */
 export interface CommittedChange extends IndexChange {
   listChanged: boolean;
+  /**
+   * Of `upserted`, collections whose only change is their own mtime: an entry
+   * made or removed in them that is not listed (ignored, or not servable).
+   * Nothing a client sees changed: no `updated` for them (issue 34).
+   */
+  mtimeOnly?: ReadonlySet<string>;
 }
 
 export type IndexChangeListener = (change: CommittedChange) => void;
@@ -272,9 +278,17 @@ export class FolderIndex {
       let listChanged = false;
       for (const uri of change.removed) if (this.store.deleteTree(uri) > 0) listChanged = true;
       const upserted = this.withParents(change.upserted);
-      for (const row of upserted) if (!listChanged && !this.store.get(row.uri)) listChanged = true;
+      const mtimeOnly = new Set<string>();
+      for (const row of upserted) {
+        if (listChanged && row.kind !== EntryKind.collection) continue;
+        const known = this.store.get(row.uri);
+        if (!known) listChanged = true;
+        else if (row.kind === EntryKind.collection && known.kind === row.kind && known.parent === row.parent && known.ino === row.ino && known.dev === row.dev) {
+          mtimeOnly.add(row.uri);
+        }
+      }
       this.store.upsertMany(upserted);
-      return { upserted, removed: change.removed, listChanged };
+      return { upserted, removed: change.removed, listChanged, ...(mtimeOnly.size > 0 ? { mtimeOnly } : {}) };
     })();
     this.writeCount++;
     for (const listener of this.listeners) {

@@ -126,3 +126,30 @@ describe('--watcher none: no look at the disk after the start-up catch-up', () =
     }
   });
 });
+
+describe('a change to an ignored file only: no updated for the collection that holds it', { skip: linux ? false : 'the watchers are tested on Linux' }, () => {
+  const tree = serveTree(
+    { '.gitignore': '*.log\n', 'sub/a.md': 'a\n', 'other/b.md': 'b\n' },
+    ({ root }) => ['--db', ':memory:', '--watcher', 'dirs', '--no-search', root],
+    { connect: connectWithNotes },
+  );
+  let conn: Connected & { notes: Notes };
+  before(async () => {
+    ({ conn } = tree);
+    await waitFor(() => conn.stderr().includes('index checked against the disk'), TIMEOUT, 'the start-up catch-up');
+  });
+
+  test('sub/x.log made (sub/ mtime moves): sub/ gets no updated; a listed file made after does get list_changed', async () => {
+    await conn.subscribe(tree.uriOf('sub/'));
+    conn.notes.reset();
+    writeFileSync(join(tree.root, 'sub/x.log'), 'ignored\n');
+    // A listed change after it: its list_changed (200 ms quiet) comes after any updated of the same or an
+    // earlier commit (100 ms quiet), on the same stream.
+    writeFileSync(join(tree.root, 'other/c.md'), 'c\n');
+    await waitFor(() => conn.notes.listChanged > 0, TIMEOUT, 'list_changed for other/c.md');
+    assert.deepEqual(conn.notes.updated.filter((n) => n.uri === tree.uriOf('sub/')), [], 'no updated for sub/');
+    // And a listed change in sub/ still tells it.
+    writeFileSync(join(tree.root, 'sub/d.md'), 'd\n');
+    await waitFor(() => conn.notes.updated.some((n) => n.uri === tree.uriOf('sub/')), TIMEOUT, 'updated for sub/ after sub/d.md');
+  });
+});
