@@ -89,7 +89,8 @@ export const BULK_INDEXES: Record<string, string> = {
   entries_by_name: 'entries (name, uri)',
   // The recent-changes prompt walks it backwards: its cost is the rows it returns.
   entries_by_mtime: 'entries (mtime)',
-  // The other names of a hard-linked file written through one of them (Reconciler.paths).
+  // The other names of a hard-linked file written through one of them (Reconciler.paths). At 105k entries,
+  // measured on a loaded 2-core machine: built in 1.4-2.1 s of a 26-40 s cold scan, +12.9 MiB (93.2 -> 106.1).
   entries_by_ino: 'entries (ino)',
 };
 export const SECONDARY_INDEXES: Record<string, string> = { ...SCAN_INDEXES, ...BULK_INDEXES };
