@@ -165,7 +165,14 @@ function burstOfRequests(server: Server, n: number): Promise<{ kept: boolean }[]
   );
 }
 
-async function onFreshServer(root: string, attack: string, what: string, run: (server: Server) => Promise<void>): Promise<AttackResult> {
+/** FOLDER_MCP_BENCH_ATTACKS=12,10 runs only those attacks (by number): one attack re-measured on a busy machine. */
+function wanted(attack: string): boolean {
+  const only = process.env.FOLDER_MCP_BENCH_ATTACKS?.split(',').map((n) => n.trim());
+  return !only || only.includes(attack.split(' ')[0]!);
+}
+
+async function onFreshServer(root: string, attack: string, what: string, run: (server: Server) => Promise<void>): Promise<AttackResult | null> {
+  if (!wanted(attack)) return null;
   const server = await startHttp(root);
   try {
     // The index opens on the first request: measure the attack, not the start.
@@ -224,7 +231,8 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
     for (let i = 0; i < 1500; i++) writeFileSync(join(root, 'notes', `n${i}.md`), `note ${i}\n`);
     const rootUri = pathToFileURL(root).href + '/';
     const attacks: AttackResult[] = [];
-    const log = (r: AttackResult) => {
+    const log = (r: AttackResult | null) => {
+      if (!r) return;
       attacks.push(r);
       ctx.log(`  abuse ${r.attack}: peak ${r.peakRssMiB} MiB, victim ping p99 ${fmtMs(r.victimP99Ms)}`);
     };
@@ -292,9 +300,9 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
         burstCounts = { requests: burstCounts.requests + n, lost: burstCounts.lost + answers.filter((a) => !a.kept).length };
       }
     });
-    log({ ...bursts, ...burstCounts });
+    if (bursts) log({ ...bursts, ...burstCounts });
 
-    log(await stdioUnread(root));
+    if (wanted('11')) log(await stdioUnread(root));
     return { attacks };
   } finally {
     rmSync(root, { recursive: true, force: true });
