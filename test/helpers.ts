@@ -3,6 +3,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport as V1Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { chownSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { after, before } from 'node:test';
 import { z } from 'zod';
@@ -87,12 +88,13 @@ export async function connect(
     cli?: string;
     /** Another Node.js binary to run it with (another SQLite driver: test/e2e/sqlite-drivers.e2e.test.ts). */
     node?: string;
+    user?: Unprivileged;
   } = {},
 ): Promise<Connected> {
   const era = options.era ?? defaultEra();
   const params = {
     command: options.node ?? process.execPath,
-    args: [options.cli ?? CLI, ...args],
+    args: [...(options.user ? dropPrivileges(options.user) : []), options.cli ?? CLI, ...args],
     stderr: 'pipe' as const,
     env: { ...(process.env as Record<string, string>), ...options.env },
   };
@@ -107,6 +109,33 @@ export async function connect(
     pid: () => transport.pid ?? undefined,
     close: async () => {},
   });
+}
+
+/** A user to run the server as, when the tests run as root (who reads a folder whatever its mode). */
+export interface Unprivileged {
+  uid: number;
+  gid: number;
+}
+
+/**
+ * The user the unreadable-folder tests run the server as: as root, nobody
+ * (65534), since root ignores a mode of 000 when reading; otherwise none
+ * (the test's own chmod applies to the test's own user). The folders it
+ * serves must be reachable by that user (see shareWith).
+ */
+export function unprivilegedUser(): Unprivileged | undefined {
+  return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+}
+
+/** Lets `user` reach `dir` (a temp folder, mode 700): it becomes theirs. Nothing to do without one. */
+export function shareWith(dir: string, user: Unprivileged | undefined): void {
+  if (user) chownSync(dir, user.uid, user.gid);
+}
+
+/** Node options that drop root for `user` before the CLI loads (no file: a data: URL imported first). */
+function dropPrivileges(user: Unprivileged): string[] {
+  const code = `process.setgroups([]);process.setgid(${user.gid});process.setuid(${user.uid});`;
+  return ['--import', `data:text/javascript,${encodeURIComponent(code)}`];
 }
 
 /**

@@ -11,7 +11,7 @@ export type Db = Database;
  * Bump when the schema or the meaning of a column changes: an index file with
  * another version is rebuilt from the disk, never migrated in place.
  */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 // Keyset order: `uri` is TEXT with BINARY collation, and canonical URIs are
 // ASCII, so SQLite order == JS string order == byte order. Every ordering in the
@@ -89,6 +89,9 @@ export const BULK_INDEXES: Record<string, string> = {
   entries_by_name: 'entries (name, uri)',
   // The recent-changes prompt walks it backwards: its cost is the rows it returns.
   entries_by_mtime: 'entries (mtime)',
+  // The other names of a hard-linked file written through one of them (Reconciler.paths). At 105k entries,
+  // measured on a loaded 2-core machine: built in 1.4-2.1 s of a 26-40 s cold scan, +12.9 MiB (93.2 -> 106.1).
+  entries_by_ino: 'entries (ino)',
 };
 export const SECONDARY_INDEXES: Record<string, string> = { ...SCAN_INDEXES, ...BULK_INDEXES };
 

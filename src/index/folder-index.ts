@@ -15,12 +15,20 @@ export type { IndexChange } from '../entry.ts';
 /** A batch as committed: `listChanged` says whether the set of resources changed (an entry appeared or vanished). */
 export interface CommittedChange extends IndexChange {
   listChanged: boolean;
+  /**
+   * Of `upserted`, collections whose only change is their own mtime: an entry
+   * made or removed in them that is not listed (ignored, or not servable).
+   * Nothing a client sees changed: no `updated` for them (issue 34).
+   */
+  mtimeOnly?: ReadonlySet<string>;
 }
 
 export type IndexChangeListener = (change: CommittedChange) => void;
 
 /** How often a long cold scan says how far it got on stderr. */
 const SCAN_PROGRESS_LOG_MS = 2000;
+/** Unreadable folders the cold scan remembers for the sync layer (see unreadableAtScan). */
+const MAX_UNREADABLE_KEPT = 10_000;
 
 export interface FolderIndexOptions extends IgnoreOptions {
   roots: readonly Root[];
@@ -53,6 +61,11 @@ export class FolderIndex {
   readonly ready: Promise<void>;
   /** Warns about entries that cannot be served (bad names, too-deep paths): once per walk, not per entry. */
   readonly skipWarnings: SkipWarnings;
+  /**
+   * Folders the cold scan found there but unreadable (EACCES): the sync
+   * layer watches them for their permission to come back (Reconciler.locked).
+   */
+  readonly unreadableAtScan: string[] = [];
   /** Entries indexed so far by the running scan (for progress reports). */
   scanned = 0;
   /** How long the cold scan took (0 for a warm index): what a diff of the tree costs, about. */
@@ -226,6 +239,7 @@ export class FolderIndex {
       this.writeCount++;
       for (const dir of batch.read) {
         this.rules.setDirRules(dir.path, dir.gitignore);
+        if (dir.failed === 'unreadable' && this.unreadableAtScan.length < MAX_UNREADABLE_KEPT) this.unreadableAtScan.push(dir.path);
         this.frontier.close(dir.uri);
       }
       this.scanned += batch.rows.uri.length;
@@ -267,9 +281,17 @@ export class FolderIndex {
       let listChanged = false;
       for (const uri of change.removed) if (this.store.deleteTree(uri) > 0) listChanged = true;
       const upserted = this.withParents(change.upserted);
-      for (const row of upserted) if (!listChanged && !this.store.get(row.uri)) listChanged = true;
+      const mtimeOnly = new Set<string>();
+      for (const row of upserted) {
+        if (listChanged && row.kind !== EntryKind.collection) continue;
+        const known = this.store.get(row.uri);
+        if (!known) listChanged = true;
+        else if (row.kind === EntryKind.collection && known.kind === row.kind && known.parent === row.parent && known.ino === row.ino && known.dev === row.dev) {
+          mtimeOnly.add(row.uri);
+        }
+      }
       this.store.upsertMany(upserted);
-      return { upserted, removed: change.removed, listChanged };
+      return { upserted, removed: change.removed, listChanged, ...(mtimeOnly.size > 0 ? { mtimeOnly } : {}) };
     })();
     this.writeCount++;
     for (const listener of this.listeners) {

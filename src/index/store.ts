@@ -24,6 +24,7 @@ export class Store {
   private readonly countSubfoldersStmt;
   private readonly recentStmt;
   private readonly collectionsStmt;
+  private readonly sameFileStmt;
   readonly upsertMany: (rows: readonly EntryRow[]) => void;
   /** The cold scan's insert, from columns (see EntryColumns); positional binding costs a quarter less than named. */
   readonly insertScanned: (rows: EntryColumns) => void;
@@ -53,6 +54,8 @@ export class Store {
     this.recentStmt = db.prepare(`SELECT ${COLUMNS} FROM entries WHERE mtime >= ? AND kind = ${DOCUMENT} ORDER BY mtime DESC LIMIT ?`);
     // The primary key walked in order; a page stops after `limit` collections.
     this.collectionsStmt = db.prepareRows(`SELECT uri FROM entries WHERE kind = ${COLLECTION} AND uri > ? ORDER BY uri LIMIT ?`);
+    // entries_by_ino: the other names of a hard-linked file (see Reconciler.paths).
+    this.sameFileStmt = db.prepareRows(`SELECT uri FROM entries WHERE ino = ? AND dev = ? AND kind = ${DOCUMENT} LIMIT ?`);
     this.upsertMany = db.transaction((rows: readonly EntryRow[]) => {
       // Positional: node:sqlite refuses a named-parameter object with keys the statement does not name.
       for (const r of rows) this.upsertStmt.run(r.uri, r.parent, r.root, r.name, r.ext, r.kind, r.size, r.mtime, r.mime, r.ino, r.dev);
@@ -109,6 +112,11 @@ export class Store {
   /** URIs of collections (every root and folder) in URI order, after `afterUri`. */
   collectionUris(afterUri: string, limit: number): string[] {
     return this.collectionsStmt.all(afterUri, limit).map((row) => row[0] as string);
+  }
+
+  /** URIs of documents indexed with this identity (inode, device): the names of one file, hard links among them. */
+  sameFile(ino: number, dev: number, limit: number): string[] {
+    return this.sameFileStmt.all(ino, dev, limit).map((row) => row[0] as string);
   }
 
   /** Direct children of a collection in URI order, after `afterUri`. */

@@ -43,6 +43,9 @@ export class Rechecks {
 
   /** A directory the reconciler just walked for the first time: walked again 1 s and 5 s later. */
   newDirectory(dir: string, pass = 0): void {
+    // `none` promises an index that changes only at start-up (and through the server's own writes): a new
+    // directory found then is not looked at again later, when what is in it would come with no start-up.
+    if (this.options.backend() === 'none') return;
     if (this.options.closed() || pass >= NEW_DIRECTORY_DELAYS_MS.length) return;
     this.pending[pass]!.add(dir);
     if (this.timers[pass] !== undefined) return;
@@ -77,6 +80,11 @@ export class Rechecks {
       Math.max(SAFETY_MIN_INTERVAL_MS, SAFETY_DUTY_FACTOR * lastMs),
     );
     this.safetyTimer.unref();
+  }
+
+  /** Looks at the disk scheduled now: new directories to walk again, and the periodic diff (for tests). */
+  get scheduled(): number {
+    return this.pending.reduce((n, dirs) => n + dirs.size, 0) + (this.safetyTimer ? 1 : 0);
   }
 
   close(): void {

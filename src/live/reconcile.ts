@@ -1,5 +1,5 @@
 import type { Stats } from 'node:fs';
-import { lstat as lstatCallback } from 'node:fs';
+import { access as accessCallback, constants, lstat as lstatCallback } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, join, sep } from 'node:path';
 import { EntryKind, type EntryColumns, type EntryRow } from '../entry.ts';
@@ -7,7 +7,7 @@ import { scanInThread } from '../index/scan-thread.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
 import { entryRow, rootRow, sniffMime } from '../index/scan.ts';
-import { SkipReport, escapeName, invalidPathText, lstatEntry, readServableDir, type DirListing } from '../index/servable.ts';
+import { SkipReport, escapeName, invalidPathText, readServableDir, type DirListing } from '../index/servable.ts';
 import type { Logger } from '../log.ts';
 import { findRoot, pathToUri, uriToPath, type Root } from '../uri.ts';
 import { outermostDirs, type RewatchReason } from './watcher.ts';
@@ -21,6 +21,8 @@ const PARALLEL_IO = 128;
 const PARALLEL_DIRS = 8;
 /** Index children read per query when diffing one directory. */
 const CHILD_PAGE = 5000;
+/** Other names of one hard-linked file looked at when it changes (a file with more is rare; the safety diff has the rest). */
+const MAX_OTHER_NAMES = 1000;
 
 /**
  * Brings the index in line with the disk, one path or one subtree at a time,
@@ -41,6 +43,14 @@ export class Reconciler {
   private sniffs: Promise<void>[] = [];
   /** Entries seen but not servable since the last report (the scan skips the same ones). */
   private skips = new SkipReport();
+  /**
+   * Folders there but not readable (EACCES, EPERM), with their ctime when
+   * found so: the index keeps their rows and their children's as last seen
+   * (what is inside is unknown, not gone). Giving the permission back moves
+   * only the folder's ctime, which no watcher reports for sure: a ctime
+   * moved (recheckLocked, or an event naming the folder) walks it whole.
+   */
+  private readonly locked = new Map<string, number>();
 
   constructor(
     private readonly index: FolderIndex,
@@ -71,8 +81,10 @@ export class Reconciler {
    * in it, whether or not an event named them) it is listed again (relist).
    * New directories, and directories whose `.gitignore` changed, are walked.
    */
-  async paths(paths: Iterable<string>): Promise<void> {
+  async paths(paths: Iterable<string>, otherNames = true): Promise<void> {
     const { store, rules } = this.index;
+    /** Other indexed names of files seen with more than one link: a write through one name changes them all. */
+    const linked = new Set<string>();
     const trees = new Set<string>();
     /** Indexed directories of the same identity whose mtime moved: their entries changed (see relist). */
     const relists = new Set<string>();
@@ -86,8 +98,10 @@ export class Reconciler {
      * is walked whole; the same one with its mtime moved (entries made,
      * removed or renamed that no event may have named), listed again.
      */
-    const judgeDirectory = (path: string, known: EntryRow, row: EntryRow) => {
-      if (!sameIdentity(known, row)) {
+    const judgeDirectory = (path: string, known: EntryRow, row: EntryRow, st: Stats) => {
+      if (this.locked.has(path) && this.locked.get(path) !== st.ctimeMs) {
+        trees.add(path); // its permission changed: what is inside may have changed unseen
+      } else if (!sameIdentity(known, row)) {
         trees.add(path);
         replaced.add(path);
       } else if (known.mtime !== row.mtime) relists.add(path);
@@ -107,7 +121,7 @@ export class Reconciler {
       }
     }
     const files = [...looked];
-    const stats = await mapLimited(files, lstatOrNull);
+    const stats = await mapLimited(files, lstatOrDenied);
     const statOf = new Map(files.map((path, i) => [path, stats[i]!]));
     for (let i = 0; i < files.length; i++) {
       if (this.isClosed()) return;
@@ -119,7 +133,12 @@ export class Reconciler {
       // removes it, or finds it replaced and walks it. (A folder not in the batch, the parent of a
       // reported path's folder, was not looked at: that path is judged as before.)
       const folder = statOf.get(dirname(path));
-      if (path !== root.path && folder !== undefined && (folder === null || !folder.isDirectory())) continue;
+      if (path !== root.path && folder !== undefined && (folder === null || folder === DENIED || !folder.isDirectory())) continue;
+      if (st === DENIED) {
+        // Beneath a folder that cannot be searched now: not gone, unknown. Its rows stay as they are.
+        await this.lockedAbove(path, root);
+        continue;
+      }
       const rootIndex = this.roots.indexOf(root);
       const isDir = st?.isDirectory() ?? false;
       const isFile = st?.isFile() ?? false;
@@ -131,7 +150,7 @@ export class Reconciler {
         const row = rootRow(root, rootIndex, st);
         const known = store.get(row.uri);
         // Re-made (rm -rf and mkdir, a checkout that replaced it): nothing the index knows of it holds.
-        if (known) judgeDirectory(path, known, row);
+        if (known) judgeDirectory(path, known, row, st!);
         else trees.add(path); // not indexed: gone during the scan, or since, and back
         this.consider(row, path, known ?? null);
         continue;
@@ -151,11 +170,16 @@ export class Reconciler {
       const knownDir = isFile ? undefined : store.get(dirUri);
       if (isFile) {
         this.removeIfIndexed(dirUri); // a directory replaced by a file of the same name
-        this.consider(entryRow(path, basename(path), false, st, parentUri, rootIndex), path);
+        this.consider(entryRow(path, basename(path), false, st!, parentUri, rootIndex), path);
+        // A hard link's other names: no event names them (inotify reports the name written through), yet
+        // their size and mtime are this file's. Looked up only when the file has other links.
+        if (otherNames && st!.nlink > 1) {
+          for (const uri of store.sameFile(st!.ino, st!.dev, MAX_OTHER_NAMES)) if (uri !== fileUri) linked.add(uriToPath(uri));
+        }
         await this.limitSniffs();
       } else if (knownDir) {
-        const row = entryRow(path, basename(path), true, st, parentUri, rootIndex);
-        judgeDirectory(path, knownDir, row);
+        const row = entryRow(path, basename(path), true, st!, parentUri, rootIndex);
+        judgeDirectory(path, knownDir, row, st!);
         this.consider(row, path, knownDir);
       } else {
         this.removeIfIndexed(fileUri);
@@ -164,6 +188,8 @@ export class Reconciler {
       if (this.pendingCount() >= BATCH) await this.flush();
     }
     await this.flush();
+    for (const path of looked) linked.delete(path);
+    if (linked.size > 0 && !this.isClosed()) await this.paths(linked, false);
     for (const dir of relists) {
       if (this.isClosed()) return;
       if (![...trees].some((tree) => dir === tree || dir.startsWith(tree + sep))) await this.relist(dir);
@@ -282,7 +308,11 @@ export class Reconciler {
           rules.setDirRules(dir.path, dir.gitignore);
           if (dir.failed === 'gone') this.removeIfIndexed(dir.uri);
           // Unreadable: keep what the index knows rather than pretend it is empty.
-          else if (dir.failed === undefined) this.diffListed(dir.uri, rows, first, next);
+          else if (dir.failed === 'unreadable') await this.markLocked(dir.path, null);
+          else {
+            this.unlocked(dir.path);
+            this.diffListed(dir.uri, rows, first, next);
+          }
         }
         if (this.pendingCount() >= BATCH) await this.flush();
       }
@@ -357,6 +387,7 @@ export class Reconciler {
       if (isNoEntry(error)) this.removeIfIndexed(dirUri);
       else if (errnoCode(error) === 'ENAMETOOLONG') this.skips.add('deep', escapeName(dir));
       // Unreadable: keep what the index knows rather than pretend it is empty.
+      else if (isDenied(error)) await this.markLocked(dir, error);
       else this.log.warn(`cannot read directory ${escapeName(dir)}: ${describeError(error)}`);
       return;
     }
@@ -374,7 +405,13 @@ export class Reconciler {
         !ALWAYS_EXCLUDED.has(d.name) &&
         !rules.isIgnored(join(dir, d.name), d.isDirectory()),
     );
-    const stats = await mapLimited(kept, (d) => lstatEntry(join(dir, d.name)));
+    const stats = await mapLimited(kept, (d) => lstatEntryOrDenied(join(dir, d.name)));
+    // Listable but not searchable (read without execute), or made so since the read: its entries are unknown.
+    if (stats.includes(DENIED)) {
+      await this.markLocked(dir, null);
+      return;
+    }
+    this.unlocked(dir);
     // Not a folder any more (swapped for a link to another folder, removed): what was read may be
     // another folder's. Its row goes; what it is now comes from the event on its parent.
     if (!(await lstatOrNull(dir))?.isDirectory()) {
@@ -389,7 +426,7 @@ export class Reconciler {
         this.skips.add('deep', escapeName(path));
         continue;
       }
-      if (!st || !(st.isFile() || st.isDirectory())) continue; // vanished since readdir
+      if (!st || st === DENIED || !(st.isFile() || st.isDirectory())) continue; // vanished since readdir
       const row = entryRow(path, kept[i]!.name, st.isDirectory(), st, dirUri, rootIndex);
       const known = indexed.get(row.uri);
       indexed.delete(row.uri);
@@ -404,6 +441,72 @@ export class Reconciler {
     }
     // In the index, not on disk (or ignored now): a collection takes its subtree with it.
     for (const uri of indexed.keys()) this.removed.push(uri);
+  }
+
+  /**
+   * Records `dir` as there but unreadable (see `locked`), once: its rows and
+   * its children's stay as the index has them.
+   */
+  private async markLocked(dir: string, error: unknown, quiet = false): Promise<void> {
+    const st = await lstatOrNull(dir);
+    if (!st?.isDirectory()) return; // gone meanwhile: its parent's event says so
+    if (!this.locked.has(dir)) {
+      if (this.locked.size >= MAX_LOCKED) return; // past it, the periodic diff catches up
+      const why = error ? `: ${describeError(error)}` : '';
+      // Quiet: the caller has said so already (the scan's own warning).
+      if (!quiet) this.log.warn(`cannot read directory ${escapeName(dir)}${why}; its entries are listed as last seen until it is readable again`);
+    }
+    // Readable again already (a chmod between the read and the lstat above): a ctime that can match nothing, so
+    // the next recheckLocked walks it.
+    const readable = await new Promise<boolean>((resolve) => accessCallback(dir, constants.R_OK | constants.X_OK, (e) => resolve(!e)));
+    this.locked.set(dir, readable ? Number.NaN : st.ctimeMs);
+  }
+
+  /** Whether some folder is recorded unreadable (recheckLocked has work). */
+  get hasLocked(): boolean {
+    return this.locked.size > 0;
+  }
+
+  /** Folders found unreadable elsewhere (the cold scan): recorded as locked. */
+  async noteLocked(dirs: readonly string[]): Promise<void> {
+    for (const dir of dirs) await this.markLocked(dir, null, true);
+  }
+
+  /** `dir` was just listed: it is readable (again). */
+  private unlocked(dir: string): void {
+    if (this.locked.delete(dir)) this.log.info(`directory ${escapeName(dir)} is readable again`);
+  }
+
+  /**
+   * `path` cannot be lstat'ed for want of permission: the folder above it
+   * that can be lstat'ed but not searched is locked (its rows stay).
+   */
+  private async lockedAbove(path: string, root: Root): Promise<void> {
+    for (let dir = dirname(path); path !== root.path && (dir === root.path || dir.startsWith(root.path + sep)); dir = dirname(dir)) {
+      const st = await lstatOrDenied(dir);
+      if (st === DENIED) continue;
+      if (st?.isDirectory()) await this.markLocked(dir, null);
+      return;
+    }
+  }
+
+  /**
+   * The locked folders whose ctime moved (a chmod, a chown) or that are gone:
+   * each is looked at again, and walked whole if it is readable now. Cheap
+   * (one lstat per locked folder): the sync layer calls it every second.
+   */
+  async recheckLocked(): Promise<void> {
+    if (this.locked.size === 0) return;
+    const dirs = [...this.locked];
+    const stats = await mapLimited(dirs, ([dir]) => lstatOrNull(dir));
+    const moved: string[] = [];
+    for (let i = 0; i < dirs.length; i++) {
+      const [dir, ctime] = dirs[i]!;
+      const st = stats[i];
+      if (!st?.isDirectory()) this.locked.delete(dir);
+      if (!st?.isDirectory() || st.ctimeMs !== ctime) moved.push(dir);
+    }
+    if (moved.length > 0) await this.paths(moved);
   }
 
   /** Queues `row` unless the index already has it as it is; `known` skips the lookup when the caller has it. */
@@ -479,6 +582,28 @@ export class Reconciler {
 /** Whether two rows of one path name the same file on disk (inode and device). */
 function sameIdentity(a: Pick<EntryRow, 'ino' | 'dev'>, b: Pick<EntryRow, 'ino' | 'dev'>): boolean {
   return a.ino === b.ino && a.dev === b.dev;
+}
+
+/** An lstat refused for want of permission: the entry may be there (see Reconciler.locked). */
+const DENIED = 'denied';
+/** Locked folders remembered at most (a few bytes each); past it the periodic diff covers the rest. */
+const MAX_LOCKED = 10_000;
+
+function isDenied(error: unknown): boolean {
+  const code = errnoCode(error);
+  return code === 'EACCES' || code === 'EPERM';
+}
+
+/** lstatOrNull, with a refusal for want of permission told apart from "not there". */
+function lstatOrDenied(path: string): Promise<Stats | null | typeof DENIED> {
+  return new Promise((resolve) => lstatCallback(path, (error, stats) => resolve(error ? (isDenied(error) ? DENIED : null) : stats)));
+}
+
+/** lstatEntry (the scan's), with a refusal for want of permission told apart. */
+function lstatEntryOrDenied(path: string): Promise<Stats | null | 'deep' | typeof DENIED> {
+  return new Promise((resolve) =>
+    lstatCallback(path, (error, stats) => resolve(error ? (isDenied(error) ? DENIED : errnoCode(error) === 'ENAMETOOLONG' ? 'deep' : null) : stats)),
+  );
 }
 
 /** Gone (or unreachable) is null: the caller treats it as not there. Callback lstat: measurably cheaper than fs/promises per call. */

@@ -10,6 +10,13 @@ import { WatcherSupervisor } from './supervisor.ts';
 import { outermostDirs, type StartWatcher, type WatcherBackend, type WatchSink } from './watcher.ts';
 import { WriteQueue } from './write-queue.ts';
 
+/**
+ * How often folders found unreadable are lstat'ed for a permission given
+ * back (a ctime moved, which watchers do not reliably report): one lstat
+ * each, and none while there are none.
+ */
+const LOCKED_RECHECK_MS = 1000;
+
 export interface LiveSyncOptions {
   index: FolderIndex;
   log: Logger;
@@ -45,6 +52,7 @@ export class LiveSync {
   private readonly rechecks: Rechecks;
   private readonly supervisor: WatcherSupervisor;
   private closed = false;
+  private lockedTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: LiveSyncOptions) {
     const { index, log } = options;
@@ -92,6 +100,11 @@ export class LiveSync {
   /** The running backend, if any. */
   get backend(): WatcherBackend | undefined {
     return this.supervisor.backend;
+  }
+
+  /** Looks at the disk that no event asked for, scheduled now: rechecks and the locked folders' (for tests). */
+  get scheduledLooks(): number {
+    return this.rechecks.scheduled + (this.lockedTimer ? 1 : 0);
   }
 
   /** Paths looked at after watcher events, looks again included (for tests). */
@@ -143,6 +156,13 @@ export class LiveSync {
       log.info(`index checked against the disk in ${ms} ms`);
     }
     this.rechecks.scheduleSafetyDiff(ms);
+    // `none` promises an index that changes only at start-up: no folder is looked at again.
+    if (this.supervisor.backend === 'none' || this.closed) return;
+    if (index.unreadableAtScan.length > 0) await this.queue.run(() => this.reconciler.noteLocked(index.unreadableAtScan));
+    this.lockedTimer = setInterval(() => {
+      if (this.reconciler.hasLocked) void this.queue.run(() => this.reconciler.recheckLocked());
+    }, LOCKED_RECHECK_MS);
+    this.lockedTimer.unref();
   }
 
   /** Looks at `paths` (absolute) on the write queue; resolves once what they show is committed (the write tools). */
@@ -156,6 +176,7 @@ export class LiveSync {
     this.closed = true;
     this.batcher.close();
     this.rechecks.close();
+    clearInterval(this.lockedTimer);
     await this.supervisor.close();
     // Tasks still waiting for the first scan would wait for all of it: the
     // caller closes the index next, which ends the scan, and they then see

@@ -143,7 +143,8 @@ export class Subscriptions {
         at = at.slice(0, cut + 1);
       }
     };
-    for (const row of change.upserted) visit(row.uri);
+    const mtimeOnly = (change as { mtimeOnly?: ReadonlySet<string> }).mtimeOnly;
+    for (const row of change.upserted) if (!mtimeOnly?.has(row.uri)) visit(row.uri);
     for (const uri of change.removed) {
       visit(uri);
       // A removed collection takes every subscribed URI beneath it along.

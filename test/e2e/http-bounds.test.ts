@@ -4,11 +4,13 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { connect as connectSocket, type Socket } from 'node:net';
-import { describe, test } from 'node:test';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
 import { allowedHostsFor, checkRequest } from '../../src/http/guard.ts';
 import { MAX_BATCH_MESSAGES } from '../../src/http/serve.ts';
-import { waitFor } from '../helpers.ts';
-import { rawPost, serveInProcess } from '../http-helpers.ts';
+import { tempDir, waitFor } from '../helpers.ts';
+import { rawPost, serveInProcess, startHttp, type HttpProcess } from '../http-helpers.ts';
 
 /** A socket that sends the start of a request head and never the rest; resolves once connected. */
 function halfSent(port: number): Promise<Socket & { gone: boolean }> {
@@ -41,6 +43,53 @@ describe('half-sent requests evict each other, not the clients that finish their
       for (const s of sockets) s.destroy();
     }
   });
+});
+
+/**
+ * `n` clients that connect at once and each send one whole request (Connection: close): each one's
+ * status line and Retry-After, or how it failed (a reset, a close with no answer).
+ */
+async function burst(port: number, n: number): Promise<{ line: string; retryAfter: boolean }[]> {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } });
+  const request =
+    `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+    `Connection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return Promise.all(
+    Array.from({ length: n }, () => new Promise<{ line: string; retryAfter: boolean }>((resolve) => {
+      let text = '';
+      const socket = connectSocket(port, '127.0.0.1', () => socket.write(request));
+      socket.on('data', (d) => (text += String(d)));
+      socket.on('error', (error: NodeJS.ErrnoException) => resolve({ line: `error ${error.code}`, retryAfter: false }));
+      socket.on('close', () => resolve({ line: text.split('\r\n')[0] || 'closed with no answer', retryAfter: /\r\nretry-after: \d+/i.test(text) }));
+    })),
+  );
+}
+
+describe('a burst of clients that each send a whole request at once loses none (issue 34)', () => {
+  // Its own process, as in use: in this one, the clients' writes and the server's accepts take turns.
+  let server: HttpProcess;
+  let port: number;
+  const tree = tempDir();
+  before(async () => {
+    writeFileSync(join(tree.path, 'a.txt'), 'a\n');
+    server = await startHttp(['--db', ':memory:', '--watcher', 'none', '--no-search', tree.path]);
+    port = Number(new URL(server.url).port);
+  });
+  after(async () => {
+    await server?.stop();
+    tree.cleanup();
+  });
+
+  for (const [n, rounds] of [[300, 3], [1000, 1]] as const) {
+    test(`${rounds} x ${n} at once: every one answered, or 503 with Retry-After; none reset`, async () => {
+      const answers = [];
+      for (let i = 0; i < rounds; i++) answers.push(...(await burst(port, n)));
+      const lost = answers.filter((a) => !/^HTTP\/1\.1 (200|503) /.test(a.line) || (a.line.includes(' 503 ') && !a.retryAfter));
+      const counts = new Map<string, number>();
+      for (const a of answers) counts.set(a.line, (counts.get(a.line) ?? 0) + 1);
+      assert.equal(lost.length, 0, `${lost.length} of ${answers.length} lost: ${JSON.stringify([...counts])}`);
+    });
+  }
 });
 
 describe('slow headers are cut at about the time set, not Node\'s 30 s check', () => {

@@ -1,0 +1,155 @@
+// Issue 34: what an independent fuzzer found the index holding apart from
+// the disk, each as a test that failed before the fix. Real temp folders,
+// real watchers, the real server; waits are for events, never for time.
+import assert from 'node:assert/strict';
+import { appendFileSync, chmodSync, linkSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { BACKEND_STARTERS } from '../../src/live/choose.ts';
+import { FolderIndex } from '../../src/index/folder-index.ts';
+import { LiveSync } from '../../src/live/sync.ts';
+import { silentLogger } from '../../src/log.ts';
+import { makeRoot, pathToUri } from '../../src/uri.ts';
+import { connect, diskUris, serveTree, shareWith, tempDir, unprivilegedUser, waitFor, type Connected } from '../helpers.ts';
+import { connectWithNotes, listingDiff, listingEqualsDisk, type Notes } from '../live-helpers.ts';
+
+/** A ceiling for what a loaded machine needs, far under the 60 s periodic diff that would hide a miss. */
+const TIMEOUT = 30_000;
+const linux = process.platform === 'linux';
+
+for (const backend of ['dirs', 'chokidar', 'poll'] as const) {
+  describe(`hard links (--watcher ${backend})`, { skip: linux ? false : 'the watchers are tested on Linux' }, () => {
+    // Made before the server starts: the scan indexes every name, and no event names the other names later.
+    const tree = serveTree(
+      (root) => {
+        mkdirSync(join(root, 'd'));
+        writeFileSync(join(root, 'a.txt'), 'hello\n');
+        linkSync(join(root, 'a.txt'), join(root, 'b.txt'));
+        linkSync(join(root, 'a.txt'), join(root, 'd/c.txt'));
+      },
+      ({ root }) => ['--db', ':memory:', '--watcher', backend, '--poll-interval', '200', '--no-search', root],
+      { connect: connectWithNotes },
+    );
+    let conn: Connected & { notes: Notes };
+    const size = async (rel: string) => ((await conn.request('resources/metadata', { uri: tree.uriOf(rel) })).resource as { size?: number }).size;
+    before(async () => {
+      ({ conn } = tree);
+      await waitFor(() => conn.stderr().includes('index checked against the disk'), TIMEOUT, 'the start-up catch-up');
+    });
+
+    test('a write through one name re-lists every other name at the new size, and updated fires for each', async () => {
+      for (const rel of ['b.txt', 'd/c.txt']) await conn.subscribe(tree.uriOf(rel));
+      conn.notes.reset();
+      appendFileSync(join(tree.root, 'a.txt'), '12345');
+      for (const rel of ['a.txt', 'b.txt', 'd/c.txt']) {
+        await waitFor(async () => (await size(rel)) === 11, TIMEOUT, `${rel} listed at its new size`);
+      }
+      for (const rel of ['b.txt', 'd/c.txt']) {
+        await waitFor(() => conn.notes.updated.some((n) => n.uri === tree.uriOf(rel)), TIMEOUT, `updated for ${rel}`);
+      }
+    });
+  });
+}
+
+const user = unprivilegedUser();
+
+for (const backend of ['dirs', 'chokidar'] as const) {
+  describe(`a folder unreadable while it changes (--watcher ${backend})`, { skip: linux ? false : 'the watchers are tested on Linux' }, () => {
+    // The server runs as a user the modes apply to (as root, nobody: root reads a folder of mode 000).
+    const dir = tempDir('folder-mcp-locked-');
+    const root = join(dir.path, 'tree');
+    const args = ['--db', join(dir.path, 'index.db'), '--watcher', backend, '--no-search', root];
+    const servers: Connected[] = [];
+    const start = async () => {
+      const conn = await connect(args, user ? { user } : {});
+      servers.push(conn);
+      await waitFor(() => conn.stderr().includes('index checked against the disk'), TIMEOUT, 'the start-up catch-up');
+      return conn;
+    };
+    before(() => {
+      shareWith(dir.path, user);
+      mkdirSync(join(root, 'd1/x'), { recursive: true });
+      mkdirSync(join(root, 'y'));
+      writeFileSync(join(root, 'd1/x/b.txt'), 'b\n');
+      writeFileSync(join(root, 'y/a.txt'), 'a\n');
+    });
+    after(async () => {
+      chmodSync(join(root, 'd1'), 0o755);
+      for (const conn of servers) await conn.close();
+      dir.cleanup();
+    });
+
+    test('what changed in it is listed once it is readable again, across a restart too', async () => {
+      const disk = () => diskUris(root);
+      let conn = await start();
+      // Locked, then d1/x and y swapped through a third name: whenever the server looks, d1 cannot be read.
+      chmodSync(join(root, 'd1'), 0o000);
+      renameSync(join(root, 'd1/x'), join(root, 'swap'));
+      renameSync(join(root, 'y'), join(root, 'd1/x'));
+      renameSync(join(root, 'swap'), join(root, 'y'));
+      // d1's mtime moved: the server lists it again, and cannot.
+      await waitFor(() => conn.stderr().includes(`cannot read directory ${join(root, 'd1')}`), TIMEOUT, 'the server to meet the lock');
+      const metadata = await conn.request('resources/metadata', { uri: pathToUri(join(root, 'd1'), true) });
+      assert.ok(metadata.resource, 'the locked folder is still listed');
+      // Restarted while locked (its warm start cannot read d1 either), so nothing but the permission changes after.
+      await conn.close();
+      conn = await start();
+      chmodSync(join(root, 'd1'), 0o755); // moves d1's ctime only: no entry in it changes
+      try {
+        await waitFor(() => listingEqualsDisk(conn, disk), TIMEOUT, 'the listing to equal the disk once d1 is readable');
+      } catch (error) {
+        throw new Error(`${(error as Error).message}: ${await listingDiff(conn, disk)}\n${conn.stderr()}`);
+      }
+    });
+  });
+}
+
+describe('--watcher none: no look at the disk after the start-up catch-up', () => {
+  test('a folder found new at start-up is not walked again later (and the scan watches are released)', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir.path, 'a.md'), 'a\n');
+    const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [], watchScan: linux });
+    const sync = new LiveSync({ index, log: silentLogger, watcher: 'none', starters: BACKEND_STARTERS });
+    try {
+      await sync.start();
+      assert.equal(index.takeScanChanges(), null, 'the scan watches were taken and closed');
+      // A folder that appears in a look the server makes (as the post-scan catch-up, or its own write) ...
+      mkdirSync(join(dir.path, 'made'));
+      await sync.refresh([join(dir.path, 'made')]);
+      assert.ok(index.store.get(pathToUri(join(dir.path, 'made'), true)), 'the folder looked at is indexed');
+      // ... is not looked at again: what is made in it later stays out, as everything after start-up does.
+      assert.equal(sync.scheduledLooks, 0, 'no look at the disk is scheduled');
+    } finally {
+      await sync.close();
+      index.close();
+      dir.cleanup();
+    }
+  });
+});
+
+describe('a change to an ignored file only: no updated for the collection that holds it', { skip: linux ? false : 'the watchers are tested on Linux' }, () => {
+  const tree = serveTree(
+    { '.gitignore': '*.log\n', 'sub/a.md': 'a\n', 'other/b.md': 'b\n' },
+    ({ root }) => ['--db', ':memory:', '--watcher', 'dirs', '--no-search', root],
+    { connect: connectWithNotes },
+  );
+  let conn: Connected & { notes: Notes };
+  before(async () => {
+    ({ conn } = tree);
+    await waitFor(() => conn.stderr().includes('index checked against the disk'), TIMEOUT, 'the start-up catch-up');
+  });
+
+  test('sub/x.log made (sub/ mtime moves): sub/ gets no updated; a listed file made after does get list_changed', async () => {
+    await conn.subscribe(tree.uriOf('sub/'));
+    conn.notes.reset();
+    writeFileSync(join(tree.root, 'sub/x.log'), 'ignored\n');
+    // A listed change after it: its list_changed (200 ms quiet) comes after any updated of the same or an
+    // earlier commit (100 ms quiet), on the same stream.
+    writeFileSync(join(tree.root, 'other/c.md'), 'c\n');
+    await waitFor(() => conn.notes.listChanged > 0, TIMEOUT, 'list_changed for other/c.md');
+    assert.deepEqual(conn.notes.updated.filter((n) => n.uri === tree.uriOf('sub/')), [], 'no updated for sub/');
+    // And a listed change in sub/ still tells it.
+    writeFileSync(join(tree.root, 'sub/d.md'), 'd\n');
+    await waitFor(() => conn.notes.updated.some((n) => n.uri === tree.uriOf('sub/')), TIMEOUT, 'updated for sub/ after sub/d.md');
+  });
+});
