@@ -392,7 +392,9 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
       // arrives is answered 503 with `Connection: close`, and those in flight finish; then close.
       const deadline = Date.now() + limits.drainMs;
       const graceEnd = Date.now() + Math.min(DRAIN_GRACE_MS, limits.drainMs);
-      while ((busy.size > 0 && Date.now() < deadline) || Date.now() < graceEnd) await delay(20);
+      // A connection with no request read yet (`pending`) may hold one the loop has not got to: on a loaded
+      // machine that is more than the grace. It is waited for too, up to the drain's deadline.
+      while (((busy.size > 0 || pending.size > 0) && Date.now() < deadline) || Date.now() < graceEnd) await delay(20);
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // Listen streams get the graceful end (their empty result); what is still in flight is cut.
