@@ -1,0 +1,137 @@
+// The query side of meaning search: the nearest chunks to a query vector by
+// cosine, an exact scan of search_chunks a page at a time (bounded memory,
+// stopping between pages past the deadline), best chunk per file; and hybrid
+// ranking, the reciprocal rank fusion of the text and meaning rankings. Runs
+// on any connection to the index, as SearchReader does.
+import type { Db } from '../index/db.ts';
+import type { EntryRow } from '../entry.ts';
+import { PLACE_UNITS, type Place } from '../content/converters/types.ts';
+import type { SearchExpression } from './search-query.ts';
+import type { SearchHit, SearchOutcome, SearchReader, SearchScope } from './search-reader.ts';
+import { cosineInt8, fuseRanks } from './vectors.ts';
+
+export const SEARCH_MODES = ['text', 'meaning', 'hybrid'] as const;
+export type SearchMode = (typeof SEARCH_MODES)[number];
+
+/** Chunks read per statement of the scan. */
+const SCAN_PAGE = 4096;
+/** Files each ranking brings to a hybrid fusion, at least: a file ranked lower in both is unlikely to make the top. */
+const FUSE_POOL = 50;
+const SNIPPET_CHARS = 240;
+
+interface Best {
+  chunk: number;
+  uri: string;
+  score: number;
+}
+
+export class MeaningReader {
+  private readonly stmts;
+
+  constructor(db: Db) {
+    this.stmts = {
+      page: db.prepare(
+        `SELECT c.id AS id, c.doc AS doc, c.vec AS vec, d.uri AS uri FROM search_chunks c JOIN search_docs d ON d.id = c.doc WHERE c.id > ? ORDER BY c.id LIMIT ${SCAN_PAGE}`,
+      ),
+      chunk: db.prepare(
+        `SELECT c.start AS start, c.length AS length, c.line_start AS lineStart, c.line_end AS lineEnd, c.place AS place, d.form AS form, f.body AS body
+         FROM search_chunks c JOIN search_docs d ON d.id = c.doc JOIN search_fts f ON f.rowid = c.doc WHERE c.id = ?`,
+      ),
+      entry: db.prepare(`SELECT uri, parent, root, name, ext, kind, size, mtime, mime FROM entries WHERE uri = ?`),
+    };
+  }
+
+  /** Files within `scope` whose best chunk is nearest `unitQuery`, best first, each with that chunk as its hit. */
+  search(unitQuery: Float32Array, scope: SearchScope, limit: number, deadline = Infinity): SearchOutcome {
+    if (scope.ranges.length === 0) return { hits: [], truncated: false };
+    const best = new Map<number, Best>();
+    let truncated = false;
+    for (let after = 0; ; ) {
+      if (performance.now() > deadline) {
+        truncated = true;
+        break;
+      }
+      const rows = this.stmts.page.all(after) as { id: number; doc: number; vec: Uint8Array; uri: string }[];
+      for (const r of rows) {
+        if (!scope.ranges.some((g) => r.uri >= g.lo && (g.hi === null || r.uri < g.hi))) continue;
+        if (r.vec.byteLength !== unitQuery.length) continue;
+        const score = cosineInt8(unitQuery, new Int8Array(r.vec.buffer, r.vec.byteOffset, r.vec.byteLength));
+        const had = best.get(r.doc);
+        if (!had || score > had.score) best.set(r.doc, { chunk: r.id, uri: r.uri, score });
+      }
+      if (rows.length < SCAN_PAGE) break;
+      after = rows.at(-1)!.id;
+    }
+    const hits: SearchHit[] = [];
+    for (const b of [...best.values()].sort((x, y) => y.score - x.score)) {
+      if (hits.length >= limit) break;
+      const row = this.stmts.entry.get(b.uri) as EntryRow | undefined;
+      if (!row || !scope.residual(row)) continue;
+      const hit = this.hitOf(b, row);
+      if (hit) hits.push(hit);
+    }
+    return { hits, truncated };
+  }
+
+  private hitOf(b: Best, row: EntryRow): SearchHit | undefined {
+    const c = this.stmts.chunk.get(b.chunk) as
+      | { start: number; length: number; lineStart: number; lineEnd: number; place: string | null; form: string | null; body: string }
+      | undefined;
+    if (!c) return undefined;
+    const text = c.body.slice(c.start, c.start + c.length);
+    const first = text.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+    const flat = text.replace(/\s+/g, ' ').trim();
+    const place = parsePlace(c.place);
+    return {
+      row,
+      score: b.score,
+      line: c.lineStart,
+      lineEnd: c.lineEnd,
+      text: first.length > SNIPPET_CHARS ? `${first.slice(0, SNIPPET_CHARS)}…` : first,
+      snippet: flat.length > SNIPPET_CHARS ? `${flat.slice(0, SNIPPET_CHARS)}…` : flat,
+      ...(c.form !== null ? { form: c.form } : {}),
+      ...(place ? { place } : {}),
+    };
+  }
+}
+
+/** What one search asks of the readers: the text expression (null: meaning alone), the query vector (null: text alone). */
+export interface RankRequest {
+  expression: SearchExpression | null;
+  vector: Float32Array | null;
+  scope: SearchScope;
+  limit: number;
+  deadline: number;
+}
+
+/**
+ * Text ranking, meaning ranking, or both fused (reciprocal rank fusion, one
+ * result per file: its text hit, which shows the words matched, else its best
+ * chunk). A fused hit's score is its fusion score.
+ */
+export function rankSearch(text: SearchReader, meaning: MeaningReader, req: RankRequest): SearchOutcome {
+  const { expression, vector, scope, limit, deadline } = req;
+  if (!vector) return expression ? text.search(expression, scope, limit, deadline) : { hits: [], truncated: false };
+  if (!expression) return meaning.search(vector, scope, limit, deadline);
+  const pool = Math.max(limit, FUSE_POOL);
+  const byText = text.search(expression, scope, pool, deadline);
+  const byMeaning = meaning.search(vector, scope, pool, deadline);
+  const hitOf = new Map<string, SearchHit>();
+  for (const h of [...byMeaning.hits, ...byText.hits]) hitOf.set(h.row.uri, h);
+  const fused = fuseRanks([byText.hits.map((h) => h.row.uri), byMeaning.hits.map((h) => h.row.uri)]);
+  return {
+    hits: fused.slice(0, limit).map(({ key, score }) => ({ ...hitOf.get(key)!, score })),
+    truncated: byText.truncated || byMeaning.truncated,
+  };
+}
+
+function parsePlace(json: string | null): Omit<Place, 'offset'> | undefined {
+  if (json === null) return undefined;
+  try {
+    const p = JSON.parse(json) as unknown;
+    if (!Array.isArray(p) || !(PLACE_UNITS as readonly unknown[]).includes(p[0]) || typeof p[1] !== 'number') return undefined;
+    return { unit: p[0] as Place['unit'], number: p[1], ...(typeof p[2] === 'string' ? { name: p[2] } : {}) };
+  } catch {
+    return undefined;
+  }
+}
