@@ -30,9 +30,11 @@ export class MeaningReader {
 
   constructor(db: Db) {
     this.stmts = {
-      page: db.prepare(
-        `SELECT c.id AS id, c.doc AS doc, c.vec AS vec, d.uri AS uri FROM search_chunks c JOIN search_docs d ON d.id = c.doc WHERE c.id > ? ORDER BY c.id LIMIT ${SCAN_PAGE}`,
-      ),
+      // No join in the scan: a page is chunk rows alone, and the scope is a set of documents found once.
+      page: db.prepare(`SELECT id, doc, vec FROM search_chunks WHERE id > ? ORDER BY id LIMIT ${SCAN_PAGE}`),
+      docsIn: db.prepare(`SELECT id FROM search_docs WHERE uri >= ? AND uri < ?`),
+      docsFrom: db.prepare(`SELECT id FROM search_docs WHERE uri >= ?`),
+      uri: db.prepare(`SELECT uri FROM search_docs WHERE id = ?`),
       chunk: db.prepare(
         `SELECT c.start AS start, c.length AS length, c.line_start AS lineStart, c.line_end AS lineEnd, c.place AS place, d.form AS form, f.body AS body
          FROM search_chunks c JOIN search_docs d ON d.id = c.doc JOIN search_fts f ON f.rowid = c.doc WHERE c.id = ?`,
@@ -44,30 +46,41 @@ export class MeaningReader {
   /** Files within `scope` whose best chunk is nearest `unitQuery`, best first, each with that chunk as its hit. */
   search(unitQuery: Float32Array, scope: SearchScope, limit: number, deadline = Infinity): SearchOutcome {
     if (scope.ranges.length === 0) return { hits: [], truncated: false };
-    const best = new Map<number, Best>();
+    const single = scope.ranges.length === 1 ? scope.ranges[0]! : null;
+    const everything = single !== null && single.lo === '' && single.hi === null;
+    let allowed: Set<number> | null = null;
+    if (!everything) {
+      allowed = new Set();
+      for (const g of scope.ranges) {
+        const rows = (g.hi === null ? this.stmts.docsFrom.all(g.lo) : this.stmts.docsIn.all(g.lo, g.hi)) as { id: number }[];
+        for (const { id } of rows) allowed.add(id);
+      }
+    }
+    const best = new Map<number, { chunk: number; score: number }>();
     let truncated = false;
     for (let after = 0; ; ) {
       if (performance.now() > deadline) {
         truncated = true;
         break;
       }
-      const rows = this.stmts.page.all(after) as { id: number; doc: number; vec: Uint8Array; uri: string }[];
+      const rows = this.stmts.page.all(after) as { id: number; doc: number; vec: Uint8Array }[];
       for (const r of rows) {
-        if (!scope.ranges.some((g) => r.uri >= g.lo && (g.hi === null || r.uri < g.hi))) continue;
+        if (allowed !== null && !allowed.has(r.doc)) continue;
         if (r.vec.byteLength !== unitQuery.length) continue;
         const score = cosineInt8(unitQuery, new Int8Array(r.vec.buffer, r.vec.byteOffset, r.vec.byteLength));
         const had = best.get(r.doc);
-        if (!had || score > had.score) best.set(r.doc, { chunk: r.id, uri: r.uri, score });
+        if (!had || score > had.score) best.set(r.doc, { chunk: r.id, score });
       }
       if (rows.length < SCAN_PAGE) break;
       after = rows.at(-1)!.id;
     }
     const hits: SearchHit[] = [];
-    for (const b of [...best.values()].sort((x, y) => y.score - x.score)) {
+    for (const [doc, b] of [...best].sort((x, y) => y[1].score - x[1].score)) {
       if (hits.length >= limit) break;
-      const row = this.stmts.entry.get(b.uri) as EntryRow | undefined;
+      const uri = (this.stmts.uri.get(doc) as { uri: string } | undefined)?.uri;
+      const row = uri === undefined ? undefined : (this.stmts.entry.get(uri) as EntryRow | undefined);
       if (!row || !scope.residual(row)) continue;
-      const hit = this.hitOf(b, row);
+      const hit = this.hitOf({ ...b, uri: row.uri }, row);
       if (hit) hits.push(hit);
     }
     return { hits, truncated };
