@@ -1,6 +1,7 @@
 // The `search` tool: full-text search over the text documents and the text a
 // read shows of PDFs, Office documents and notebooks (SQLite FTS5, bm25 ranking), one
-// snippet and line number per file, and the page or cell when it has them.
+// snippet and line number per file, and the page or cell when it has them; with an
+// embedding model (--embed-url), by meaning too, or both fused (mode).
 import { z } from 'zod';
 import { PROGRESS_INTERVAL_MS, type ProgressSink } from '../protocol/progress.ts';
 import { DEFAULT_SEARCH_BUDGET_MS } from '../config.ts';
@@ -103,7 +104,9 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
   description:
     'Full-text search over the text files of the served folders and the text of PDF, .docx, .xlsx, .pptx and Jupyter notebook files, best matches first (bm25), ' +
     'with the line number and a snippet of each match, and the page (PDF), cell (notebook), sheet (workbook) or slide it is in. ' +
-    `Text files up to ${SEARCH_MAX_FILE_BYTES / 1024 / 1024} MiB are indexed. Use find for file names, read to see a file.`,
+    `Text files up to ${SEARCH_MAX_FILE_BYTES / 1024 / 1024} MiB are indexed. ` +
+    'When the server has an embedding model, mode "meaning" or "hybrid" (then the default) also finds passages by meaning, for questions whose exact words the files may not use. ' +
+    'Use find for file names, read to see a file.',
   input,
   output,
   async run(tc, args) {
