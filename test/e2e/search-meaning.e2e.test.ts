@@ -237,3 +237,56 @@ describe('without an embedding model', () => {
     }
   });
 });
+
+describe('vectors are kept: a chunk is embedded again only when its text changes, and all of them for another model', () => {
+  const line = (i: number) => `line ${i} of the long file, ${'padding words '.repeat(6)}\n`;
+  const long = Array.from({ length: 60 }, (_, i) => line(i)).join('');
+  const tree = tempTree({ 'long.txt': long, 'auth/session.md': 'A token lifetime of one hour.\n' });
+  let provider: EmbedServer;
+  before(async () => {
+    provider = await startEmbedServer();
+  });
+  after(() => provider?.close());
+  const start = (model: string) =>
+    connect([tree.root, '--db', join(tree.state, 'index.db'), '--embed-url', provider.origin, '--embed-model', model, '--embed-timeout-ms', String(TIMEOUT_MS)]);
+
+  test('edit, restart, another model', async () => {
+    let conn = await start('model-a');
+    try {
+      await searchSettled(conn, { query: 'lifetime', mode: 'meaning' });
+      const first = provider.texts.filter((t) => t.includes('long file')).length;
+      assert.ok(first >= 3, `the long file is several chunks (${first})`);
+      // Edit the last line only: the chunks before it keep their vectors.
+      const sent = provider.texts.length;
+      writeFileSync(join(tree.root, 'long.txt'), long.replace(line(59), 'the very last line is new\n'));
+      await waitFor(() => provider.texts.slice(sent).some((t) => t.includes('very last line is new')), 30_000, 'the edited chunk to be embedded');
+      await searchSettled(conn, { query: 'lifetime', mode: 'meaning' });
+      const again = provider.texts.slice(sent).filter((t) => t.includes('long file') || t.includes('very last line'));
+      assert.ok(again.length < first, `only the changed chunks are embedded again (${again.length} of ${first})`);
+      assert.ok(!again.some((t) => t.includes('line 0 of the long file')), 'the first chunk kept its vector');
+    } finally {
+      await conn.close();
+    }
+    // The same model after a restart: nothing to embed.
+    const beforeRestart = provider.texts.length;
+    conn = await start('model-a');
+    try {
+      await searchSettled(conn, { query: 'lifetime', mode: 'meaning' });
+      const sentAfterRestart = provider.texts.slice(beforeRestart);
+      assert.ok(sentAfterRestart.length > 0 && sentAfterRestart.every((t) => t === 'lifetime'), `only queries are embedded: ${JSON.stringify(sentAfterRestart)}`);
+    } finally {
+      await conn.close();
+    }
+    // Another model: every chunk again.
+    const beforeSwitch = provider.texts.length;
+    conn = await start('model-b');
+    try {
+      await searchSettled(conn, { query: 'lifetime', mode: 'meaning' });
+      const switched = provider.texts.slice(beforeSwitch);
+      assert.ok(switched.some((t) => t.includes('line 0 of the long file')) && switched.some((t) => t.includes('token lifetime')), 'everything embedded again');
+      assert.match(conn.stderr(), /search by meaning: indexed text is sent to http:\/\/127\.0\.0\.1:\d+ to be embedded with model-b/);
+    } finally {
+      await conn.close();
+    }
+  });
+});
