@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { closedPort, startCountingServer, startEmbedServer, type EmbedServer } from '../embed-server.ts';
 import { makeNotebook } from '../fixtures.ts';
 import { connect, tempTree, waitFor, type Connected, type Era, type LooseResult } from '../helpers.ts';
+import { connectHttp, startHttp, type HttpClient, type HttpProcess } from '../http-helpers.ts';
 
 type ToolCall = LooseResult & { content: LooseResult[]; structuredContent?: LooseResult; isError?: boolean };
 type Hit = { path: string; line: number; lineEnd?: number; text: string; snippet: string; cell?: number; score: number };
@@ -33,7 +34,10 @@ const TREE: Record<string, string | Uint8Array> = {
 
 const TIMEOUT_MS = 1500;
 
-async function callTool(conn: Connected, args: Record<string, unknown>): Promise<ToolCall> {
+/** What a search needs of a connection, over stdio or HTTP. */
+type Requester = Pick<Connected, 'request'>;
+
+async function callTool(conn: Requester, args: Record<string, unknown>): Promise<ToolCall> {
   return (await conn.request('tools/call', { name: 'search', arguments: args })) as ToolCall;
 }
 const textOf = (result: ToolCall) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
@@ -41,7 +45,7 @@ const hitsOf = (result: ToolCall) => (result.structuredContent?.results ?? []) a
 const paths = (result: ToolCall) => hitsOf(result).map((h) => h.path);
 
 /** A search once every file is embedded (no note) and the content index complete. Conversions may be slow on a loaded machine: hence the ceiling. */
-async function searchSettled(conn: Connected, args: Record<string, unknown>): Promise<ToolCall> {
+async function searchSettled(conn: Requester, args: Record<string, unknown>): Promise<ToolCall> {
   return waitFor(async () => {
     const result = await callTool(conn, args);
     const s = result.structuredContent;
@@ -288,5 +292,28 @@ describe('vectors are kept: a chunk is embedded again only when its text changes
     } finally {
       await conn.close();
     }
+  });
+});
+
+describe('search by meaning over Streamable HTTP (2026-07-28)', () => {
+  const tree = tempTree(TREE);
+  let provider: EmbedServer;
+  let server: HttpProcess;
+  let client: HttpClient;
+  before(async () => {
+    provider = await startEmbedServer();
+    server = await startHttp([tree.root, '--db', join(tree.state, 'index.db'), '--embed-url', `${provider.origin}/v1`, '--embed-model', 'test-embedder']);
+    client = await connectHttp(server.url, 'modern');
+  });
+  after(async () => {
+    await client?.close();
+    await server?.stop();
+    await provider?.close();
+  });
+
+  test('a word in no file finds its synonym', async () => {
+    const result = await searchSettled(client, { query: 'vehicle', mode: 'meaning' });
+    assert.equal(paths(result)[0], 'garage/notes.txt', textOf(result));
+    assert.ok(provider.requests.every((r) => r.api === 'openai'));
   });
 });
