@@ -33,7 +33,8 @@ if (port) {
   // WAL: readers never block the writer (the content index keeps building) and see committed data only.
   const db = openDatabase(dbFile, sqliteDriver, { readOnly: true });
   const reader = new SearchReader(db);
-  const meaning = new MeaningReader(db);
+  // This thread's own connection: it may keep the vectors between searches (data_version says when they changed).
+  const meaning = new MeaningReader(db, true);
   port.on('message', (job: SearchJob) => {
     const deadline = performance.now() + job.budgetMs;
     let reply: SearchReply;

@@ -53,12 +53,14 @@ async function searchSettled(conn: Requester, args: Record<string, unknown>): Pr
   }, 120_000, `search by meaning to settle (${JSON.stringify(args)})`) as Promise<ToolCall>;
 }
 
-function servedWithProvider(api: 'ollama' | 'openai', era: Era) {
+function servedWithProvider(api: 'ollama' | 'openai', era: Era, initialMode: EmbedServer['mode'] = 'ok') {
   const tree = tempTree(TREE);
   let provider: EmbedServer;
   let conn: Connected;
   before(async () => {
     provider = await startEmbedServer();
+    // Before the server starts: a small tree is embedded within moments of it.
+    provider.mode = initialMode;
     const url = api === 'ollama' ? provider.origin : `${provider.origin}/v1`;
     conn = await connect(
       [tree.root, '--db', join(tree.state, 'index.db'), '--embed-url', url, '--embed-model', 'test-embedder', '--embed-timeout-ms', String(TIMEOUT_MS)],
@@ -181,10 +183,7 @@ describe('bad providers: search answers from text with a note, and the server st
 });
 
 describe('a provider failing from the start: one log line, the files stay queued, and it catches up', () => {
-  const s = servedWithProvider('ollama', 'legacy');
-  before(() => {
-    s.provider.mode = 'http-500';
-  });
+  const s = servedWithProvider('ollama', 'legacy', 'http-500');
 
   test('text answers meanwhile; once the provider answers, everything is embedded', async () => {
     await waitFor(() => /embeddings: .* failed: HTTP 500/.test(s.conn.stderr()), 30_000, 'the failure log line');
