@@ -52,6 +52,8 @@ export class Embeddings {
   private idleWaiters: (() => void)[] = [];
   private isIdle = false;
   private readonly abort = new AbortController();
+  /** The counts of status(), kept until something changes: a search asks for them, and they cost a scan of search_docs. */
+  private counts: { docs: number; embedded: number } | null = null;
 
   constructor(
     private readonly db: Db,
@@ -103,6 +105,7 @@ export class Embeddings {
 
   /** The content index wrote or removed a document: look at the queue again. */
   changed(): void {
+    this.counts = null;
     this.dirty = true;
     this.isIdle = false;
     this.wake?.();
@@ -117,11 +120,11 @@ export class Embeddings {
   }
 
   status(): MeaningStatus {
-    return {
+    this.counts ??= {
       docs: (this.stmts.countDocs.get() as { n: number }).n,
       embedded: (this.stmts.countEmbedded.get() as { n: number }).n,
-      failing: this.failing,
     };
+    return { ...this.counts, failing: this.failing };
   }
 
   /** The query's vector, unit length, in the dimension of the index's. Throws EmbedError. */
@@ -256,6 +259,7 @@ export class Embeddings {
       });
       this.stmts.embedded.run(doc.id, doc.mtime, doc.size);
     })();
+    this.counts = null;
     return missing.length;
   }
 }
