@@ -2,6 +2,7 @@ import type { Server } from '@modelcontextprotocol/server';
 import { randomBytes } from 'node:crypto';
 import type { Catalog } from './catalog/catalog.ts';
 import { ContentSearch, contentIndexUnfollowed } from './search/content-search.ts';
+import { defaultEmbedApi, EmbedProvider } from './search/embed-provider.ts';
 import type { Config } from './config.ts';
 import { ReadBudget } from './content/read-budget.ts';
 import { PathLocks, SerialQueue } from './content/path-locks.ts';
@@ -199,6 +200,15 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
         waitMs: config.searchWaitMs,
         converter: convert.formats,
         maxConvertBytes: config.maxReadBytes,
+        ...(config.embed && {
+          embedder: new EmbedProvider({
+            url: config.embed.url,
+            model: config.embed.model,
+            api: config.embed.api ?? defaultEmbedApi(config.embed.url),
+            timeoutMs: config.embed.timeoutMs,
+            ...(config.embed.key !== undefined && { key: config.embed.key }),
+          }),
+        }),
       })
     : null;
   if (!search) contentIndexUnfollowed(index.db);

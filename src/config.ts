@@ -2,6 +2,23 @@ import { parseArgs } from 'node:util';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { SQLITE_DRIVER_CHOICES, type SqliteDriverChoice } from './sqlite.ts';
 
+/** The embedding APIs of `--embed-api` (src/search/embed-provider.ts speaks them). */
+export const EMBED_API_CHOICES = ['ollama', 'openai'] as const;
+export type EmbedApiChoice = (typeof EMBED_API_CHOICES)[number];
+/** `--embed-timeout-ms`: one embedding request's whole time. */
+export const DEFAULT_EMBED_TIMEOUT_MS = 30_000;
+
+/** Meaning search's provider (`--embed-url`, `--embed-model`): opt-in, because file text is sent to that URL. */
+export interface EmbedConfig {
+  url: string;
+  model: string;
+  /** Absent: openai when the URL's path ends in /v1, else ollama. */
+  api?: EmbedApiChoice;
+  timeoutMs: number;
+  /** FOLDER_MCP_EMBED_KEY, set by launch.ts: sent as a bearer token. */
+  key?: string;
+}
+
 export const WATCHER_KINDS = ['auto', 'chokidar', 'dirs', 'poll', 'none'] as const;
 export type WatcherKind = (typeof WATCHER_KINDS)[number];
 
@@ -31,6 +48,8 @@ export interface Config {
   searchBudgetMs: number;
   /** How long a search sent while a small folder's first content build runs waits for it (ms; 0: never). */
   searchWaitMs: number;
+  /** Search by meaning through the user's embedding model; absent: text search only, and no content leaves the process. */
+  embed?: EmbedConfig;
   /** `--http [HOST:]PORT`: serve Streamable HTTP at /mcp instead of stdio. */
   http?: HttpListen;
   /** `--allowed-host NAME`: Host/Origin names accepted besides loopback (a proxy's public name). */
@@ -97,6 +116,12 @@ Options:
   --search-wait-ms N     how long a search sent while a small folder's (up to
                          1,000 files) first content index build runs waits for
                          it; 0 never waits (default ${DEFAULT_SEARCH_WAIT_MS})
+  --embed-url URL        also search by meaning: embed the indexed text with the
+                         model served at URL (Ollama, or OpenAI-compatible at
+                         .../v1). File text is sent to URL. Key: FOLDER_MCP_EMBED_KEY
+  --embed-model NAME     the embedding model (with --embed-url), e.g. nomic-embed-text
+  --embed-api API        ollama | openai (default: openai when URL ends in /v1)
+  --embed-timeout-ms N   one embedding request's time limit (default ${DEFAULT_EMBED_TIMEOUT_MS})
   --sqlite-driver NAME   auto | node | better-sqlite3: the SQLite driver (default
                          auto: Node's built-in node:sqlite on Node >= 22.13,
                          else better-sqlite3)
@@ -139,6 +164,10 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
         'no-search': { type: 'boolean' },
         'search-budget-ms': { type: 'string' },
         'search-wait-ms': { type: 'string' },
+        'embed-url': { type: 'string' },
+        'embed-model': { type: 'string' },
+        'embed-api': { type: 'string' },
+        'embed-timeout-ms': { type: 'string' },
         'log-level': { type: 'string' },
         'sqlite-driver': { type: 'string' },
         http: { type: 'string' },
@@ -173,6 +202,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
   if (!http && (values['allowed-host'] || values['token-file'])) {
     throw new UsageError(`--${values['allowed-host'] ? 'allowed-host' : 'token-file'} applies to --http only`);
   }
+  const embed = embedConfig(values, !values['no-search']);
   return {
     kind: 'run',
     config: {
@@ -192,6 +222,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       search: !values['no-search'],
       searchBudgetMs: positiveInt(values['search-budget-ms'], '--search-budget-ms', DEFAULT_SEARCH_BUDGET_MS, 60_000),
       searchWaitMs: positiveInt(values['search-wait-ms'], '--search-wait-ms', DEFAULT_SEARCH_WAIT_MS, 60_000, 0),
+      ...(embed && { embed }),
       ...(http && { http }),
       ...(values['allowed-host'] && { allowedHosts: values['allowed-host'].map(allowedHostName) }),
       ...(values['token-file'] !== undefined && { tokenFile: values['token-file'] }),
@@ -212,6 +243,10 @@ const OPTION_VALUES: Record<string, string> = {
   '--poll-interval': 'a whole number of milliseconds, from 1 to 3600000',
   '--search-budget-ms': 'a whole number of milliseconds, from 1 to 60000',
   '--search-wait-ms': 'a whole number of milliseconds, from 0 to 60000',
+  '--embed-url': 'an http or https URL',
+  '--embed-model': 'a model name',
+  '--embed-api': EMBED_API_CHOICES.join(' | '),
+  '--embed-timeout-ms': 'a whole number of milliseconds, from 1 to 600000',
   '--http': '[HOST:]PORT',
   '--allowed-host': 'a host name',
   '--token-file': 'a file path',
@@ -236,6 +271,38 @@ function usageMessage(error: Error & { code?: string }, argv: readonly string[])
     default:
       return error.message.split('\n')[0]!;
   }
+}
+
+/** The --embed-* options: both URL and model, or neither (and none of the others). */
+function embedConfig(values: Record<string, string | boolean | string[] | undefined>, search: boolean): EmbedConfig | undefined {
+  const url = values['embed-url'] as string | undefined;
+  const model = values['embed-model'] as string | undefined;
+  const api = values['embed-api'] as string | undefined;
+  const timeout = values['embed-timeout-ms'] as string | undefined;
+  if (url === undefined && model === undefined) {
+    if (api !== undefined || timeout !== undefined) throw new UsageError(`--${api !== undefined ? 'embed-api' : 'embed-timeout-ms'} applies to --embed-url only`);
+    return undefined;
+  }
+  if (url === undefined || model === undefined) throw new UsageError(`--${url === undefined ? 'embed-model' : 'embed-url'} needs --${url === undefined ? 'embed-url' : 'embed-model'} too`);
+  if (!search) throw new UsageError('--embed-url needs the content index: it cannot be used with --no-search');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`--embed-url needs an http or https URL, got '${url}'`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--embed-url needs an http or https URL, got '${url}'`);
+  if (parsed.username || parsed.password) throw new UsageError('--embed-url must not hold a user or password: put the key in FOLDER_MCP_EMBED_KEY');
+  if (model.trim() === '') throw new UsageError('--embed-model needs a model name');
+  if (api !== undefined && !(EMBED_API_CHOICES as readonly string[]).includes(api)) {
+    throw new UsageError(`--embed-api must be one of ${EMBED_API_CHOICES.join(', ')}`);
+  }
+  return {
+    url,
+    model,
+    ...(api !== undefined && { api: api as EmbedApiChoice }),
+    timeoutMs: positiveInt(timeout, '--embed-timeout-ms', DEFAULT_EMBED_TIMEOUT_MS, 600_000),
+  };
 }
 
 /** `--http`: `PORT`, `HOST:PORT` or `[IPv6]:PORT`. */

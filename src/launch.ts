@@ -32,6 +32,9 @@ export type Launch =
  * non-loopback address without a token, the native SQLite module, and an
  * index path that is inside a served folder or is not ours to overwrite.
  */
+/** The bearer token sent to the --embed-url provider. */
+export const EMBED_KEY_ENV = 'FOLDER_MCP_EMBED_KEY';
+
 export function prepareLaunch(argv: readonly string[], env: NodeJS.ProcessEnv, version: string): Launch {
   let config: Config;
   let roots: Root[];
@@ -45,6 +48,9 @@ export function prepareLaunch(argv: readonly string[], env: NodeJS.ProcessEnv, v
     const secrets = loadSecrets(config, env);
     config.cursorKey = secrets.cursorKey;
     token = secrets.token;
+    // The embedding provider's key comes from the environment only: a flag would show in `ps`.
+    const embedKey = env[EMBED_KEY_ENV];
+    if (config.embed && embedKey) config.embed.key = embedKey;
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     return refuse(`${error.message}\n${error.message.startsWith('no folder') ? USAGE : ''}`);

@@ -1,13 +1,16 @@
 // The `search` tool: full-text search over the text documents and the text a
 // read shows of PDFs, Office documents and notebooks (SQLite FTS5, bm25 ranking), one
-// snippet and line number per file, and the page or cell when it has them.
+// snippet and line number per file, and the page or cell when it has them; with an
+// embedding model (--embed-url), by meaning too, or both fused (mode).
 import { z } from 'zod';
 import { PROGRESS_INTERVAL_MS, type ProgressSink } from '../protocol/progress.ts';
 import { DEFAULT_SEARCH_BUDGET_MS } from '../config.ts';
 import { SEARCH_MAX_FILE_BYTES, type ContentSearch } from '../search/content-search.ts';
 import { SearchBusyError } from '../search/search-thread.ts';
 import { scopeQuery } from './scope.ts';
-import { parseSearchQuery, SearchQueryError } from '../search/search-query.ts';
+import { MAX_QUERY_LENGTH, parseSearchQuery, SearchQueryError, type SearchExpression } from '../search/search-query.ts';
+import { EmbedError } from '../search/embed-provider.ts';
+import { SEARCH_MODES, type SearchMode } from '../search/meaning-reader.ts';
 import { asList, resourceLink, stringOrList, ToolFailure, type ToolDefinition } from './tool.ts';
 import { displayPath } from './paths.ts';
 import { listingName } from '../content/collection.ts';
@@ -50,16 +53,24 @@ const input = z.strictObject({
   glob: stringOrList('Only files whose path (relative to a served folder) matches one of these globs, e.g. `src/**/*.ts`.'),
   name: stringOrList('Only files whose name matches one of these globs, e.g. `*.md`.'),
   prefix: z.string().optional().describe('Only files under this path (relative to a served folder) or URI prefix.'),
+  mode: z
+    .enum(SEARCH_MODES)
+    .optional()
+    .describe(
+      'text: the words themselves (bm25). meaning: passages nearest in meaning (the server\'s embedding model), for questions whose words the files may not use. ' +
+        'hybrid: both, fused by rank. Default hybrid when the server has an embedding model (--embed-url), else text.',
+    ),
   limit: z.number().int().min(1).max(SEARCH_MAX_LIMIT).default(SEARCH_DEFAULT_LIMIT).describe(`At most this many files (max ${SEARCH_MAX_LIMIT}).`),
 });
 
 const hit = z.object({
   uri: z.string(),
   path: z.string(),
-  line: z.number().describe('1-based line of the first highlighted match'),
+  line: z.number().describe('1-based line of the first highlighted match (a match by meaning: the first line of its passage)'),
+  lineEnd: z.number().optional().describe('a match by meaning: the last line of the passage'),
   text: z.string().describe('that line, trimmed'),
   snippet: z.string().describe('the best matching passage, matches marked «like this»'),
-  score: z.number().describe('bm25 relevance, higher is better'),
+  score: z.number().describe('relevance, higher is better: bm25 (text), cosine (meaning) or the fused rank score (hybrid)'),
   mimeType: z
     .string()
     .optional()
@@ -74,6 +85,8 @@ const hit = z.object({
 const output = z.object({
   query: z.string(),
   terms: z.array(z.string()),
+  mode: z.enum(SEARCH_MODES).describe('how the results were ranked: may be text when meaning search was asked for but is unavailable (see note)'),
+  note: z.string().optional().describe('why meaning search was unavailable or partial'),
   results: z.array(hit),
   indexing: z
     .object({ done: z.number(), total: z.number() })
@@ -91,27 +104,58 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
   description:
     'Full-text search over the text files of the served folders and the text of PDF, .docx, .xlsx, .pptx and Jupyter notebook files, best matches first (bm25), ' +
     'with the line number and a snippet of each match, and the page (PDF), cell (notebook), sheet (workbook) or slide it is in. ' +
-    `Text files up to ${SEARCH_MAX_FILE_BYTES / 1024 / 1024} MiB are indexed. Use find for file names, read to see a file.`,
+    `Text files up to ${SEARCH_MAX_FILE_BYTES / 1024 / 1024} MiB are indexed. ` +
+    'When the server has an embedding model, mode "meaning" or "hybrid" (then the default) also finds passages by meaning, for questions whose exact words the files may not use. ' +
+    'Use find for file names, read to see a file.',
   input,
   output,
   async run(tc, args) {
     const { ctx, search } = tc;
     if (!search) throw new ToolFailure('Full-text search is turned off on this server (--no-search)');
-    let expression;
+    const meaning = search.meaning;
+    const asked: SearchMode = args.mode ?? (meaning ? 'hybrid' : 'text');
+    if (asked !== 'text' && !meaning) {
+      throw new ToolFailure(
+        `Search by meaning is not configured on this server: start it with --embed-url and --embed-model (see docs/tools.md), or use mode "text"`,
+      );
+    }
+    if (args.query.length > MAX_QUERY_LENGTH) throw new ToolFailure(`Query is longer than ${MAX_QUERY_LENGTH} characters`);
+    let expression: SearchExpression | null = null;
     try {
       expression = parseSearchQuery(args.query);
     } catch (error) {
-      if (error instanceof SearchQueryError) throw new ToolFailure(error.message);
-      throw error;
+      if (!(error instanceof SearchQueryError)) throw error;
+      // A question by meaning needs no searchable words; text search does.
+      if (asked === 'text') throw new ToolFailure(error.message);
     }
     // A search right after start on a small folder would otherwise say "No
     // matches" for words the index is about to have: wait for the first build, bounded.
     if (!search.progress.complete) await withBuildProgress(search, tc.progress, () => search.whenSmallBuildComplete());
     const query = scopeQuery({ glob: asList(args.glob), name: asList(args.name), prefix: args.prefix }, ctx.roots);
     const exact = query.namePatterns === undefined && query.uriPatterns === undefined;
+    let mode: SearchMode = asked;
+    let vector: Float32Array | null = null;
+    let note: string | undefined;
+    if (meaning && asked !== 'text') {
+      const status = meaning.status();
+      try {
+        vector = await meaning.embedQuery(args.query);
+        if (status.embedded < status.docs) {
+          note = `search by meaning covers ${status.embedded} of ${status.docs} files so far${status.failing !== null ? ` (the embedding model fails: ${status.failing})` : ''}; results by meaning are partial.`;
+        }
+      } catch (error) {
+        if (!(error instanceof EmbedError)) throw error;
+        mode = 'text';
+        note = `search by meaning is unavailable (the embedding model fails: ${error.message}); these results are from text search.`;
+      }
+    }
+    if (mode === 'meaning') expression = null;
+    if (mode === 'text' && expression === null) {
+      throw new ToolFailure(`${note !== undefined ? `${note} ` : ''}Query has no words to search for as text`);
+    }
     let outcome;
     try {
-      outcome = await search.query(expression, query, exact, args.limit);
+      outcome = await search.query(expression, query, exact, args.limit, undefined, vector);
     } catch (error) {
       if (error instanceof SearchBusyError) throw new ToolFailure(`Search is busy: ${error.message}`);
       throw error;
@@ -122,9 +166,10 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
       uri: h.row.uri,
       path: displayPath(h.row, ctx.roots),
       line: h.line,
+      ...(h.lineEnd !== undefined ? { lineEnd: h.lineEnd } : {}),
       text: h.text,
       snippet: h.snippet,
-      score: Number(h.score.toPrecision(4)),
+      score: Number(h.score.toPrecision(mode === 'hybrid' ? 6 : 4)),
       ...(h.form !== undefined ? { mimeType: h.form } : {}),
       ...(h.place ? { [h.place.unit]: h.place.number } : {}),
       ...(h.place?.unit === 'sheet' && h.place.name !== undefined ? { sheetName: h.place.name } : {}),
@@ -134,17 +179,19 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     const lines = hits.map((h, i) => {
       const r = results[i]!;
       const where = h.place ? ` (${h.place.unit} ${h.place.number}${h.place.name !== undefined ? ` ${JSON.stringify(h.place.name)}` : ''})` : '';
-      return `${r.path}:${r.line}${where}: ${listingName(r.text)}`;
+      const lines = h.lineEnd !== undefined && h.lineEnd !== h.line ? `${r.line}-${h.lineEnd}` : `${r.line}`;
+      return `${r.path}:${lines}${where}: ${listingName(r.text)}`;
     });
     const summary =
+      (note !== undefined ? `Note: ${note}\n` : '') +
       (indexing ? `Note: the content index is still being built (${indexing.done} of ${indexing.total} files); results are partial.\n` : '') +
       (truncated
         ? `Note: the search was cut short after ${search.searchBudgetMs} ms; results are partial. Use fewer or longer prefix terms, or narrow it with glob, name or prefix.\n`
         : '') +
-      (results.length === 0 ? `No matches for ${expression.terms.join(' ')}.` : lines.join('\n'));
+      (results.length === 0 ? `No matches for ${expression ? expression.terms.join(' ') : JSON.stringify(args.query)}.` : lines.join('\n'));
     return {
       content: [{ type: 'text', text: summary }, ...hits.map((h) => resourceLink(h.row, ctx))],
-      structuredContent: { query: args.query, terms: expression.terms, results, ...(indexing ? { indexing } : {}), ...(truncated ? { truncated } : {}) },
+      structuredContent: { query: args.query, terms: expression?.terms ?? [], mode, ...(note !== undefined ? { note } : {}), results, ...(indexing ? { indexing } : {}), ...(truncated ? { truncated } : {}) },
     };
   },
 };

@@ -49,6 +49,28 @@ CREATE TABLE search_docs (
 -- prefix = '3': three-letter prefix queries (word*) come from an index, not a scan of the vocabulary.
 CREATE VIRTUAL TABLE search_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2', prefix = '3');
 
+-- Meaning search (src/search/embeddings.ts, opt-in): each document's text in search_fts cut into
+-- chunks (src/search/chunks.ts) and the model's vector of each; the model and dimension are in meta.
+CREATE TABLE search_chunks (
+  id         INTEGER PRIMARY KEY,
+  doc        INTEGER NOT NULL,  -- search_docs.id (removed with it)
+  start      INTEGER NOT NULL,  -- offset of the chunk in the document's indexed text
+  length     INTEGER NOT NULL,  -- its length (UTF-16 code units)
+  line_start INTEGER NOT NULL,  -- 1-based lines it covers
+  line_end   INTEGER NOT NULL,
+  place      TEXT,              -- JSON [unit, number, name?]: the page, cell, sheet or slide it is in
+  hash       TEXT NOT NULL,     -- of its text: a chunk is embedded again only when this changes
+  scale      REAL NOT NULL,     -- vector = bytes * scale
+  vec        BLOB NOT NULL      -- the vector, one signed byte per dimension (src/search/vectors.ts)
+);
+CREATE INDEX search_chunks_by_doc ON search_chunks (doc);
+-- Documents whose chunks are current: embedded from the text of (mtime, size).
+CREATE TABLE search_embedded (
+  doc   INTEGER PRIMARY KEY,
+  mtime REAL NOT NULL,
+  size  INTEGER NOT NULL
+);
+
 -- Format conversions, cached by the file's (mtime, size) (src/content/formats.ts).
 CREATE TABLE conversions (
   uri       TEXT NOT NULL,     -- document URI

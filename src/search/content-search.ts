@@ -24,6 +24,9 @@ import type { SearchExpression } from './search-query.ts';
 import { SearchReader, type SearchHit, type SearchOutcome, type SearchScope } from './search-reader.ts';
 import { builtScriptUrl } from '../workers.ts';
 import { SearchThread, SearchThreadError } from './search-thread.ts';
+import type { EmbedProvider } from './embed-provider.ts';
+import { Embeddings } from './embeddings.ts';
+import { MeaningReader, rankSearch } from './meaning-reader.ts';
 
 export { locate, type SearchHit, type SearchOutcome, type SearchScope } from './search-reader.ts';
 
@@ -108,6 +111,10 @@ export class ContentSearch {
   private worker: Promise<void> | null = null;
   private readonly stmts;
   private readonly reader: SearchReader;
+  private readonly meaningReader: MeaningReader;
+  /** Meaning search's background embedding, when a provider is configured (--embed-url). */
+  readonly meaning: Embeddings | null;
+  private readonly written: (() => void) | undefined;
   private readonly thread: SearchThread | null;
   private readonly budgetMs: number;
   private readonly waitMs: number;
@@ -134,6 +141,8 @@ export class ContentSearch {
       converter?: SearchConverter;
       /** Largest document converted: what a read converts (--max-read-bytes). */
       maxConvertBytes?: number;
+      /** The embedding provider of meaning search (--embed-url); without it nothing is embedded and no text leaves the process. */
+      embedder?: EmbedProvider;
     } = {},
   ) {
     this.budgetMs = options.budgetMs ?? DEFAULT_SEARCH_BUDGET_MS;
@@ -142,6 +151,10 @@ export class ContentSearch {
     this.maxConvertBytes = options.maxConvertBytes ?? Number.MAX_SAFE_INTEGER;
     this.db = index.db;
     this.reader = new SearchReader(this.db);
+    this.meaningReader = new MeaningReader(this.db);
+    this.meaning = options.embedder ? new Embeddings(this.db, options.embedder, log) : null;
+    const meaning = this.meaning;
+    this.written = meaning ? () => meaning.changed() : undefined;
     // Security: queries run off the event loop when the index is a file a
     // second connection can open; an in-memory index has only this one.
     const workerUrl = options.workerUrl === undefined ? builtScriptUrl('search-worker') : options.workerUrl;
@@ -158,6 +171,9 @@ export class ContentSearch {
       insertDoc: db.prepare(`INSERT INTO search_docs (uri, mtime, size, text, form, places) VALUES (?, ?, ?, ?, ?, ?)`),
       updateDoc: db.prepare(`UPDATE search_docs SET mtime = ?, size = ?, text = ?, form = ?, places = ? WHERE id = ?`),
       deleteDoc: db.prepare(`DELETE FROM search_docs WHERE id = ?`),
+      // Meaning search's rows go with their document (whether or not this server embeds: a later one may).
+      deleteChunks: db.prepare(`DELETE FROM search_chunks WHERE doc = ?`),
+      deleteEmbedded: db.prepare(`DELETE FROM search_embedded WHERE doc = ?`),
       insertText: db.prepare(`INSERT INTO search_fts (rowid, body) VALUES (CAST(? AS INTEGER), ?)`),
       deleteText: db.prepare(`DELETE FROM search_fts WHERE rowid = CAST(? AS INTEGER)`),
       docsInRange: db.prepare(`SELECT id FROM search_docs WHERE uri >= ? AND uri < ?`),
@@ -185,6 +201,7 @@ export class ContentSearch {
   start(): void {
     if (this.worker) return;
     this.unsubscribe = this.index.onChange((change) => this.enqueue(change));
+    this.meaning?.start();
     this.worker = this.run().catch((error: unknown) => {
       if (!this.closed) this.log.error(`content index stopped: ${(error as Error).message}`);
     });
@@ -236,6 +253,7 @@ export class ContentSearch {
     this.unsubscribe?.();
     this.wake?.();
     await this.worker;
+    await this.meaning?.close();
   }
 
   get searchBudgetMs(): number {
@@ -258,10 +276,17 @@ export class ContentSearch {
    * `exact` says the query has no glob residual. Throws SearchBusyError when
    * too many searches wait.
    */
-  async query(expression: SearchExpression, query: ListQuery, exact: boolean, limit: number, budgetMs = this.budgetMs): Promise<SearchOutcome> {
+  async query(
+    expression: SearchExpression | null,
+    query: ListQuery,
+    exact: boolean,
+    limit: number,
+    budgetMs = this.budgetMs,
+    vector: Float32Array | null = null,
+  ): Promise<SearchOutcome> {
     if (this.thread) {
       try {
-        return await this.thread.run({ expression, query, exact, limit, budgetMs });
+        return await this.thread.run({ expression, vector, query, exact, limit, budgetMs });
       } catch (error) {
         if (!(error instanceof SearchThreadError)) throw error;
         // The next search starts a fresh thread; this one is answered here, bounded between statements.
@@ -269,7 +294,8 @@ export class ContentSearch {
       }
     }
     const plan = planQuery(query);
-    return this.reader.search(expression, { ranges: plan.ranges, residual: plan.residual, exact }, limit, performance.now() + budgetMs);
+    const scope = { ranges: plan.ranges, residual: plan.residual, exact };
+    return rankSearch(this.reader, this.meaningReader, { expression, vector, scope, limit, deadline: performance.now() + budgetMs });
   }
 
   private enqueue(change: IndexChange): void {
@@ -487,6 +513,11 @@ export class ContentSearch {
       id = Number(this.stmts.insertDoc.run(row.uri, row.mtime, row.size, hasText, form, places).lastInsertRowid);
     }
     if (text !== undefined) this.stmts.insertText.run(id, text.text);
+    else {
+      this.stmts.deleteChunks.run(id);
+      this.stmts.deleteEmbedded.run(id);
+    }
+    this.written?.();
   }
 
   private removeUri(uri: string): void {
@@ -502,6 +533,9 @@ export class ContentSearch {
   private removeDoc(id: number): void {
     this.stmts.deleteText.run(id);
     this.stmts.deleteDoc.run(id);
+    this.stmts.deleteChunks.run(id);
+    this.stmts.deleteEmbedded.run(id);
+    this.written?.();
   }
 
   /** Documents indexed in an earlier run whose entries are gone (changed while the server was down), a slice of ids at a time. */

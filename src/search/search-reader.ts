@@ -26,6 +26,8 @@ export interface SearchHit {
   form?: string;
   /** The page (PDF), cell (notebook), sheet (workbook, with its name) or slide the match is in. */
   place?: Omit<Place, 'offset'>;
+  /** A hit by meaning: the last line of the passage that matched (`line` is its first). */
+  lineEnd?: number;
 }
 
 export interface SearchScope {
@@ -169,7 +171,7 @@ function locateMatch(snippet: string, body: string): { line: number; text: strin
 }
 
 /** search_docs.places: [[offset, unit, number, name?], ...] as the content index wrote it; malformed entries are dropped. */
-function parsePlaces(json: string): Place[] {
+export function parsePlaces(json: string): Place[] {
   try {
     const raw = JSON.parse(json) as unknown;
     if (!Array.isArray(raw)) return [];

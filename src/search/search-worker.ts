@@ -2,6 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { ListQuery } from '../query/filter.ts';
 import { planQuery } from '../query/plan.ts';
 import { openDatabase, type SqliteDriverName } from '../sqlite.ts';
+import { MeaningReader, rankSearch } from './meaning-reader.ts';
 import { SearchReader, type SearchOutcome } from './search-reader.ts';
 import type { SearchExpression } from './search-query.ts';
 
@@ -13,7 +14,10 @@ import type { SearchExpression } from './search-query.ts';
  */
 export interface SearchJob {
   id: number;
-  expression: SearchExpression;
+  /** The text query; null for a search by meaning alone. */
+  expression: SearchExpression | null;
+  /** The query's unit vector for a search by meaning (or hybrid); absent for text alone. */
+  vector?: Float32Array | null;
   query: ListQuery;
   exact: boolean;
   limit: number;
@@ -29,12 +33,15 @@ if (port) {
   // WAL: readers never block the writer (the content index keeps building) and see committed data only.
   const db = openDatabase(dbFile, sqliteDriver, { readOnly: true });
   const reader = new SearchReader(db);
+  // This thread's own connection: it may keep the vectors between searches (data_version says when they changed).
+  const meaning = new MeaningReader(db, true);
   port.on('message', (job: SearchJob) => {
     const deadline = performance.now() + job.budgetMs;
     let reply: SearchReply;
     try {
       const plan = planQuery(job.query);
-      const outcome = reader.search(job.expression, { ranges: plan.ranges, residual: plan.residual, exact: job.exact }, job.limit, deadline);
+      const scope = { ranges: plan.ranges, residual: plan.residual, exact: job.exact };
+      const outcome = rankSearch(reader, meaning, { expression: job.expression, vector: job.vector ?? null, scope, limit: job.limit, deadline });
       reply = { id: job.id, ok: true, outcome };
     } catch (error) {
       reply = { id: job.id, ok: false, message: (error as Error).message };

@@ -21,6 +21,15 @@ describe('command-line mistakes: one line that says what was wrong and what is a
     [['--max-write-bytes', '100', '/p'], /^--max-write-bytes applies to --write only$/],
     [['--search-wait-ms', '60001', '/p'], /^--search-wait-ms must be between 0 and 60000, got 60001$/],
     [['--search-wait-ms', '-1', '/p'], /^--search-wait-ms needs a whole number of milliseconds, from 0 to 60000, got '-1'$/],
+    [['--embed-url', 'http://h', '/p'], /^--embed-url needs --embed-model too$/],
+    [['--embed-model', 'm', '/p'], /^--embed-model needs --embed-url too$/],
+    [['--embed-api', 'openai', '/p'], /^--embed-api applies to --embed-url only$/],
+    [['--embed-url', 'ftp://h', '--embed-model', 'm', '/p'], /^--embed-url needs an http or https URL, got 'ftp:\/\/h'$/],
+    [['--embed-url', 'not a url', '--embed-model', 'm', '/p'], /^--embed-url needs an http or https URL/],
+    [['--embed-url', 'http://u:pw@h', '--embed-model', 'm', '/p'], /^--embed-url must not hold a user or password: put the key in FOLDER_MCP_EMBED_KEY$/],
+    [['--embed-url', 'http://h', '--embed-model', 'm', '--embed-api', 'cohere', '/p'], /^--embed-api must be one of ollama, openai$/],
+    [['--embed-url', 'http://h', '--embed-model', 'm', '--no-search', '/p'], /^--embed-url needs the content index/],
+    [['--embed-url', 'http://h', '--embed-model', 'm', '--embed-timeout-ms', '0', '/p'], /^--embed-timeout-ms must be between 1 and 600000, got 0$/],
   ];
   for (const [argv, message] of rows) {
     test(argv.join(' ') || '(nothing)', () => {
@@ -41,6 +50,10 @@ describe('command-line mistakes: one line that says what was wrong and what is a
     assert.ok(writable.kind === 'run' && writable.config.write && writable.config.maxWriteBytes === 1024);
     const waits = parseCliArgs(['--search-wait-ms', '0', '/p']);
     assert.ok(waits.kind === 'run' && waits.config.searchWaitMs === 0, '0: a search never waits');
+    assert.ok(waits.kind === 'run' && waits.config.embed === undefined, 'no embedding model unless asked');
+    const embed = parseCliArgs(['--embed-url', 'http://127.0.0.1:11434', '--embed-model', 'nomic-embed-text', '/p']);
+    assert.ok(embed.kind === 'run');
+    if (embed.kind === 'run') assert.deepEqual(embed.config.embed, { url: 'http://127.0.0.1:11434', model: 'nomic-embed-text', timeoutMs: 30_000 });
     const defaults = parseCliArgs(['--write', '/p']);
     assert.ok(defaults.kind === 'run' && defaults.config.maxWriteBytes === 4 * 1024 * 1024 && defaults.config.searchWaitMs === 5000);
   });

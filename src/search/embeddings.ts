@@ -1,0 +1,265 @@
+// Meaning search's background work: the documents of the content index
+// (search_docs, so exactly the files it reads: never an ignored, excluded or
+// unreadable file, nor one over the search size limit) cut into chunks and
+// embedded by the user's provider, a document at a time, its chunks' vectors
+// written in one transaction. A chunk whose text is unchanged keeps its
+// vector; a new model starts over. A failing provider is logged once per
+// failure streak and retried with exponential back-off; the documents stay
+// queued (they are simply not marked embedded).
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { getMeta, setMeta, type Db } from '../index/db.ts';
+import type { Logger } from '../log.ts';
+import { chunkText } from './chunks.ts';
+import { EMBED_BATCH, EmbedError, type EmbedProvider } from './embed-provider.ts';
+import { parsePlaces } from './search-reader.ts';
+import { normalise, quantise } from './vectors.ts';
+
+/** Requests of one document in flight at once: a local model serves one at a time anyway, and a remote one is not flooded. */
+const MAX_IN_FLIGHT = 2;
+/** Documents fetched per look at the queue. */
+const QUEUE_BATCH = 16;
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 60_000;
+const PROGRESS_LOG_MS = 2000;
+const MODEL_KEY = 'embed_model';
+const DIMENSION_KEY = 'embed_dimension';
+
+export interface MeaningStatus {
+  /** Documents with text, and those of them whose chunks are current. */
+  docs: number;
+  embedded: number;
+  /** The last failure, while the provider keeps failing (null once it answers again). */
+  failing: string | null;
+}
+
+interface QueuedDoc {
+  id: number;
+  mtime: number;
+  size: number;
+  places: string | null;
+}
+
+export class Embeddings {
+  private closed = false;
+  private wake: (() => void) | null = null;
+  private dirty = true;
+  private worker: Promise<void> | null = null;
+  private dimension: number | undefined;
+  private failing: string | null = null;
+  private retryMs = RETRY_FIRST_MS;
+  private readonly stmts;
+  private idleWaiters: (() => void)[] = [];
+  private isIdle = false;
+  private readonly abort = new AbortController();
+  /** The counts of status(), kept until something changes: a search asks for them, and they cost a scan of search_docs. */
+  private counts: { docs: number; embedded: number } | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly provider: EmbedProvider,
+    private readonly log: Logger,
+  ) {
+    this.stmts = {
+      queue: db.prepare(
+        `SELECT d.id AS id, d.mtime AS mtime, d.size AS size, d.places AS places FROM search_docs d LEFT JOIN search_embedded e ON e.doc = d.id
+         WHERE d.id > ? AND d.text = 1 AND (e.doc IS NULL OR e.mtime <> d.mtime OR e.size <> d.size) ORDER BY d.id LIMIT ${QUEUE_BATCH}`,
+      ),
+      body: db.prepare(`SELECT body FROM search_fts WHERE rowid = CAST(? AS INTEGER)`),
+      doc: db.prepare(`SELECT mtime, size, text FROM search_docs WHERE id = ?`),
+      chunks: db.prepare(`SELECT hash, scale, vec FROM search_chunks WHERE doc = ?`),
+      deleteChunks: db.prepare(`DELETE FROM search_chunks WHERE doc = ?`),
+      insertChunk: db.prepare(
+        `INSERT INTO search_chunks (doc, start, length, line_start, line_end, place, hash, scale, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      embedded: db.prepare(
+        `INSERT INTO search_embedded (doc, mtime, size) VALUES (?, ?, ?) ON CONFLICT (doc) DO UPDATE SET mtime = excluded.mtime, size = excluded.size`,
+      ),
+      countDocs: db.prepare(`SELECT count(*) AS n FROM search_docs WHERE text = 1`),
+      countEmbedded: db.prepare(
+        `SELECT count(*) AS n FROM search_embedded e JOIN search_docs d ON d.id = e.doc WHERE d.text = 1 AND e.mtime = d.mtime AND e.size = d.size`,
+      ),
+    };
+  }
+
+  get model(): string {
+    return this.provider.model;
+  }
+
+  /** Checks the model the index was embedded with (another one: everything is embedded again), then works in the background. */
+  start(): void {
+    if (this.worker) return;
+    if (getMeta(this.db, MODEL_KEY) !== this.provider.model) {
+      this.db.transaction(() => {
+        this.db.exec(`DELETE FROM search_chunks; DELETE FROM search_embedded; DELETE FROM meta WHERE key = '${DIMENSION_KEY}'`);
+        setMeta(this.db, MODEL_KEY, this.provider.model);
+      })();
+    }
+    this.log.info(`search by meaning: indexed text is sent to ${this.provider.origin} to be embedded with ${this.provider.model}`);
+    const dim = Number(getMeta(this.db, DIMENSION_KEY));
+    this.dimension = Number.isInteger(dim) && dim > 0 ? dim : undefined;
+    this.worker = this.run().catch((error: unknown) => {
+      if (!this.closed) this.log.error(`embeddings stopped: ${(error as Error).message}`);
+    });
+  }
+
+  /** The content index wrote or removed a document: look at the queue again. */
+  changed(): void {
+    this.counts = null;
+    this.dirty = true;
+    this.isIdle = false;
+    this.wake?.();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.abort.abort();
+    this.wake?.();
+    await this.worker;
+    for (const done of this.idleWaiters.splice(0)) done();
+  }
+
+  status(): MeaningStatus {
+    this.counts ??= {
+      docs: (this.stmts.countDocs.get() as { n: number }).n,
+      embedded: (this.stmts.countEmbedded.get() as { n: number }).n,
+    };
+    return { ...this.counts, failing: this.failing };
+  }
+
+  /** The query's vector, unit length, in the dimension of the index's. Throws EmbedError. */
+  async embedQuery(text: string): Promise<Float32Array> {
+    const [vector] = await this.provider.embed([text], this.dimension);
+    return normalise(vector!);
+  }
+
+  /** Resolves when the queue is empty (for tests and benchmarks); content index writes after it start a new round. */
+  idle(): Promise<void> {
+    if (this.isIdle || this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private async run(): Promise<void> {
+    let after = 0;
+    let roundStart = performance.now();
+    let roundDocs = 0;
+    let roundChunks = 0;
+    let lastLog = performance.now();
+    while (!this.closed) {
+      if (this.dirty && after === 0) this.dirty = false;
+      const docs = this.stmts.queue.all(after) as QueuedDoc[];
+      if (docs.length === 0) {
+        if (after > 0) {
+          after = 0;
+          continue;
+        }
+        if (roundDocs > 0) {
+          const { docs: total, embedded } = this.status();
+          this.log.info(
+            `embeddings: ${roundDocs} documents (${roundChunks} chunks) embedded in ${Math.round(performance.now() - roundStart)} ms with ${this.provider.model}` +
+              ` (dimension ${this.dimension ?? '?'}); ${embedded} of ${total} documents searchable by meaning`,
+          );
+        }
+        roundDocs = 0;
+        roundChunks = 0;
+        if (!this.dirty) {
+          this.isIdle = true;
+          for (const done of this.idleWaiters.splice(0)) done();
+          await new Promise<void>((resolve) => (this.wake = resolve));
+          this.wake = null;
+        }
+        roundStart = performance.now();
+        continue;
+      }
+      for (const doc of docs) {
+        if (this.closed) return;
+        try {
+          roundChunks += await this.embedDoc(doc);
+          roundDocs++;
+          after = doc.id;
+        } catch (error) {
+          if (!(error instanceof EmbedError)) throw error;
+          if (this.closed) return;
+          this.fail(error.message);
+          await this.waitToRetry();
+          after = 0;
+          break;
+        }
+        if (this.failing !== null) {
+          this.log.info(`embeddings: ${this.provider.origin} answers again`);
+          this.failing = null;
+          this.retryMs = RETRY_FIRST_MS;
+        }
+        if (performance.now() - lastLog >= PROGRESS_LOG_MS) {
+          lastLog = performance.now();
+          const { docs: total, embedded } = this.status();
+          this.log.info(`embeddings: ${embedded} of ${total} documents embedded`);
+        }
+      }
+    }
+  }
+
+  private fail(message: string): void {
+    // One line per failure streak: a provider that stays down must not fill the log.
+    if (this.failing === null) {
+      this.log.warn(
+        `embeddings: ${this.provider.origin} failed: ${message}; search by meaning is unavailable until it answers (retrying with back-off, text search unaffected)`,
+      );
+    } else this.log.debug(`embeddings: still failing: ${message}`);
+    this.failing = message;
+  }
+
+  private async waitToRetry(): Promise<void> {
+    const ms = this.retryMs;
+    this.retryMs = Math.min(RETRY_MAX_MS, this.retryMs * 2);
+    try {
+      await sleep(ms, undefined, { signal: this.abort.signal });
+    } catch {
+      // closed
+    }
+  }
+
+  /** Embeds one document's chunks (those whose text is new) and writes them; returns the chunks embedded. */
+  private async embedDoc(doc: QueuedDoc): Promise<number> {
+    const row = this.stmts.body.get(doc.id) as { body: string } | undefined;
+    const chunks = row ? chunkText(row.body, doc.places ? parsePlaces(doc.places) : []) : [];
+    const hashes = chunks.map((c) => createHash('sha256').update(c.text).digest('base64'));
+    const known = new Map<string, { scale: number; vec: Uint8Array }>();
+    for (const c of this.stmts.chunks.all(doc.id) as { hash: string; scale: number; vec: Uint8Array }[]) known.set(c.hash, c);
+    const missing = [...new Set(hashes.filter((h) => !known.has(h)))];
+    const textOf = new Map(hashes.map((h, i) => [h, chunks[i]!.text]));
+    const fresh = new Map<string, { scale: number; vec: Uint8Array }>();
+    const batches: string[][] = [];
+    for (let i = 0; i < missing.length; i += EMBED_BATCH) batches.push(missing.slice(i, i + EMBED_BATCH));
+    for (let i = 0; i < batches.length; i += MAX_IN_FLIGHT) {
+      const group = batches.slice(i, i + MAX_IN_FLIGHT);
+      const answers = await Promise.all(group.map((batch) => this.provider.embed(batch.map((h) => textOf.get(h)!), this.dimension)));
+      if (this.closed) return 0;
+      group.forEach((batch, b) =>
+        batch.forEach((hash, j) => {
+          const vector = answers[b]![j]!;
+          if (this.dimension === undefined) {
+            this.dimension = vector.length;
+            setMeta(this.db, DIMENSION_KEY, String(vector.length));
+          }
+          const q = quantise(vector);
+          fresh.set(hash, { scale: q.scale, vec: new Uint8Array(q.bytes.buffer, q.bytes.byteOffset, q.bytes.length) });
+        }),
+      );
+    }
+    // The document may have changed while its chunks were embedded: then it is queued again, and this is dropped.
+    const now = this.stmts.doc.get(doc.id) as { mtime: number; size: number; text: number } | undefined;
+    if (!now || now.mtime !== doc.mtime || now.size !== doc.size || now.text !== 1) return 0;
+    this.db.transaction(() => {
+      this.stmts.deleteChunks.run(doc.id);
+      chunks.forEach((c, i) => {
+        const v = fresh.get(hashes[i]!) ?? known.get(hashes[i]!)!;
+        const place = c.place ? JSON.stringify(c.place.name !== undefined ? [c.place.unit, c.place.number, c.place.name] : [c.place.unit, c.place.number]) : null;
+        this.stmts.insertChunk.run(doc.id, c.offset, c.text.length, c.lineStart, c.lineEnd, place, hashes[i]!, v.scale, v.vec);
+      });
+      this.stmts.embedded.run(doc.id, doc.mtime, doc.size);
+    })();
+    this.counts = null;
+    return missing.length;
+  }
+}

@@ -1,0 +1,138 @@
+// A real embedding provider for the tests: node:http on 127.0.0.1:0 speaking
+// both APIs folder-mcp calls (Ollama's POST /api/embed, OpenAI's POST
+// /v1/embeddings), with a small deterministic embedder the tests own: each
+// word of a synonym group adds to its group's dimension, any other word to a
+// hashed one, so "expired" is near "lifetime" and near nothing else. Its
+// `mode` turns it into each bad provider of issue 35.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export const TEST_DIMENSION = 64;
+const SYNONYMS = [
+  ['expired', 'expiry', 'lifetime', 'stale'],
+  ['automobile', 'car', 'vehicle'],
+  ['invoice', 'bill', 'receipt'],
+  ['forecast', 'prediction', 'outlook'],
+];
+const GROUP_OF = new Map(SYNONYMS.flatMap((group, i) => group.map((w) => [w, i])));
+
+/** The test embedder: synonym groups share a dimension, other words hash into the rest; unit length. */
+export function testEmbedding(text: string, dimension = TEST_DIMENSION): number[] {
+  const v = new Array<number>(dimension).fill(0);
+  for (const word of text.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+    const group = GROUP_OF.get(word);
+    if (group !== undefined) v[group]! += 1;
+    else {
+      let h = 2166136261;
+      for (let i = 0; i < word.length; i++) h = Math.imul(h ^ word.charCodeAt(i), 16777619) >>> 0;
+      v[SYNONYMS.length + (h % (dimension - SYNONYMS.length))]! += 0.5;
+    }
+  }
+  const norm = Math.hypot(...v) || 1;
+  return v.map((x) => x / norm);
+}
+
+export type EmbedServerMode = 'ok' | 'slow' | 'wrong-dimension' | 'http-500' | 'nan' | 'redirect';
+
+export interface EmbedServer {
+  /** Base URL for --embed-url: `${origin}` (Ollama) or `${origin}/v1` (OpenAI). */
+  readonly origin: string;
+  mode: EmbedServerMode;
+  /** Where `redirect` sends the client (another origin). */
+  redirectTo: string;
+  /** Every text asked to embed, in order. */
+  readonly texts: string[];
+  /** Requests answered, and the Authorization headers seen. */
+  readonly requests: { api: 'ollama' | 'openai'; authorization: string | undefined }[];
+  close(): Promise<void>;
+}
+
+export async function startEmbedServer(): Promise<EmbedServer> {
+  const state: EmbedServer = {
+    origin: '',
+    mode: 'ok',
+    redirectTo: 'http://127.0.0.1:9/elsewhere',
+    texts: [],
+    requests: [],
+    close: async () => {},
+  };
+  const server: Server = createServer((req, res) => void handle(state, req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  Object.assign(state, {
+    origin: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  });
+  return state;
+}
+
+/** A server that counts what reaches it and answers nothing useful: the target of a redirect. */
+export async function startCountingServer(): Promise<{ origin: string; hits: () => number; close: () => Promise<void> }> {
+  let hits = 0;
+  const server = createServer((_req, res) => {
+    hits++;
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    hits: () => hits,
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
+
+/** A port nothing listens on (bound, then closed): a provider that is down. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function handle(state: EmbedServer, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const api = req.url === '/api/embed' ? 'ollama' : req.url === '/v1/embeddings' ? 'openai' : null;
+  if (req.method !== 'POST' || api === null) {
+    res.writeHead(404).end('not found');
+    return;
+  }
+  let body: { model?: unknown; input?: unknown };
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+  } catch {
+    res.writeHead(400).end('bad json');
+    return;
+  }
+  const input = typeof body.input === 'string' ? [body.input] : Array.isArray(body.input) ? (body.input as string[]) : [];
+  state.requests.push({ api, authorization: req.headers.authorization });
+  state.texts.push(...input);
+  switch (state.mode) {
+    case 'http-500':
+      res.writeHead(500, { 'content-type': 'text/plain' }).end('model crashed');
+      return;
+    case 'redirect':
+      res.writeHead(307, { location: state.redirectTo }).end();
+      return;
+    case 'slow':
+      // Longer than any timeout the tests give; the client gives up first, and close() ends it.
+      await new Promise((r) => setTimeout(r, 30_000).unref());
+      if (!res.writableEnded) res.writeHead(500).end();
+      return;
+    default:
+  }
+  const dimension = state.mode === 'wrong-dimension' ? TEST_DIMENSION / 2 : TEST_DIMENSION;
+  const vectors = input.map((text) => {
+    const v = testEmbedding(text, dimension);
+    if (state.mode === 'nan') v[0] = NaN; // JSON has no NaN: it goes out as null, as a broken model's would
+    return v;
+  });
+  const answer = api === 'ollama' ? { model: body.model, embeddings: vectors } : { object: 'list', model: body.model, data: vectors.map((embedding, index) => ({ object: 'embedding', index, embedding })).reverse() };
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+}
