@@ -11,7 +11,7 @@ export type Db = Database;
  * Bump when the schema or the meaning of a column changes: an index file with
  * another version is rebuilt from the disk, never migrated in place.
  */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 // Keyset order: `uri` is TEXT with BINARY collation, and canonical URIs are
 // ASCII, so SQLite order == JS string order == byte order. Every ordering in the
