@@ -3,6 +3,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport as V1Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { spawnSync } from 'node:child_process';
 import { chownSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { after, before } from 'node:test';
@@ -124,7 +125,31 @@ export interface Unprivileged {
  * serves must be reachable by that user (see shareWith).
  */
 export function unprivilegedUser(): Unprivileged | undefined {
-  return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+  return process.getuid?.() === 0 && nobodyCanRunServer() ? NOBODY : undefined;
+}
+
+const NOBODY: Unprivileged = { uid: 65534, gid: 65534 };
+let nobodyProbe: boolean | undefined;
+
+/**
+ * Whether nobody can run this Node.js and read the built server: not when
+ * either lies under a folder only root may enter (a checkout in a 0700
+ * temporary folder, a Node.js in /root/.npm). Probed once, by trying.
+ */
+function nobodyCanRunServer(): boolean {
+  nobodyProbe ??=
+    spawnSync(process.execPath, [...dropPrivileges(NOBODY), '-e', `require('node:fs').accessSync(${JSON.stringify(CLI)}, 4)`], { stdio: 'ignore', timeout: 30_000 }).status === 0;
+  return nobodyProbe;
+}
+
+/**
+ * Why a test that needs a folder unreadable to the server cannot run here, or
+ * false: as root, the server must run as nobody, and nobody must be able to
+ * run it (see nobodyCanRunServer).
+ */
+export function unreadableFoldersSkip(): string | false {
+  if (process.getuid?.() !== 0) return false;
+  return nobodyCanRunServer() ? false : `as root, the server runs as nobody to meet mode 000, and nobody cannot run ${process.execPath} on ${CLI} here (a folder on the way is closed to others)`;
 }
 
 /** Lets `user` reach `dir` (a temp folder, mode 700): it becomes theirs. Nothing to do without one. */

@@ -6,11 +6,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fuzz } from '../fuzz.ts';
+import { unreadableFoldersSkip } from '../helpers.ts';
 
 const SEEDS = [1, 2, 3];
 const OPS = 40;
 
-describe('the fuzzer: the listing equals the disk after random operations, restarts and kills', { skip: process.platform !== 'linux' ? 'the watchers are tested on Linux' : false }, () => {
+describe('the fuzzer: the listing equals the disk after random operations, restarts and kills', { skip: process.platform !== 'linux' ? 'the watchers are tested on Linux' : unreadableFoldersSkip() }, () => {
   for (const backend of ['dirs', 'poll'] as const) {
     for (const seed of SEEDS) {
       test(`${backend}, seed ${seed}, ${OPS} operations`, async () => {

@@ -10,7 +10,7 @@ import { FolderIndex } from '../../src/index/folder-index.ts';
 import { LiveSync } from '../../src/live/sync.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
-import { connect, diskUris, serveTree, shareWith, tempDir, unprivilegedUser, waitFor, type Connected } from '../helpers.ts';
+import { connect, diskUris, serveTree, shareWith, tempDir, unprivilegedUser, unreadableFoldersSkip, waitFor, type Connected } from '../helpers.ts';
 import { connectWithNotes, listingDiff, listingEqualsDisk, type Notes } from '../live-helpers.ts';
 
 /** A ceiling for what a loaded machine needs, far under the 60 s periodic diff that would hide a miss. */
@@ -54,7 +54,7 @@ for (const backend of ['dirs', 'chokidar', 'poll'] as const) {
 const user = unprivilegedUser();
 
 for (const backend of ['dirs', 'chokidar'] as const) {
-  describe(`a folder unreadable while it changes (--watcher ${backend})`, { skip: linux ? false : 'the watchers are tested on Linux' }, () => {
+  describe(`a folder unreadable while it changes (--watcher ${backend})`, { skip: linux ? unreadableFoldersSkip() : 'the watchers are tested on Linux' }, () => {
     // The server runs as a user the modes apply to (as root, nobody: root reads a folder of mode 000).
     const dir = tempDir('folder-mcp-locked-');
     const root = join(dir.path, 'tree');
