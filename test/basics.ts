@@ -6,6 +6,7 @@ import { linkSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, wr
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { WriteError, type WriteReason } from '../src/content/safe-write.ts';
 import { makeRoot, type Root } from '../src/uri.ts';
 
 /** A fresh temp folder, removed by the returned cleanup. */
@@ -101,4 +102,15 @@ export function diskUris(root: string, skip: (name: string, isDir: boolean) => b
   };
   walk(root);
   return out.sort();
+}
+
+/** How a write through src/content/safe-write.ts ended: 'ok', or the WriteError's reason (anything else is thrown). */
+export async function writeReason(promise: Promise<unknown>): Promise<WriteReason | 'ok'> {
+  try {
+    await promise;
+    return 'ok';
+  } catch (error) {
+    if (error instanceof WriteError) return error.reason;
+    throw error;
+  }
 }

@@ -17,12 +17,11 @@ import {
   judgeReadOnly,
   moveSafely,
   writeFileSafely,
-  WriteError,
   type WriteHooks,
   type WriteOutcome,
 } from '../../src/content/safe-write.ts';
 import { makeRoot, type Root } from '../../src/uri.ts';
-import { tempDir, writeSandbox } from '../basics.ts';
+import { tempDir, writeReason as reason, writeSandbox } from '../basics.ts';
 
 let base: ReturnType<typeof tempDir>;
 let served: string;
@@ -45,15 +44,6 @@ async function editWrite(data: string, hooks: WriteHooks = {}): Promise<WriteOut
   }
 }
 
-async function reason(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-    return 'ok';
-  } catch (error) {
-    if (error instanceof WriteError) return error.reason;
-    throw error;
-  }
-}
 
 const tempFiles = () => readdirSync(join(served, 'sub')).filter((name) => name.startsWith('.folder-mcp-'));
 

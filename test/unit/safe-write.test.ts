@@ -14,12 +14,11 @@ import {
   moveSafely,
   NEW_FILE_MODE,
   writeFileSafely,
-  WriteError,
   type EntryKind,
   type WriteReason,
 } from '../../src/content/safe-write.ts';
 import { makeRoot, type Root } from '../../src/uri.ts';
-import { tempDir, writeSandbox } from '../basics.ts';
+import { tempDir, writeReason as reason, writeSandbox } from '../basics.ts';
 
 describe('judgeTarget: may this path be written', () => {
   const roots = [makeRoot('/srv/app'), makeRoot('/home/u/notes')];
@@ -88,15 +87,6 @@ function assertNoTempFiles(dir = served): void {
   }
 }
 
-async function reason(promise: Promise<unknown>): Promise<WriteReason | 'ok'> {
-  try {
-    await promise;
-    return 'ok';
-  } catch (error) {
-    if (error instanceof WriteError) return error.reason;
-    throw error;
-  }
-}
 
 const mkfifo = (path: string) => execFileSync('mkfifo', [path]);
 
