@@ -11,11 +11,34 @@ import { pathToFileURL } from 'node:url';
 import { createApp, type App } from '../src/app.ts';
 import { allowedHostsFor } from '../src/http/guard.ts';
 import { serveHttp, type HttpEndpoint, type HttpServeLimits } from '../src/http/serve.ts';
+import type { SessionClock } from '../src/http/sessions.ts';
 import { prepareLaunch } from '../src/launch.ts';
 import { silentLogger } from '../src/log.ts';
 import { CLI, Loose, tempDir, writeTree, type LooseResult } from './helpers.ts';
 
 /** A real App on a temp tree (a.txt, sub/b.txt, and `tree`) and its endpoint on 127.0.0.1:0, in this process, for one describe block. */
+/**
+ * Time for the 2025-era sessions' sweeps that moves only when the test says
+ * (src/http/sessions.ts SessionClock): a test ages sessions by `advance`, on
+ * any machine at any load, instead of sleeping past a short idle time.
+ */
+export class ManualClock implements SessionClock {
+  private time = 1_000_000;
+  private readonly ticks = new Set<() => void>();
+  now(): number {
+    return this.time;
+  }
+  every(_ms: number, tick: () => void): { stop(): void } {
+    this.ticks.add(tick);
+    return { stop: () => void this.ticks.delete(tick) };
+  }
+  /** Moves time on by `ms`, then sweeps once. */
+  advance(ms: number): void {
+    this.time += ms;
+    for (const tick of this.ticks) tick();
+  }
+}
+
 export function serveInProcess(limits: Partial<HttpServeLimits> = {}, tree: Record<string, string | Uint8Array> = {}) {
   const served = {} as { root: ReturnType<typeof tempDir>; app: App; endpoint: HttpEndpoint; port: number; rootUri: string };
   before(async () => {
