@@ -23,6 +23,8 @@ const PARALLEL_DIRS = 8;
 const CHILD_PAGE = 5000;
 /** Other names of one hard-linked file looked at when it changes (a file with more is rare; the safety diff has the rest). */
 const MAX_OTHER_NAMES = 1000;
+/** Hard-linked files one directory diff follows to their other names at most (a pnpm store links every file); past it the periodic diff covers them. */
+const MAX_LINKED_FOUND = 10_000;
 
 /**
  * Brings the index in line with the disk, one path or one subtree at a time,
@@ -51,6 +53,12 @@ export class Reconciler {
    * moved (recheckLocked, or an event naming the folder) walks it whole.
    */
   private readonly locked = new Map<string, number>();
+  /**
+   * Files with other links that a directory diff found new or changed: their
+   * other indexed names (elsewhere, under no event) are looked at after it
+   * (see otherNames). The path check (`paths`) does the same for its own.
+   */
+  private linkedFound: Array<{ uri: string; ino: number; dev: number }> = [];
 
   constructor(
     private readonly index: FolderIndex,
@@ -231,6 +239,7 @@ export class Reconciler {
     }
     await this.diffDirectories(dir, rootIndex, newDirsAre);
     await this.flush();
+    await this.otherNames();
     this.reportSkips();
   }
 
@@ -265,6 +274,7 @@ export class Reconciler {
     const walkWhole: string[] = [];
     await this.diffDirectories(dir, rootIndex, 'found', walkWhole);
     await this.flush();
+    await this.otherNames();
     for (const tree of outermostDirs(walkWhole)) {
       if (this.isClosed()) return;
       await this.tree(tree, 'found');
@@ -430,7 +440,9 @@ export class Reconciler {
       const row = entryRow(path, kept[i]!.name, st.isDirectory(), st, dirUri, rootIndex);
       const known = indexed.get(row.uri);
       indexed.delete(row.uri);
-      this.consider(row, path, known ?? null);
+      if (this.consider(row, path, known ?? null) && st.isFile() && st.nlink > 1 && this.linkedFound.length < MAX_LINKED_FOUND) {
+        this.linkedFound.push({ uri: row.uri, ino: row.ino, dev: row.dev });
+      }
       await this.limitSniffs();
       if (st.isDirectory()) {
         this.rewatchIfNew(path, known, row, newDirsAre ?? 'found');
@@ -509,8 +521,8 @@ export class Reconciler {
     if (moved.length > 0) await this.paths(moved);
   }
 
-  /** Queues `row` unless the index already has it as it is; `known` skips the lookup when the caller has it. */
-  private consider(row: EntryRow, path: string, known: EntryRow | null | undefined = undefined): void {
+  /** Queues `row` unless the index already has it as it is (then false); `known` skips the lookup when the caller has it. */
+  private consider(row: EntryRow, path: string, known: EntryRow | null | undefined = undefined): boolean {
     const existing = known === undefined ? this.index.store.get(row.uri) : (known ?? undefined);
     if (
       existing &&
@@ -521,10 +533,29 @@ export class Reconciler {
       existing.parent === row.parent &&
       existing.root === row.root
     ) {
-      return;
+      return false;
     }
     if (row.mime === '') this.sniffs.push(sniffMime(path, row));
     this.upserted.push(row);
+    return true;
+  }
+
+  /**
+   * The other indexed names of the hard-linked files a directory diff found
+   * new or changed: a folder readable again (or listed again) can show a
+   * file written through a name the server could not see, and its other
+   * names, in folders no event named, hold the same size and mtime.
+   */
+  private async otherNames(): Promise<void> {
+    if (this.linkedFound.length === 0) return;
+    const found = this.linkedFound;
+    this.linkedFound = [];
+    const others = new Set<string>();
+    for (const { uri, ino, dev } of found) {
+      for (const other of this.index.store.sameFile(ino, dev, MAX_OTHER_NAMES)) if (other !== uri) others.add(uriToPath(other));
+    }
+    for (const { uri } of found) others.delete(uriToPath(uri));
+    if (others.size > 0 && !this.isClosed()) await this.paths(others, false);
   }
 
   /** Keeps the files open for sniffing under PARALLEL_IO (a sniff that hits EMFILE would call text binary). */

@@ -104,6 +104,43 @@ for (const backend of ['dirs', 'chokidar'] as const) {
   });
 }
 
+for (const backend of ['dirs', 'chokidar'] as const) {
+  describe(`a hard link written through a name in an unreadable folder (--watcher ${backend})`, { skip: linux ? unreadableFoldersSkip() : 'the watchers are tested on Linux' }, () => {
+    // Found by the project's fuzzer (seed 1069, dirs): d/c.txt and e/c.txt are one file, d is locked
+    // when the server starts, and the file grows through d/c.txt. No event names e/c.txt; once d is
+    // readable again, the server finds d/c.txt, and must look at its other names too.
+    const dir = tempDir('folder-mcp-locked-link-');
+    const root = join(dir.path, 'tree');
+    const servers: Connected[] = [];
+    before(() => {
+      shareWith(dir.path, user);
+      mkdirSync(join(root, 'd'), { recursive: true });
+      mkdirSync(join(root, 'e'));
+      writeFileSync(join(root, 'd/c.txt'), 'hello\n');
+      linkSync(join(root, 'd/c.txt'), join(root, 'e/c.txt'));
+      chmodSync(join(root, 'd'), 0o000);
+    });
+    after(async () => {
+      chmodSync(join(root, 'd'), 0o755);
+      for (const conn of servers) await conn.close();
+      dir.cleanup();
+    });
+
+    test('once the folder is readable, the other name is listed at the new size', async () => {
+      const conn = await connect(['--db', join(dir.path, 'index.db'), '--watcher', backend, '--no-search', root], user ? { user } : {});
+      servers.push(conn);
+      await waitFor(() => conn.stderr().includes('index checked against the disk'), TIMEOUT, 'the start-up catch-up');
+      const size = async () => ((await conn.request('resources/metadata', { uri: pathToUri(join(root, 'e/c.txt'), false) })).resource as { size?: number }).size;
+      assert.equal(await size(), 6);
+      appendFileSync(join(root, 'd/c.txt'), '123'); // as root, through the name the server cannot see
+      chmodSync(join(root, 'd'), 0o755);
+      await waitFor(async () => (await size()) === 9, TIMEOUT, 'e/c.txt listed at its new size');
+      const disk = () => diskUris(root);
+      await waitFor(() => listingEqualsDisk(conn, disk), TIMEOUT, 'the listing to equal the disk');
+    });
+  });
+}
+
 describe('--watcher none: no look at the disk after the start-up catch-up', () => {
   test('a folder found new at start-up is not walked again later (and the scan watches are released)', async () => {
     const dir = tempDir();
