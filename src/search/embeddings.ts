@@ -24,6 +24,13 @@ const RETRY_MAX_MS = 60_000;
 const PROGRESS_LOG_MS = 2000;
 const MODEL_KEY = 'embed_model';
 const DIMENSION_KEY = 'embed_dimension';
+/**
+ * The next search_chunks id. Ids only grow, never reused (SQLite's rowid
+ * takes max + 1, which reuses the ids of the last document removed): the
+ * search thread keeps the vectors in memory and reads what was written
+ * since by id (meaning-reader.ts).
+ */
+const NEXT_CHUNK_KEY = 'embed_next_chunk';
 
 export interface MeaningStatus {
   /** Documents with text, and those of them whose chunks are current. */
@@ -70,8 +77,9 @@ export class Embeddings {
       chunks: db.prepare(`SELECT hash, scale, vec FROM search_chunks WHERE doc = ?`),
       deleteChunks: db.prepare(`DELETE FROM search_chunks WHERE doc = ?`),
       insertChunk: db.prepare(
-        `INSERT INTO search_chunks (doc, start, length, line_start, line_end, place, hash, scale, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO search_chunks (id, doc, start, length, line_start, line_end, place, hash, scale, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      maxChunk: db.prepare(`SELECT max(id) AS n FROM search_chunks`),
       embedded: db.prepare(
         `INSERT INTO search_embedded (doc, mtime, size) VALUES (?, ?, ?) ON CONFLICT (doc) DO UPDATE SET mtime = excluded.mtime, size = excluded.size`,
       ),
@@ -252,11 +260,14 @@ export class Embeddings {
     if (!now || now.mtime !== doc.mtime || now.size !== doc.size || now.text !== 1) return 0;
     this.db.transaction(() => {
       this.stmts.deleteChunks.run(doc.id);
+      const max = (this.stmts.maxChunk.get() as { n: number | null }).n ?? 0;
+      let next = Math.max(max + 1, Number(getMeta(this.db, NEXT_CHUNK_KEY) ?? 0) || 0);
       chunks.forEach((c, i) => {
         const v = fresh.get(hashes[i]!) ?? known.get(hashes[i]!)!;
         const place = c.place ? JSON.stringify(c.place.name !== undefined ? [c.place.unit, c.place.number, c.place.name] : [c.place.unit, c.place.number]) : null;
-        this.stmts.insertChunk.run(doc.id, c.offset, c.text.length, c.lineStart, c.lineEnd, place, hashes[i]!, v.scale, v.vec);
+        this.stmts.insertChunk.run(next++, doc.id, c.offset, c.text.length, c.lineStart, c.lineEnd, place, hashes[i]!, v.scale, v.vec);
       });
+      setMeta(this.db, NEXT_CHUNK_KEY, String(next));
       this.stmts.embedded.run(doc.id, doc.mtime, doc.size);
     })();
     this.counts = null;
