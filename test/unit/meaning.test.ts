@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Place } from '../../src/content/converters/types.ts';
 import { chunkText } from '../../src/search/chunks.ts';
-import { checkVectors, defaultEmbedApi, embedEndpoint, EmbedError } from '../../src/search/embed-provider.ts';
+import { checkVectors, defaultEmbedApi, DimensionError, embedEndpoint, EmbedError } from '../../src/search/embed-provider.ts';
 import { cosineInt8, dequantise, fuseRanks, normalise, quantise } from '../../src/search/vectors.ts';
 import { dotKernel, wasmMemory } from '../../src/search/dot-kernel.ts';
 import { VectorStore } from '../../src/search/vector-store.ts';
@@ -122,9 +122,10 @@ describe('embedding provider answers', () => {
     assert.equal(embedEndpoint('http://h:1/v1/', 'openai').href, 'http://h:1/v1/embeddings');
   });
 
-  const bad: { name: string; vectors: unknown[]; count: number; dimension?: number; error: RegExp }[] = [
+  const bad: { name: string; vectors: unknown[]; count: number; dimension?: number; error: RegExp; changed?: number }[] = [
     { name: 'too few vectors', vectors: [[1, 2]], count: 2, error: /1 vectors for 2 texts/ },
-    { name: 'wrong dimension', vectors: [[1, 2, 3]], count: 1, dimension: 2, error: /dimension 3, expected 2/ },
+    { name: 'another dimension, all alike (a model changed?)', vectors: [[1, 2, 3]], count: 1, dimension: 2, error: /dimension 3, expected 2/, changed: 3 },
+    { name: 'another dimension in part', vectors: [[1, 2, 3], [1, 2]], count: 2, dimension: 2, error: /dimension 3, expected 2/ },
     { name: 'mixed dimensions', vectors: [[1, 2], [1]], count: 2, error: /dimension 1, expected 2/ },
     { name: 'NaN', vectors: [[1, NaN]], count: 1, error: /not a finite number/ },
     { name: 'null (JSON NaN)', vectors: [[1, null]], count: 1, error: /not a finite number/ },
@@ -133,7 +134,10 @@ describe('embedding provider answers', () => {
   ];
   for (const c of bad) {
     test(`refused: ${c.name}`, () => {
-      assert.throws(() => checkVectors(c.vectors, c.count, c.dimension), (e: Error) => e instanceof EmbedError && c.error.test(e.message));
+      assert.throws(
+        () => checkVectors(c.vectors, c.count, c.dimension),
+        (e: Error) => e instanceof EmbedError && c.error.test(e.message) && (e instanceof DimensionError ? e.answered : undefined) === c.changed,
+      );
     });
   }
   test('accepted: floats of one dimension', () => {
