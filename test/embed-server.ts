@@ -57,8 +57,14 @@ export interface EmbedServer {
   close(): Promise<void>;
 }
 
-export async function startEmbedServer(): Promise<EmbedServer> {
-  const state: EmbedServer = {
+/**
+ * `dimension`: of the vectors answered (a benchmark asks for a real model's,
+ * 768); `record`: keep every text asked (false for a benchmark's 100k chunks).
+ */
+export async function startEmbedServer(options: { dimension?: number; record?: boolean } = {}): Promise<EmbedServer> {
+  const state: EmbedServer & { dimension: number; record: boolean } = {
+    dimension: options.dimension ?? TEST_DIMENSION,
+    record: options.record ?? true,
     origin: '',
     mode: 'ok',
     redirectTo: 'http://127.0.0.1:9/elsewhere',
@@ -130,8 +136,11 @@ async function handle(state: EmbedServer, req: IncomingMessage, res: ServerRespo
     return;
   }
   const input = typeof body.input === 'string' ? [body.input] : Array.isArray(body.input) ? (body.input as string[]) : [];
-  state.requests.push({ api, authorization: req.headers.authorization });
-  state.texts.push(...input);
+  const own = state as EmbedServer & { dimension: number; record: boolean };
+  if (own.record) {
+    state.requests.push({ api, authorization: req.headers.authorization });
+    state.texts.push(...input);
+  }
   switch (state.mode) {
     case 'http-500':
       res.writeHead(500, { 'content-type': 'text/plain' }).end('model crashed');
@@ -152,7 +161,7 @@ async function handle(state: EmbedServer, req: IncomingMessage, res: ServerRespo
       return;
     default:
   }
-  const dimension = state.mode === 'wrong-dimension' ? TEST_DIMENSION / 2 : state.mode === 'unstable-dimension' ? nextUnstableDimension() : TEST_DIMENSION;
+  const dimension = state.mode === 'wrong-dimension' ? own.dimension / 2 : state.mode === 'unstable-dimension' ? nextUnstableDimension() : own.dimension;
   const vectors = input.map((text) => {
     const v = testEmbedding(text, dimension);
     if (state.mode === 'nan') v[0] = NaN; // JSON has no NaN: it goes out as null, as a broken model's would
