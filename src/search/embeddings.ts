@@ -166,6 +166,8 @@ export class Embeddings {
     const deadline = performance.now() + timeoutMs;
     while (!this.closed && this.failing === null && !caughtUp() && performance.now() < deadline) {
       onProgress(this.status());
+      // Idle and still short (nothing left it can embed): waiting longer would not help.
+      if (this.isIdle) break;
       const wait = Math.min(everyMs, deadline - performance.now());
       await Promise.race([this.idle(), sleep(Math.max(0, wait))]);
     }
