@@ -87,7 +87,7 @@ export const DEFAULT_PAGE_SIZE = 2000;
 export const MAX_PAGE_SIZE = 10_000;
 /** `--search-budget-ms`: the time one search may take (src/search/content-search.ts). */
 export const DEFAULT_SEARCH_BUDGET_MS = 2000;
-/** `--search-wait-ms`: how long an early search on a small folder waits for the first build (src/search/content-search.ts). */
+/** `--search-wait-ms`: how long an early search on a small folder waits for the first build, and a search by meaning for the embeddings (src/search/content-search.ts). */
 export const DEFAULT_SEARCH_WAIT_MS = 5000;
 
 /** Every command-line option: the README's option table and USAGE name each one (test/unit/docs-claims.test.ts). */
@@ -144,7 +144,8 @@ Options:
                          short and says so (default ${DEFAULT_SEARCH_BUDGET_MS})
   --search-wait-ms N     how long a search sent while a small folder's (up to
                          1,000 files) first content index build runs waits for
-                         it; 0 never waits (default ${DEFAULT_SEARCH_WAIT_MS})
+                         it, and a search by meaning for the embeddings; 0 never
+                         waits (default ${DEFAULT_SEARCH_WAIT_MS})
   --embed-url URL        also search by meaning: embed the indexed text with the
                          model served at URL (Ollama, or OpenAI-compatible at
                          .../v1). File text is sent to URL. Key: FOLDER_MCP_EMBED_KEY

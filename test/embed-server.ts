@@ -32,7 +32,15 @@ export function testEmbedding(text: string, dimension = TEST_DIMENSION): number[
   return v.map((x) => x / norm);
 }
 
-export type EmbedServerMode = 'ok' | 'slow' | 'wrong-dimension' | 'http-500' | 'nan' | 'redirect';
+/**
+ * How the server answers: `ok`; `slow` (past any timeout the tests give);
+ * `delayed` (ok, after `delayMs`); `wrong-dimension` (ok, every vector of
+ * dimension 32: another model under the same name); `unstable-dimension`
+ * (each answer of another dimension than the one before, never 64: a broken
+ * model); `http-500`; `model-not-found` (Ollama's 404 for a model not
+ * pulled); `nan`; `redirect` (to `redirectTo`, another origin).
+ */
+export type EmbedServerMode = 'ok' | 'slow' | 'delayed' | 'wrong-dimension' | 'unstable-dimension' | 'http-500' | 'model-not-found' | 'nan' | 'redirect';
 
 export interface EmbedServer {
   /** Base URL for --embed-url: `${origin}` (Ollama) or `${origin}/v1` (OpenAI). */
@@ -40,6 +48,8 @@ export interface EmbedServer {
   mode: EmbedServerMode;
   /** Where `redirect` sends the client (another origin). */
   redirectTo: string;
+  /** How long `delayed` waits before it answers. */
+  delayMs: number;
   /** Every text asked to embed, in order. */
   readonly texts: string[];
   /** Requests answered, and the Authorization headers seen. */
@@ -47,11 +57,18 @@ export interface EmbedServer {
   close(): Promise<void>;
 }
 
-export async function startEmbedServer(): Promise<EmbedServer> {
-  const state: EmbedServer = {
+/**
+ * `dimension`: of the vectors answered (a benchmark asks for a real model's,
+ * 768); `record`: keep every text asked (false for a benchmark's 100k chunks).
+ */
+export async function startEmbedServer(options: { dimension?: number; record?: boolean } = {}): Promise<EmbedServer> {
+  const state: EmbedServer & { dimension: number; record: boolean } = {
+    dimension: options.dimension ?? TEST_DIMENSION,
+    record: options.record ?? true,
     origin: '',
     mode: 'ok',
     redirectTo: 'http://127.0.0.1:9/elsewhere',
+    delayMs: 300,
     texts: [],
     requests: [],
     close: async () => {},
@@ -95,6 +112,14 @@ export async function closedPort(): Promise<number> {
   return port;
 }
 
+/** The dimension of `unstable-dimension`'s next answer: 16, 17, ... 63, 65, ... 127, 16, ...: never twice the same in a row, never 64. */
+let unstable = 15;
+function nextUnstableDimension(): number {
+  unstable = unstable >= 127 ? 16 : unstable + 1;
+  if (unstable === TEST_DIMENSION) unstable++;
+  return unstable;
+}
+
 async function handle(state: EmbedServer, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -111,12 +136,21 @@ async function handle(state: EmbedServer, req: IncomingMessage, res: ServerRespo
     return;
   }
   const input = typeof body.input === 'string' ? [body.input] : Array.isArray(body.input) ? (body.input as string[]) : [];
-  state.requests.push({ api, authorization: req.headers.authorization });
-  state.texts.push(...input);
+  const own = state as EmbedServer & { dimension: number; record: boolean };
+  if (own.record) {
+    state.requests.push({ api, authorization: req.headers.authorization });
+    state.texts.push(...input);
+  }
   switch (state.mode) {
     case 'http-500':
       res.writeHead(500, { 'content-type': 'text/plain' }).end('model crashed');
       return;
+    case 'model-not-found':
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `model "${String(body.model)}" not found, try pulling it first` }));
+      return;
+    case 'delayed':
+      await new Promise((r) => setTimeout(r, state.delayMs).unref());
+      break;
     case 'redirect':
       res.writeHead(307, { location: state.redirectTo }).end();
       return;
@@ -127,7 +161,7 @@ async function handle(state: EmbedServer, req: IncomingMessage, res: ServerRespo
       return;
     default:
   }
-  const dimension = state.mode === 'wrong-dimension' ? TEST_DIMENSION / 2 : TEST_DIMENSION;
+  const dimension = state.mode === 'wrong-dimension' ? own.dimension / 2 : state.mode === 'unstable-dimension' ? nextUnstableDimension() : own.dimension;
   const vectors = input.map((text) => {
     const v = testEmbedding(text, dimension);
     if (state.mode === 'nan') v[0] = NaN; // JSON has no NaN: it goes out as null, as a broken model's would

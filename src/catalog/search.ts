@@ -5,7 +5,8 @@
 import { z } from 'zod';
 import { PROGRESS_INTERVAL_MS, type ProgressSink } from '../protocol/progress.ts';
 import { DEFAULT_SEARCH_BUDGET_MS } from '../config.ts';
-import { SEARCH_MAX_FILE_BYTES, type ContentSearch } from '../search/content-search.ts';
+import { SEARCH_MAX_FILE_BYTES, SEARCH_WAIT_MAX_FILES, type ContentSearch } from '../search/content-search.ts';
+import type { Embeddings } from '../search/embeddings.ts';
 import { SearchBusyError } from '../search/search-thread.ts';
 import { scopeQuery } from './scope.ts';
 import { MAX_QUERY_LENGTH, parseSearchQuery, SearchQueryError, type SearchExpression } from '../search/search-query.ts';
@@ -40,6 +41,20 @@ async function withBuildProgress<T>(search: ContentSearch, progress: ProgressSin
   } finally {
     clearInterval(timer);
   }
+}
+
+/**
+ * Waits (at most `waitMs`) for the embeddings to catch up, telling a call
+ * that sent a progress token how far they got, every PROGRESS_INTERVAL_MS
+ * while they move: progress = documents embedded, total = documents with text.
+ */
+async function withEmbeddingProgress(meaning: Embeddings, progress: ProgressSink | undefined, waitMs: number): Promise<void> {
+  let last = -1;
+  await meaning.whenEmbedded(waitMs, PROGRESS_INTERVAL_MS, ({ embedded, docs }) => {
+    if (!progress || embedded === last) return;
+    last = embedded;
+    progress(embedded, docs, `embeddings: ${embedded} of ${docs} documents embedded`);
+  });
 }
 
 const input = z.strictObject({
@@ -137,7 +152,13 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     let vector: Float32Array | null = null;
     let note: string | undefined;
     if (meaning && asked !== 'text') {
-      const status = meaning.status();
+      let status = meaning.status();
+      // As for the content build: on a small folder, a search by meaning right after start (or after many
+      // edits) waits a moment for the embeddings to catch up rather than answer from a few of them.
+      if (status.embedded < status.docs && status.failing === null && status.docs - status.embedded <= SEARCH_WAIT_MAX_FILES) {
+        await withEmbeddingProgress(meaning, tc.progress, search.searchWaitMs);
+        status = meaning.status();
+      }
       try {
         vector = await meaning.embedQuery(args.query);
         if (status.embedded < status.docs) {

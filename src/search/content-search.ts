@@ -260,6 +260,11 @@ export class ContentSearch {
     return this.budgetMs;
   }
 
+  /** How long an early search on a small folder waits for the first build (--search-wait-ms), and for its embeddings. */
+  get searchWaitMs(): number {
+    return this.waitMs;
+  }
+
   /** Waits for the first build to complete, as a search sent during it does: at most --search-wait-ms, and only for a small folder. */
   whenSmallBuildComplete(): Promise<boolean> {
     return this.whenComplete(this.waitMs, SEARCH_WAIT_MAX_FILES);

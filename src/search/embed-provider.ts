@@ -28,6 +28,21 @@ export class EmbedError extends Error {
   override name = 'EmbedError';
 }
 
+/**
+ * Every vector of an answer has one length, not the one expected: the model
+ * behind the name may have changed (embeddings.ts asks again to tell a
+ * change from a fluke).
+ */
+export class DimensionError extends EmbedError {
+  override name = 'DimensionError';
+  constructor(
+    readonly answered: number,
+    readonly expected: number,
+  ) {
+    super(`vector of dimension ${answered}, expected ${expected}`);
+  }
+}
+
 /** openai when the URL's path ends in /v1 (how OpenAI-compatible servers are named), else ollama. */
 export function defaultEmbedApi(url: string): EmbedApi {
   const path = new URL(url).pathname.replace(/\/+$/, '');
@@ -125,8 +140,10 @@ function openaiVectors(json: unknown, count: number): unknown[] {
 /** Validates the vectors of one answer (exported for its table test). */
 export function checkVectors(vectors: unknown[], count: number, dimension?: number): Float32Array[] {
   if (vectors.length !== count) throw new EmbedError(`answer has ${vectors.length} vectors for ${count} texts`);
-  const want = dimension ?? (Array.isArray(vectors[0]) ? vectors[0].length : 0);
+  const first = Array.isArray(vectors[0]) ? vectors[0].length : 0;
+  const want = dimension ?? first;
   if (want === 0) throw new EmbedError('answer has an empty or missing vector');
+  if (first > 0 && first !== want && vectors.every((v) => Array.isArray(v) && v.length === first)) throw new DimensionError(first, want);
   return vectors.map((v) => {
     if (!Array.isArray(v)) throw new EmbedError('answer has a missing vector');
     if (v.length !== want) throw new EmbedError(`vector of dimension ${v.length}, expected ${want}`);

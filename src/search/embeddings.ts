@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { getMeta, setMeta, type Db } from '../index/db.ts';
 import type { Logger } from '../log.ts';
 import { chunkText } from './chunks.ts';
-import { EMBED_BATCH, EmbedError, type EmbedProvider } from './embed-provider.ts';
+import { DimensionError, EMBED_BATCH, EmbedError, type EmbedProvider } from './embed-provider.ts';
 import { parsePlaces } from './search-reader.ts';
 import { normalise, quantise } from './vectors.ts';
 
@@ -22,8 +22,17 @@ const QUEUE_BATCH = 16;
 const RETRY_FIRST_MS = 500;
 const RETRY_MAX_MS = 60_000;
 const PROGRESS_LOG_MS = 2000;
+/** What is embedded to ask a model its dimension again (no file text). */
+const PROBE_TEXT = 'folder-mcp dimension check';
 const MODEL_KEY = 'embed_model';
 const DIMENSION_KEY = 'embed_dimension';
+/**
+ * The next search_chunks id. Ids only grow, never reused (SQLite's rowid
+ * takes max + 1, which reuses the ids of the last document removed): the
+ * search thread keeps the vectors in memory and reads what was written
+ * since by id (meaning-reader.ts).
+ */
+const NEXT_CHUNK_KEY = 'embed_next_chunk';
 
 export interface MeaningStatus {
   /** Documents with text, and those of them whose chunks are current. */
@@ -54,6 +63,8 @@ export class Embeddings {
   private readonly abort = new AbortController();
   /** The counts of status(), kept until something changes: a search asks for them, and they cost a scan of search_docs. */
   private counts: { docs: number; embedded: number } | null = null;
+  /** A query's answer had another dimension than the index's (all its vectors alike): the worker asks the model again. */
+  private suspect: number | null = null;
 
   constructor(
     private readonly db: Db,
@@ -70,8 +81,9 @@ export class Embeddings {
       chunks: db.prepare(`SELECT hash, scale, vec FROM search_chunks WHERE doc = ?`),
       deleteChunks: db.prepare(`DELETE FROM search_chunks WHERE doc = ?`),
       insertChunk: db.prepare(
-        `INSERT INTO search_chunks (doc, start, length, line_start, line_end, place, hash, scale, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO search_chunks (id, doc, start, length, line_start, line_end, place, hash, scale, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      maxChunk: db.prepare(`SELECT max(id) AS n FROM search_chunks`),
       embedded: db.prepare(
         `INSERT INTO search_embedded (doc, mtime, size) VALUES (?, ?, ?) ON CONFLICT (doc) DO UPDATE SET mtime = excluded.mtime, size = excluded.size`,
       ),
@@ -89,12 +101,7 @@ export class Embeddings {
   /** Checks the model the index was embedded with (another one: everything is embedded again), then works in the background. */
   start(): void {
     if (this.worker) return;
-    if (getMeta(this.db, MODEL_KEY) !== this.provider.model) {
-      this.db.transaction(() => {
-        this.db.exec(`DELETE FROM search_chunks; DELETE FROM search_embedded; DELETE FROM meta WHERE key = '${DIMENSION_KEY}'`);
-        setMeta(this.db, MODEL_KEY, this.provider.model);
-      })();
-    }
+    if (getMeta(this.db, MODEL_KEY) !== this.provider.model) this.startOver();
     this.log.info(`search by meaning: indexed text is sent to ${this.provider.origin} to be embedded with ${this.provider.model}`);
     const dim = Number(getMeta(this.db, DIMENSION_KEY));
     this.dimension = Number.isInteger(dim) && dim > 0 ? dim : undefined;
@@ -127,10 +134,44 @@ export class Embeddings {
     return { ...this.counts, failing: this.failing };
   }
 
-  /** The query's vector, unit length, in the dimension of the index's. Throws EmbedError. */
+  /**
+   * The query's vector, unit length, in the dimension of the index's. Throws
+   * EmbedError; when the answer has another dimension, the background worker
+   * checks whether the model changed (then everything is embedded again).
+   */
   async embedQuery(text: string): Promise<Float32Array> {
-    const [vector] = await this.provider.embed([text], this.dimension);
-    return normalise(vector!);
+    try {
+      const [vector] = await this.provider.embed([text], this.dimension);
+      return normalise(vector!);
+    } catch (error) {
+      if (error instanceof DimensionError && error.expected === this.dimension) {
+        this.suspect = error.answered;
+        this.changed();
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * Resolves true once every document is embedded, false after `timeoutMs`
+   * or as soon as the provider fails (or on close); `onProgress` is called
+   * every `everyMs` meanwhile (a search waiting on a small folder's
+   * embeddings, telling its client how far they got).
+   */
+  async whenEmbedded(timeoutMs: number, everyMs: number, onProgress: (status: MeaningStatus) => void): Promise<boolean> {
+    const caughtUp = () => {
+      const s = this.status();
+      return s.embedded >= s.docs;
+    };
+    const deadline = performance.now() + timeoutMs;
+    while (!this.closed && this.failing === null && !caughtUp() && performance.now() < deadline) {
+      onProgress(this.status());
+      // Idle and still short (nothing left it can embed): waiting longer would not help.
+      if (this.isIdle) break;
+      const wait = Math.min(everyMs, deadline - performance.now());
+      await Promise.race([this.idle(), sleep(Math.max(0, wait))]);
+    }
+    return caughtUp();
   }
 
   /** Resolves when the queue is empty (for tests and benchmarks); content index writes after it start a new round. */
@@ -146,6 +187,17 @@ export class Embeddings {
     let roundChunks = 0;
     let lastLog = performance.now();
     while (!this.closed) {
+      if (this.suspect !== null) {
+        const answered = this.suspect;
+        this.suspect = null;
+        const checked = await this.checkDimension(answered);
+        if (checked === 'changed') after = 0;
+        else if (checked !== 'same' && !this.closed) {
+          this.fail(checked.failure);
+          await this.waitToRetry();
+        }
+        continue;
+      }
       if (this.dirty && after === 0) this.dirty = false;
       const docs = this.stmts.queue.all(after) as QueuedDoc[];
       if (docs.length === 0) {
@@ -180,9 +232,16 @@ export class Embeddings {
         } catch (error) {
           if (!(error instanceof EmbedError)) throw error;
           if (this.closed) return;
-          this.fail(error.message);
-          await this.waitToRetry();
           after = 0;
+          let message = error.message;
+          if (error instanceof DimensionError && error.expected === this.dimension) {
+            const checked = await this.checkDimension(error.answered);
+            if (checked === 'changed') break;
+            if (checked !== 'same') message = checked.failure;
+          }
+          if (this.closed) return;
+          this.fail(message);
+          await this.waitToRetry();
           break;
         }
         if (this.failing !== null) {
@@ -197,6 +256,45 @@ export class Embeddings {
         }
       }
     }
+  }
+
+  /**
+   * An answer had dimension `answered`, not the index's: asks the model once
+   * more. The same answer again means the model behind the name changed (its
+   * vectors cannot be compared with the index's): everything is embedded
+   * again, as for another model ('changed'). The index's dimension this time
+   * is a passing fluke ('same'); anything else, a failing provider (the
+   * message to log).
+   */
+  private async checkDimension(answered: number): Promise<'changed' | 'same' | { failure: string }> {
+    const held = this.dimension;
+    let again: number;
+    try {
+      const [probe] = await this.provider.embed([PROBE_TEXT]);
+      again = probe!.length;
+    } catch (error) {
+      if (!(error instanceof EmbedError)) throw error;
+      return { failure: error.message };
+    }
+    if (this.closed || held !== this.dimension || again === held) return 'same';
+    if (again !== answered) return { failure: `the model answers vectors of dimension ${answered}, then ${again} (the index holds ${held})` };
+    this.log.warn(
+      `embeddings: ${this.provider.model} now answers vectors of dimension ${answered}, the index holds ${held}: another model under the same name; every document is embedded again`,
+    );
+    this.startOver();
+    return 'changed';
+  }
+
+  /** Drops every vector (another model, or another dimension): everything is embedded again. */
+  private startOver(): void {
+    this.db.transaction(() => {
+      this.db.exec(`DELETE FROM search_chunks; DELETE FROM search_embedded; DELETE FROM meta WHERE key = '${DIMENSION_KEY}'`);
+      setMeta(this.db, MODEL_KEY, this.provider.model);
+    })();
+    this.dimension = undefined;
+    this.counts = null;
+    this.dirty = true;
+    this.isIdle = false;
   }
 
   private fail(message: string): void {
@@ -252,11 +350,14 @@ export class Embeddings {
     if (!now || now.mtime !== doc.mtime || now.size !== doc.size || now.text !== 1) return 0;
     this.db.transaction(() => {
       this.stmts.deleteChunks.run(doc.id);
+      const max = (this.stmts.maxChunk.get() as { n: number | null }).n ?? 0;
+      let next = Math.max(max + 1, Number(getMeta(this.db, NEXT_CHUNK_KEY) ?? 0) || 0);
       chunks.forEach((c, i) => {
         const v = fresh.get(hashes[i]!) ?? known.get(hashes[i]!)!;
         const place = c.place ? JSON.stringify(c.place.name !== undefined ? [c.place.unit, c.place.number, c.place.name] : [c.place.unit, c.place.number]) : null;
-        this.stmts.insertChunk.run(doc.id, c.offset, c.text.length, c.lineStart, c.lineEnd, place, hashes[i]!, v.scale, v.vec);
+        this.stmts.insertChunk.run(next++, doc.id, c.offset, c.text.length, c.lineStart, c.lineEnd, place, hashes[i]!, v.scale, v.vec);
       });
+      setMeta(this.db, NEXT_CHUNK_KEY, String(next));
       this.stmts.embedded.run(doc.id, doc.mtime, doc.size);
     })();
     this.counts = null;

@@ -27,6 +27,9 @@ export interface SearchJob {
 
 export type SearchReply = { id: number; ok: true; outcome: SearchOutcome } | { id: number; ok: false; message: string };
 
+/** Loading vectors between searches, at most this long before the thread looks at its messages again. */
+const LOAD_SLICE_MS = 50;
+
 const port = parentPort;
 if (port) {
   const { dbFile, sqliteDriver } = workerData as { dbFile: string; sqliteDriver: SqliteDriverName };
@@ -47,5 +50,15 @@ if (port) {
       reply = { id: job.id, ok: false, message: (error as Error).message };
     }
     port.postMessage(reply);
+    if (job.vector && !loading) {
+      loading = true;
+      setImmediate(loadMore);
+    }
   });
+  // The rest of the vectors, when a search by meaning found them not all loaded: a slice at a time, so that a search arriving meanwhile waits for one slice at most.
+  let loading = false;
+  const loadMore = () => {
+    loading = !meaning.continueLoading(LOAD_SLICE_MS);
+    if (loading) setImmediate(loadMore);
+  };
 }

@@ -2,8 +2,11 @@
 // client of each era, and a real embedding provider on 127.0.0.1 that the
 // test owns (test/embed-server.ts), speaking Ollama's API to one server and
 // OpenAI's to the other. A query word that is in no served file finds the
-// file that says its synonym; every bad provider leaves search answering from
-// text with a note, and the server up.
+// file that says its synonym; every bad provider, at query time or in the
+// background, leaves search answering from text with a note, and the server
+// up; a model that changes dimension under its name is embedded again; a
+// search on a small folder waits for its embeddings, with MCP progress; over
+// Streamable HTTP on both eras too.
 import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -154,8 +157,9 @@ describe('bad providers: search answers from text with a note, and the server st
 
   const cases: { mode: EmbedServer['mode']; note: RegExp }[] = [
     { mode: 'slow', note: new RegExp(`no answer within ${TIMEOUT_MS} ms`) },
-    { mode: 'wrong-dimension', note: /dimension 32, expected 64/ },
+    { mode: 'unstable-dimension', note: /dimension \d+, expected 64/ },
     { mode: 'http-500', note: /HTTP 500: model crashed/ },
+    { mode: 'model-not-found', note: /HTTP 404: \{"error":"model \\"test-embedder\\" not found/ },
     { mode: 'nan', note: /not a finite number/ },
     { mode: 'redirect', note: /request failed/ },
   ];
@@ -195,6 +199,110 @@ describe('a provider failing from the start: one log line, the files stay queued
     assert.equal(paths(after)[0], 'garage/notes.txt');
     assert.equal(s.conn.stderr().match(/failed: HTTP 500/g)?.length, 1, 'one line per failure streak');
     assert.match(s.conn.stderr(), /answers again/);
+  });
+});
+
+describe('bad providers in the background: one log line a streak, the file stays queued and is retried, text answers meanwhile', () => {
+  const s = servedWithProvider('ollama', 'legacy');
+  let elsewhere: Awaited<ReturnType<typeof startCountingServer>>;
+  before(async () => {
+    elsewhere = await startCountingServer();
+  });
+  after(() => elsewhere?.close());
+
+  const cases: { mode: EmbedServer['mode']; log: RegExp }[] = [
+    { mode: 'slow', log: new RegExp(`failed: no answer within ${TIMEOUT_MS} ms`) },
+    { mode: 'unstable-dimension', log: /failed: the model answers vectors of dimension \d+, then \d+ \(the index holds 64\)/ },
+    { mode: 'nan', log: /failed: vector holds a value that is not a finite number/ },
+    { mode: 'redirect', log: /failed: request failed/ },
+    { mode: 'model-not-found', log: /failed: HTTP 404: .*not found, try pulling it first/ },
+  ];
+  test('each failure, then recovery', async () => {
+    await searchSettled(s.conn, { query: 'lifetime' });
+    s.provider.redirectTo = `${elsewhere.origin}/api/embed`;
+    const count = (re: RegExp) => s.conn.stderr().split('\n').filter((l) => re.test(l)).length;
+    for (const [i, c] of cases.entries()) {
+      const word = `quokka${i}`;
+      const failures = count(/embeddings: .* failed: /);
+      const recoveries = count(/answers again/);
+      s.provider.mode = c.mode;
+      // The word alone: its vector is the query's (another word may share its hashed dimension, so the file is among the first, at cosine 1).
+      writeFileSync(join(s.tree.root, `new-${i}.txt`), `${word}\n`);
+      await waitFor(() => count(c.log) === 1, 60_000, `${c.mode}: its log line`);
+      // Retried with back-off (0.5 s, then 1 s, ...), still one line for the streak.
+      await waitFor(() => s.provider.texts.filter((t) => t.includes(word)).length >= 2, 60_000, `${c.mode}: a retry`);
+      assert.equal(count(/embeddings: .* failed: /), failures + 1, `${c.mode}: one log line for the streak`);
+      const during = await callTool(s.conn, { query: word });
+      assert.equal(during.structuredContent?.mode, 'text', c.mode);
+      assert.match(String(during.structuredContent?.note), /search by meaning is unavailable/, c.mode);
+      assert.deepEqual(paths(during), [`new-${i}.txt`], `${c.mode}: answered from text`);
+      s.provider.mode = 'ok';
+      const found = await searchSettled(s.conn, { query: word, mode: 'meaning' });
+      const hit = hitsOf(found).find((h) => h.path === `new-${i}.txt`);
+      assert.ok(hit && hit.score > 0.99, `${c.mode}: embedded once the provider answers: ${textOf(found)}`);
+      await waitFor(() => count(/answers again/) === recoveries + 1, 30_000, `${c.mode}: the recovery line`);
+    }
+    assert.equal(elsewhere.hits(), 0, 'a redirect is never followed to another origin');
+  });
+});
+
+describe('another dimension under the same model name: everything is embedded again', () => {
+  const s = servedWithProvider('ollama', 'legacy');
+
+  test('seen by a search, then by the background embedding', async () => {
+    await searchSettled(s.conn, { query: 'car', mode: 'meaning' });
+    // The model behind the name now answers 32 dimensions: a search notices first (nothing is being embedded).
+    const sent = s.provider.texts.length;
+    s.provider.mode = 'wrong-dimension';
+    const during = await callTool(s.conn, { query: 'lifetime' });
+    assert.equal(during.structuredContent?.mode, 'text');
+    assert.match(String(during.structuredContent?.note), /dimension 32, expected 64/);
+    await waitFor(() => /now answers vectors of dimension 32, the index holds 64: .*every document is embedded again/.test(s.conn.stderr()), 30_000, 'the change to be seen');
+    const car = await searchSettled(s.conn, { query: 'car', mode: 'meaning' });
+    assert.equal(paths(car)[0], 'garage/notes.txt', textOf(car));
+    assert.ok(s.provider.texts.slice(sent).some((t) => t.includes('token lifetime')), 'every file embedded again');
+    // Back to 64, noticed by the background embedding of a new file this time.
+    const sentAgain = s.provider.texts.length;
+    s.provider.mode = 'ok';
+    writeFileSync(join(s.tree.root, 'fleet.txt'), 'The company vehicle list.\n');
+    await waitFor(() => /now answers vectors of dimension 64, the index holds 32/.test(s.conn.stderr()), 30_000, 'the change back to be seen');
+    const vehicle = await searchSettled(s.conn, { query: 'automobile', mode: 'meaning' });
+    assert.deepEqual(paths(vehicle).slice(0, 2).sort(), ['fleet.txt', 'garage/notes.txt'], textOf(vehicle));
+    assert.ok(s.provider.texts.slice(sentAgain).some((t) => t.includes('token lifetime')), 'every file embedded again');
+    assert.doesNotMatch(s.conn.stderr(), /embeddings: .* failed/, 'a change of dimension is not a failure');
+  });
+});
+
+describe('a search by meaning while the embeddings catch up on a small folder', () => {
+  const tree = tempTree(TREE);
+  let provider: EmbedServer;
+  let conn: Connected;
+  before(async () => {
+    provider = await startEmbedServer();
+    provider.mode = 'delayed';
+    // Long enough that five documents take seconds: the search arrives while they are embedded.
+    provider.delayMs = 1500;
+    conn = await connect([tree.root, '--db', join(tree.state, 'index.db'), '--embed-url', provider.origin, '--embed-model', 'test-embedder', '--search-wait-ms', '60000']);
+  });
+  after(async () => {
+    await conn?.close();
+    await provider?.close();
+  });
+
+  test('waits for them, with MCP progress to a call that sent a progress token', async () => {
+    // The content index first (a search waits for it on its own): then the embeddings are what is left.
+    await waitFor(async () => !(await callTool(conn, { query: 'lifetime', mode: 'text' })).structuredContent?.indexing, 60_000, 'the content index');
+    const progress: { progress: number; total?: number; message?: string }[] = [];
+    const result = (await conn.request('tools/call', { name: 'search', arguments: { query: 'car', mode: 'meaning' } }, { onprogress: (p) => progress.push(p), timeout: 120_000 })) as ToolCall;
+    assert.equal(result.structuredContent?.note, undefined, textOf(result));
+    assert.equal(paths(result)[0], 'garage/notes.txt');
+    assert.ok(progress.length >= 1, 'progress was sent');
+    for (const p of progress) {
+      assert.match(String(p.message), /^embeddings: \d+ of \d+ documents embedded$/);
+      assert.equal(p.total, 6, 'the documents with text: five files (.gitignore one of them) and the notebook');
+    }
+    const values = progress.map((p) => p.progress);
+    assert.deepEqual(values, [...values].sort((a, b) => a - b), 'progress only grows');
   });
 });
 
@@ -294,25 +402,31 @@ describe('vectors are kept: a chunk is embedded again only when its text changes
   });
 });
 
-describe('search by meaning over Streamable HTTP (2026-07-28)', () => {
-  const tree = tempTree(TREE);
-  let provider: EmbedServer;
-  let server: HttpProcess;
-  let client: HttpClient;
-  before(async () => {
-    provider = await startEmbedServer();
-    server = await startHttp([tree.root, '--db', join(tree.state, 'index.db'), '--embed-url', `${provider.origin}/v1`, '--embed-model', 'test-embedder']);
-    client = await connectHttp(server.url, 'modern');
-  });
-  after(async () => {
-    await client?.close();
-    await server?.stop();
-    await provider?.close();
-  });
+for (const era of ['modern', 'legacy'] as const) {
+  describe(`search by meaning over Streamable HTTP (${era === 'modern' ? '2026-07-28' : '2025-11-25'})`, () => {
+    const tree = tempTree(TREE);
+    let provider: EmbedServer;
+    let server: HttpProcess;
+    let client: HttpClient;
+    before(async () => {
+      provider = await startEmbedServer();
+      const url = era === 'modern' ? `${provider.origin}/v1` : provider.origin;
+      server = await startHttp([tree.root, '--db', join(tree.state, 'index.db'), '--embed-url', url, '--embed-model', 'test-embedder']);
+      client = await connectHttp(server.url, era);
+    });
+    after(async () => {
+      await client?.close();
+      await server?.stop();
+      await provider?.close();
+    });
 
-  test('a word in no file finds its synonym', async () => {
-    const result = await searchSettled(client, { query: 'vehicle', mode: 'meaning' });
-    assert.equal(paths(result)[0], 'garage/notes.txt', textOf(result));
-    assert.ok(provider.requests.every((r) => r.api === 'openai'));
+    test('a word in no file finds its synonym', async () => {
+      const result = await searchSettled(client, { query: 'vehicle', mode: 'meaning' });
+      assert.equal(paths(result)[0], 'garage/notes.txt', textOf(result));
+      assert.ok(provider.requests.every((r) => r.api === (era === 'modern' ? 'openai' : 'ollama')));
+      const hybrid = await searchSettled(client, { query: 'expired' });
+      assert.equal(hybrid.structuredContent?.mode, 'hybrid');
+      assert.ok(paths(hybrid).includes('auth/session.md') && paths(hybrid).includes('readme.txt'), textOf(hybrid));
+    });
   });
-});
+}

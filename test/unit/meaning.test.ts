@@ -1,12 +1,23 @@
 // The pure parts of meaning search: chunks with their places and lines, int8
-// quantisation and cosine, reciprocal rank fusion, and the checks every
-// provider answer passes (src/search/chunks.ts, vectors.ts, embed-provider.ts).
+// quantisation and cosine, reciprocal rank fusion, the checks every provider
+// answer passes (src/search/chunks.ts, vectors.ts, embed-provider.ts), the
+// SIMD dot kernel and the in-memory vector store (dot-kernel.ts,
+// vector-store.ts); and the store kept in step with a real index by
+// MeaningReader, against a scan of the rows (meaning-reader.ts).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Place } from '../../src/content/converters/types.ts';
 import { chunkText } from '../../src/search/chunks.ts';
-import { checkVectors, defaultEmbedApi, embedEndpoint, EmbedError } from '../../src/search/embed-provider.ts';
+import { checkVectors, defaultEmbedApi, DimensionError, embedEndpoint, EmbedError } from '../../src/search/embed-provider.ts';
 import { cosineInt8, dequantise, fuseRanks, normalise, quantise } from '../../src/search/vectors.ts';
+import { dotKernel, wasmMemory } from '../../src/search/dot-kernel.ts';
+import { VectorStore } from '../../src/search/vector-store.ts';
+import { MeaningReader } from '../../src/search/meaning-reader.ts';
+import { openDb, setMeta } from '../../src/index/db.ts';
+import { openDatabase } from '../../src/sqlite.ts';
+import { silentLogger } from '../../src/log.ts';
+import { tempDir } from '../basics.ts';
+import { join } from 'node:path';
 
 const lines = (n: number, width = 9) => Array.from({ length: n }, (_, i) => `l${String(i + 1).padStart(width - 2, '0')}`).join('\n') + '\n';
 
@@ -111,9 +122,10 @@ describe('embedding provider answers', () => {
     assert.equal(embedEndpoint('http://h:1/v1/', 'openai').href, 'http://h:1/v1/embeddings');
   });
 
-  const bad: { name: string; vectors: unknown[]; count: number; dimension?: number; error: RegExp }[] = [
+  const bad: { name: string; vectors: unknown[]; count: number; dimension?: number; error: RegExp; changed?: number }[] = [
     { name: 'too few vectors', vectors: [[1, 2]], count: 2, error: /1 vectors for 2 texts/ },
-    { name: 'wrong dimension', vectors: [[1, 2, 3]], count: 1, dimension: 2, error: /dimension 3, expected 2/ },
+    { name: 'another dimension, all alike (a model changed?)', vectors: [[1, 2, 3]], count: 1, dimension: 2, error: /dimension 3, expected 2/, changed: 3 },
+    { name: 'another dimension in part', vectors: [[1, 2, 3], [1, 2]], count: 2, dimension: 2, error: /dimension 3, expected 2/ },
     { name: 'mixed dimensions', vectors: [[1, 2], [1]], count: 2, error: /dimension 1, expected 2/ },
     { name: 'NaN', vectors: [[1, NaN]], count: 1, error: /not a finite number/ },
     { name: 'null (JSON NaN)', vectors: [[1, null]], count: 1, error: /not a finite number/ },
@@ -122,10 +134,230 @@ describe('embedding provider answers', () => {
   ];
   for (const c of bad) {
     test(`refused: ${c.name}`, () => {
-      assert.throws(() => checkVectors(c.vectors, c.count, c.dimension), (e: Error) => e instanceof EmbedError && c.error.test(e.message));
+      assert.throws(
+        () => checkVectors(c.vectors, c.count, c.dimension),
+        (e: Error) => e instanceof EmbedError && c.error.test(e.message) && (e instanceof DimensionError ? e.answered : undefined) === c.changed,
+      );
     });
   }
   test('accepted: floats of one dimension', () => {
     assert.deepEqual(checkVectors([[1, 2], [3, 4]], 2, 2).map((v) => [...v]), [[1, 2], [3, 4]]);
+  });
+});
+
+/** A seeded generator (mulberry32), so that a failure repeats. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomBytes(r: () => number, dimension: number): Int8Array {
+  const out = new Int8Array(dimension);
+  for (let i = 0; i < dimension; i++) out[i] = Math.round(r() * 254 - 127);
+  return out;
+}
+
+function randomUnit(r: () => number, dimension: number): Float32Array {
+  const v = new Float32Array(dimension);
+  for (let i = 0; i < dimension; i++) v[i] = r() * 2 - 1;
+  return normalise(v);
+}
+
+describe('dot kernel (WebAssembly SIMD)', () => {
+  for (const dimension of [16, 48, 768]) {
+    test(`int8 x int16 sums agree with JavaScript's, dimension ${dimension}`, () => {
+      const r = seeded(dimension);
+      const memory = wasmMemory(4, 16);
+      const dots = dotKernel(memory);
+      const n = 37;
+      const query = new Int16Array(memory.buffer, 0, dimension);
+      const vectors = new Int8Array(memory.buffer, 8192, n * dimension);
+      for (let i = 0; i < dimension; i++) query[i] = Math.round(r() * 65534 - 32767) >> 4;
+      vectors.set(randomBytes(r, n * dimension));
+      // Extremes too: -127 and 127 against the largest query values.
+      vectors.fill(127, 0, dimension);
+      dots(8192, n, dimension, 0, 4096);
+      const out = new Int32Array(memory.buffer, 4096, n);
+      for (let row = 0; row < n; row++) {
+        let sum = 0;
+        for (let d = 0; d < dimension; d++) sum += vectors[row * dimension + d]! * query[d]!;
+        assert.equal(out[row], sum, `row ${row}`);
+      }
+    });
+  }
+});
+
+describe('VectorStore', () => {
+  /** The nearest documents as a plain exact scan ranks them: best chunk per document by cosineInt8. */
+  function exact(docs: Map<number, Int8Array[]>, query: Float32Array, k: number, allowed: (doc: number) => boolean = () => true) {
+    const best: { doc: number; score: number }[] = [];
+    for (const [doc, chunks] of docs) {
+      if (!allowed(doc) || chunks.length === 0) continue;
+      best.push({ doc, score: Math.max(...chunks.map((c) => cosineInt8(query, c))) });
+    }
+    return best.sort((a, b) => b.score - a.score || a.doc - b.doc).slice(0, k);
+  }
+
+  for (const dimension of [5, 64, 100]) {
+    test(`nearest agrees with an exact scan through puts, replacements, removals and compaction (dimension ${dimension})`, () => {
+      const r = seeded(dimension * 7);
+      const store = new VectorStore(dimension);
+      const docs = new Map<number, Int8Array[]>();
+      let nextId = 1;
+      for (let step = 0; step < 3000; step++) {
+        const doc = 1 + Math.floor(r() * 400);
+        const action = r();
+        if (action < 0.8) {
+          const chunks = Array.from({ length: Math.floor(r() * 6) }, () => randomBytes(r, dimension));
+          store.put(doc, chunks.map((bytes) => ({ id: nextId++, bytes })));
+          if (chunks.length > 0) docs.set(doc, chunks);
+          else docs.delete(doc);
+        } else {
+          store.remove(doc);
+          docs.delete(doc);
+        }
+        if (step % 500 === 499) {
+          assert.equal(store.documents, docs.size);
+          assert.equal(store.size, [...docs.values()].reduce((n, c) => n + c.length, 0));
+          for (const k of [1, 10, 50]) {
+            const query = randomUnit(r, dimension);
+            const got = store.nearest(query, k);
+            const want = exact(docs, query, k);
+            assert.deepEqual(got.map((g) => g.doc), want.map((w) => w.doc), `step ${step}, k ${k}`);
+            got.forEach((g, i) => assert.ok(Math.abs(g.score - want[i]!.score) < 1e-9));
+            const odd = (doc: number) => doc % 2 === 1;
+            assert.deepEqual(store.nearest(query, k, odd).map((g) => g.doc), exact(docs, query, k, odd).map((w) => w.doc));
+          }
+        }
+      }
+    });
+  }
+
+  test('each hit names its best chunk; vectors of another length are skipped; an empty store finds nothing', () => {
+    const store = new VectorStore(4);
+    assert.deepEqual(store.nearest(normalise(Float32Array.from([1, 0, 0, 0])), 5), []);
+    store.put(7, [
+      { id: 70, bytes: Int8Array.from([0, 100, 0, 0]) },
+      { id: 71, bytes: Int8Array.from([100, 0, 0, 0]) },
+      { id: 72, bytes: Int8Array.from([1, 2, 3]) },
+    ]);
+    store.put(8, [{ id: 80, bytes: Int8Array.from([0, 0, 0, 0]) }]);
+    assert.equal(store.size, 3);
+    const [first, second] = store.nearest(normalise(Float32Array.from([1, 0.1, 0, 0])), 5);
+    assert.deepEqual({ doc: first!.doc, chunk: first!.chunk }, { doc: 7, chunk: 71 });
+    assert.deepEqual({ doc: second!.doc, score: second!.score }, { doc: 8, score: 0 });
+    assert.deepEqual(store.nearest(Float32Array.from([1, 0, 0]), 5), [], 'a query of another dimension');
+  });
+});
+
+describe('MeaningReader: vectors kept in memory follow the index', () => {
+  test('writes, rewrites, removals and a new model, seen from a second connection, as a scan of the rows ranks them', () => {
+    const dir = tempDir('folder-mcp-meaning-');
+    try {
+      const file = join(dir.path, 'index.db');
+      const { db } = openDb(file, silentLogger);
+      const dimension = 24;
+      const r = seeded(35);
+      const insertEntry = db.prepare(`INSERT INTO entries (uri, parent, root, name, ext, kind, size, mtime, mime, ino, dev) VALUES (?, 'file:///b/', 0, ?, 'txt', 0, 1, 0, 'text/plain', ?, 0)`);
+      const insertDoc = db.prepare(`INSERT INTO search_docs (id, uri, mtime, size, text) VALUES (?, ?, 0, 1, 1)`);
+      const insertText = db.prepare(`INSERT INTO search_fts (rowid, body) VALUES (CAST(? AS INTEGER), ?)`);
+      const deleteChunks = db.prepare(`DELETE FROM search_chunks WHERE doc = ?`);
+      const insertChunk = db.prepare(
+        `INSERT INTO search_chunks (id, doc, start, length, line_start, line_end, place, hash, scale, vec) VALUES (?, ?, 0, 4, 1, 1, NULL, 'h', 1, ?)`,
+      );
+      const docs = 300;
+      for (let id = 1; id <= docs; id++) {
+        const uri = `file:///b/f${String(id).padStart(4, '0')}.txt`;
+        insertEntry.run(uri, `f${id}.txt`, id);
+        insertDoc.run(id, uri);
+        insertText.run(id, 'text of the file');
+      }
+      let nextChunk = 1;
+      const write = (doc: number, chunks: number) =>
+        db.transaction(() => {
+          deleteChunks.run(doc);
+          for (let c = 0; c < chunks; c++) insertChunk.run(nextChunk++, doc, new Uint8Array(randomBytes(r, dimension).buffer));
+        })();
+      setMeta(db, 'embed_model', 'a');
+      setMeta(db, 'embed_dimension', String(dimension));
+      // More than a load page (2,048 chunks), so that loading takes several pages and a document spans two.
+      for (let doc = 1; doc <= docs; doc++) write(doc, 1 + (doc % 13));
+      const reader = openDatabase(file, db.driver, { readOnly: true });
+      try {
+        const kept = new MeaningReader(reader, true);
+        const rows = new MeaningReader(reader);
+        const everything = { ranges: [{ lo: '', hi: null }], residual: () => true, exact: true };
+        const scoped = { ranges: [{ lo: 'file:///b/f01', hi: 'file:///b/f02' }], residual: (row: { name: string }) => !row.name.endsWith('3.txt'), exact: false };
+        const same = (what: string) => {
+          for (const scope of [everything, scoped]) {
+            const query = randomUnit(r, dimension);
+            const want = rows.search(query, scope, 10).hits.map((h) => `${h.row.name}:${h.line}:${h.score.toFixed(6)}`);
+            const got = kept.search(query, scope, 10);
+            assert.equal(got.truncated, false);
+            assert.deepEqual(got.hits.map((h) => `${h.row.name}:${h.line}:${h.score.toFixed(6)}`), want, what);
+          }
+        };
+        same('first load');
+        assert.equal(kept.memory?.complete, true);
+        for (let round = 0; round < 5; round++) {
+          for (let i = 0; i < 20; i++) write(1 + Math.floor(r() * docs), Math.floor(r() * 4));
+          db.transaction(() => deleteChunks.run(1 + Math.floor(r() * docs)))();
+          same(`after round ${round} of writes and removals`);
+        }
+        assert.equal(kept.memory?.chunks, (db.prepare(`SELECT count(*) AS n FROM search_chunks`).get() as { n: number }).n);
+        // Another model: everything is embedded again (here: new vectors), and the kept ones are dropped.
+        db.transaction(() => {
+          db.exec(`DELETE FROM search_chunks`);
+          setMeta(db, 'embed_model', 'b');
+        })();
+        for (let doc = 1; doc <= 50; doc++) write(doc, 2);
+        same('another model');
+        assert.equal(kept.memory?.chunks, 100);
+      } finally {
+        reader.close();
+        db.close();
+      }
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('a load past the deadline answers from what is loaded, says so, and goes on where it stopped', () => {
+    const dir = tempDir('folder-mcp-meaning-');
+    try {
+      const file = join(dir.path, 'index.db');
+      const { db } = openDb(file, silentLogger);
+      const dimension = 8;
+      const r = seeded(8);
+      db.transaction(() => {
+        for (let id = 1; id <= 3000; id++) {
+          const uri = `file:///b/f${String(id).padStart(4, '0')}.txt`;
+          db.prepare(`INSERT INTO entries (uri, parent, root, name, ext, kind, size, mtime, mime, ino, dev) VALUES (?, 'file:///b/', 0, ?, 'txt', 0, 1, 0, 'text/plain', ?, 0)`).run(uri, `f${id}.txt`, id);
+          db.prepare(`INSERT INTO search_docs (id, uri, mtime, size, text) VALUES (?, ?, 0, 1, 1)`).run(id, uri);
+          db.prepare(`INSERT INTO search_fts (rowid, body) VALUES (CAST(? AS INTEGER), 'x')`).run(id);
+          db.prepare(`INSERT INTO search_chunks (id, doc, start, length, line_start, line_end, hash, scale, vec) VALUES (?, ?, 0, 1, 1, 1, 'h', 1, ?)`).run(id, id, new Uint8Array(randomBytes(r, dimension).buffer));
+        }
+        setMeta(db, 'embed_model', 'a');
+        setMeta(db, 'embed_dimension', String(dimension));
+      })();
+      const kept = new MeaningReader(db, true);
+      const scope = { ranges: [{ lo: '', hi: null }], residual: () => true, exact: true };
+      const early = kept.search(randomUnit(r, dimension), scope, 5, performance.now() - 1);
+      assert.equal(early.truncated, true);
+      assert.equal(kept.memory?.complete, false);
+      assert.ok(kept.memory!.chunks > 0 && kept.memory!.chunks < 3000, `one page loaded (${kept.memory!.chunks})`);
+      while (!kept.continueLoading(1000));
+      assert.deepEqual(kept.memory && { chunks: kept.memory.chunks, complete: kept.memory.complete }, { chunks: 3000, complete: true });
+      assert.equal(kept.search(randomUnit(r, dimension), scope, 5).truncated, false);
+      db.close();
+    } finally {
+      dir.cleanup();
+    }
   });
 });
