@@ -13,6 +13,7 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from '../protocol/wire.ts';
 import { createServer, type ServerInfo } from '../server.ts';
 import { ArrivalGate, TurnBudget } from '../turns.ts';
 import { checkRequest, type GuardPolicy } from './guard.ts';
+import { HealthProbes } from './health.ts';
 import { toLegacyResponse } from './legacy.ts';
 import { HttpListeners } from './listeners.ts';
 import { DEFAULT_SESSION_LIMITS, LegacySessions, type SessionLimits } from './sessions.ts';
@@ -234,6 +235,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   /** Requests being answered. */
   const busy = new Set<ServerResponse>();
   let closing = false;
+  const probes = new HealthProbes(policy, () => closing);
 
   const server = createHttpServer(
     {
@@ -245,6 +247,8 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
     },
     (req, res) => {
       if (evicted.has(req.socket)) return; // already told 503; closed in a moment
+      // /healthz and /readyz: no token, and answered while draining (readyz then says 503) or over the connection cap.
+      if (probes.answer(req, res, pathOf(req.url))) return;
       if (closing) return refuse(res, 503, 'Service Unavailable: shutting down', { connection: 'close' });
       if (overCap.has(req.socket)) {
         return refuse(res, 503, `Service Unavailable: ${limits.maxConnections} connections are open`, { connection: 'close', 'retry-after': '1' });
@@ -372,6 +376,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   try {
     const services = app.services();
     listeners = new HttpListeners(services.ctx, services.live, handler.notify, turns);
+    probes.follow(services.index);
   } catch (error) {
     server.close();
     throw error;
