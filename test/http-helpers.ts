@@ -10,6 +10,7 @@ import { after, before } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { createApp, type App } from '../src/app.ts';
 import { allowedHostsFor } from '../src/http/guard.ts';
+import { Metrics } from '../src/http/metrics.ts';
 import { serveHttp, type HttpEndpoint, type HttpServeLimits } from '../src/http/serve.ts';
 import { prepareLaunch } from '../src/launch.ts';
 import { silentLogger } from '../src/log.ts';
@@ -18,6 +19,10 @@ import { CLI, Loose, tempDir, writeTree, type LooseResult } from './helpers.ts';
 export interface InProcessOptions {
   /** The bearer token clients must send (default: none). */
   token?: string;
+  /** Count requests and serve /metrics (src/http/metrics.ts). */
+  metrics?: boolean;
+  /** More command-line options (after the folder, `--watcher none` and `--db :memory:`). */
+  args?: string[];
 }
 
 export interface ServedInProcess {
@@ -26,6 +31,8 @@ export interface ServedInProcess {
   endpoint: HttpEndpoint;
   port: number;
   rootUri: string;
+  /** With `metrics: true`. */
+  metrics?: Metrics;
   /** Closes the endpoint and the App, and removes the tree. */
   close(): Promise<void>;
 }
@@ -45,17 +52,20 @@ export async function startInProcess(
   try {
     writeTree(root.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n', ...tree });
     // The binary's start-up (src/launch.ts), then its HTTP serving with the limits given.
-    const launch = prepareLaunch([root.path, '--watcher', 'none', '--db', ':memory:'], process.env, '0');
+    const launch = prepareLaunch([root.path, '--watcher', 'none', '--db', ':memory:', ...(options.args ?? [])], process.env, '0');
     if (launch.kind !== 'serve') throw new Error(`the server would not start: ${launch.text}`);
-    const made = createApp(launch.config, launch.roots, launch.dbFile, silentLogger, { name: 'folder-mcp', version: '0' });
+    const metrics = options.metrics ? new Metrics() : undefined;
+    const info = { name: 'folder-mcp', version: '0', write: launch.config.write };
+    const made = createApp(launch.config, launch.roots, launch.dbFile, silentLogger, info, metrics?.observe);
     app = made;
     const endpoint = await serveHttp({
       app: made,
-      info: { name: 'folder-mcp', version: '0' },
+      info,
       listen: { host: '127.0.0.1', port: 0 },
       policy: { allowedHosts: allowedHostsFor('127.0.0.1'), token: options.token },
       log: silentLogger,
       limits,
+      ...(metrics && { metrics }),
     });
     return {
       root,
@@ -63,6 +73,7 @@ export async function startInProcess(
       endpoint,
       port: Number(new URL(endpoint.url).port),
       rootUri: pathToFileURL(launch.roots[0]!.path).href + '/',
+      ...(metrics && { metrics }),
       async close() {
         await endpoint.close();
         await made.close();
