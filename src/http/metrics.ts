@@ -105,84 +105,11 @@ export class Metrics {
       labelNames: ['code'],
       registers,
     });
-    const refusals = this.refusals;
-    const app = () => this.app;
-    const endpoint = () => this.endpoint;
-    const http = () => (this.serving ? { sockets: this.sockets, closedBytesOut: this.closedBytesOut } : undefined);
-    new Counter({
-      name: name('refusals_total'),
-      help: 'Work refused by a bound, by bound',
-      labelNames: ['bound'],
-      registers,
-      collect() {
-        const services = started(app());
-        const counts = new Map(refusals);
-        counts.set('read_budget', counts.get('read_budget')! + (services?.ctx.readBudget.refusals ?? 0));
-        counts.set('sessions_busy', counts.get('sessions_busy')! + (endpoint()?.sessions.refusals ?? 0));
-        this.reset();
-        for (const [bound, n] of counts) this.inc({ bound }, n);
-      },
-    });
-    const gauge = (metric: string, help: string, value: () => number | undefined) =>
-      new Gauge({
-        name: name(metric),
-        help,
-        registers,
-        collect() {
-          const v = value();
-          if (v === undefined) this.reset();
-          else this.set(v);
-        },
-      });
-    // The HTTP endpoint (absent over stdio).
-    gauge('http_connections_open', 'HTTP connections open', () => http()?.sockets.size);
-    new Counter({
-      name: name('http_response_bytes_total'),
-      help: 'Bytes written to HTTP connections (headers and bodies)',
-      registers,
-      collect() {
-        const served = http();
-        let bytes = served?.closedBytesOut ?? 0;
-        for (const socket of served?.sockets ?? []) bytes += socket.bytesWritten;
-        this.reset();
-        this.inc(bytes);
-      },
-    });
-    gauge('sessions_open', '2025-era sessions open (Mcp-Session-Id)', () => endpoint()?.sessions.size);
-    gauge('listen_streams_open', '2026-07-28 subscriptions/listen streams open', () => endpoint()?.listeners.size.streams);
-    gauge('listen_uris', 'URIs named by the open listen streams', () => endpoint()?.listeners.size.uris);
-    // The index, once the services have started (a probe does not start them, nor does a scrape).
-    gauge('index_entries', 'Entries (files and folders) in the index', () => started(app())?.index.store.count());
-    gauge('scan_entries', 'Entries the first scan has indexed so far', () => started(app())?.index.scanned);
-    gauge('scan_complete', '1 once the first scan has finished (at once on a warm start), else 0', () => flag(started(app())?.index.isReady));
-    gauge('content_index_documents_checked', "Documents the content index's build has checked", () => started(app())?.search?.progress.done);
-    gauge('content_index_documents_total', "Documents the content index's build will check", () => started(app())?.search?.progress.total);
-    gauge('content_index_complete', "1 once the content index's first build has finished, else 0", () => flag(started(app())?.search?.progress.complete));
-    gauge('read_budget_bytes_in_use', 'Bytes of files being read now, against the read budget', () => started(app())?.ctx.readBudget.inUse);
-    gauge('reads_waiting', 'Reads waiting for the read budget', () => started(app())?.ctx.readBudget.queued);
-    gauge('watcher_backlog', 'Paths a watcher reported that are not yet looked at', () => started(app())?.live.sync.backlog);
-    new Gauge({
-      name: name('watcher_backend'),
-      help: '1 for the watcher backend running now (chokidar, dirs, poll, none); none at all before the first scan ends',
-      labelNames: ['backend'],
-      registers,
-      collect() {
-        this.reset();
-        const running = started(app())?.live.sync.backend;
-        for (const backend of WATCHER_BACKENDS) this.set({ backend }, backend === running ? 1 : 0);
-      },
-    });
-    new Counter({
-      name: name('watcher_fallbacks_total'),
-      help: 'Watcher fallbacks: failed (a running backend failed, e.g. out of inotify watches, and the next took over), not_started (a backend could not start)',
-      labelNames: ['reason'],
-      registers,
-      collect() {
-        this.reset();
-        const fallbacks = started(app())?.live.sync.fallbacks;
-        this.inc({ reason: 'failed' }, fallbacks?.failed ?? 0);
-        this.inc({ reason: 'not_started' }, fallbacks?.notStarted ?? 0);
-      },
+    registerScrapeMetrics(this.registry, {
+      refusals: this.refusals,
+      app: () => this.app,
+      endpoint: () => this.endpoint,
+      http: () => (this.serving ? { sockets: this.sockets, closedBytesOut: this.closedBytesOut } : undefined),
     });
   }
 
@@ -247,6 +174,96 @@ export class Metrics {
       this.toolLatency.observe({ tool }, event.seconds);
     }
   }
+}
+
+/** Where the values read at scrape time come from. */
+interface ScrapeSources {
+  /** Refusals counted at the event (the HTTP layer). */
+  refusals: ReadonlyMap<RefusalBound, number>;
+  app(): App | undefined;
+  endpoint(): EndpointGauges | undefined;
+  http(): { sockets: ReadonlySet<Socket>; closedBytesOut: number } | undefined;
+}
+
+/** The metrics whose values are read when scraped (collect callbacks): refusals, the endpoint, the index, the watcher. */
+function registerScrapeMetrics(registry: Registry, { refusals, app, endpoint, http }: ScrapeSources): void {
+  const registers = [registry];
+  const name = (text: string) => `${METRICS_PREFIX}${text}`;
+  new Counter({
+    name: name('refusals_total'),
+    help: 'Work refused by a bound, by bound',
+    labelNames: ['bound'],
+    registers,
+    collect() {
+      const services = started(app());
+      const counts = new Map(refusals);
+      counts.set('read_budget', counts.get('read_budget')! + (services?.ctx.readBudget.refusals ?? 0));
+      counts.set('sessions_busy', counts.get('sessions_busy')! + (endpoint()?.sessions.refusals ?? 0));
+      this.reset();
+      for (const [bound, n] of counts) this.inc({ bound }, n);
+    },
+  });
+  const gauge = (metric: string, help: string, value: () => number | undefined) =>
+    new Gauge({
+      name: name(metric),
+      help,
+      registers,
+      collect() {
+        const v = value();
+        if (v === undefined) this.reset();
+        else this.set(v);
+      },
+    });
+  // The HTTP endpoint (absent over stdio).
+  gauge('http_connections_open', 'HTTP connections open', () => http()?.sockets.size);
+  new Counter({
+    name: name('http_response_bytes_total'),
+    help: 'Bytes written to HTTP connections (headers and bodies)',
+    registers,
+    collect() {
+      const served = http();
+      let bytes = served?.closedBytesOut ?? 0;
+      for (const socket of served?.sockets ?? []) bytes += socket.bytesWritten;
+      this.reset();
+      this.inc(bytes);
+    },
+  });
+  gauge('sessions_open', '2025-era sessions open (Mcp-Session-Id)', () => endpoint()?.sessions.size);
+  gauge('listen_streams_open', '2026-07-28 subscriptions/listen streams open', () => endpoint()?.listeners.size.streams);
+  gauge('listen_uris', 'URIs named by the open listen streams', () => endpoint()?.listeners.size.uris);
+  // The index, once the services have started (a probe does not start them, nor does a scrape).
+  gauge('index_entries', 'Entries (files and folders) in the index', () => started(app())?.index.store.count());
+  gauge('scan_entries', 'Entries the first scan has indexed so far', () => started(app())?.index.scanned);
+  gauge('scan_complete', '1 once the first scan has finished (at once on a warm start), else 0', () => flag(started(app())?.index.isReady));
+  gauge('content_index_documents_checked', "Documents the content index's build has checked", () => started(app())?.search?.progress.done);
+  gauge('content_index_documents_total', "Documents the content index's build will check", () => started(app())?.search?.progress.total);
+  gauge('content_index_complete', "1 once the content index's first build has finished, else 0", () => flag(started(app())?.search?.progress.complete));
+  gauge('read_budget_bytes_in_use', 'Bytes of files being read now, against the read budget', () => started(app())?.ctx.readBudget.inUse);
+  gauge('reads_waiting', 'Reads waiting for the read budget', () => started(app())?.ctx.readBudget.queued);
+  gauge('watcher_backlog', 'Paths a watcher reported that are not yet looked at', () => started(app())?.live.sync.backlog);
+  new Gauge({
+    name: name('watcher_backend'),
+    help: '1 for the watcher backend running now (chokidar, dirs, poll, none); none at all before the first scan ends',
+    labelNames: ['backend'],
+    registers,
+    collect() {
+      this.reset();
+      const running = started(app())?.live.sync.backend;
+      for (const backend of WATCHER_BACKENDS) this.set({ backend }, backend === running ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: name('watcher_fallbacks_total'),
+    help: 'Watcher fallbacks: failed (a running backend failed, e.g. out of inotify watches, and the next took over), not_started (a backend could not start)',
+    labelNames: ['reason'],
+    registers,
+    collect() {
+      this.reset();
+      const fallbacks = started(app())?.live.sync.fallbacks;
+      this.inc({ reason: 'failed' }, fallbacks?.failed ?? 0);
+      this.inc({ reason: 'not_started' }, fallbacks?.notStarted ?? 0);
+    },
+  });
 }
 
 /** A tool's name as sent (a name, or its `mcp://tools/<group>/<name>` URI), as a label: one of KNOWN_TOOLS, or `other`. */

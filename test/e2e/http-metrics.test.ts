@@ -183,6 +183,11 @@ describe('/metrics on the --http listener', () => {
       await legacy.close();
     }
     await waitFor(async () => valueOf((await scrape()).samples, 'folder_mcp_listen_streams_open') === 0, 10_000, 'the listen stream released');
+    // A listen naming more URIs than its bound is refused, and counted by that bound.
+    const tooMany = Array.from({ length: 1_001 }, (_, i) => `${served.rootUri}f${i}.txt`);
+    const refusedBefore = valueOf((await scrape()).samples, 'folder_mcp_refusals_total', { bound: 'listen_uris' });
+    await assert.rejects((conn.client as Client).listen({ resourceSubscriptions: tooMany }), /Too many resourceSubscriptions/);
+    assert.equal(valueOf((await scrape()).samples, 'folder_mcp_refusals_total', { bound: 'listen_uris' }) - refusedBefore, 1);
   });
 
   test('the tools the metrics name are the tools the server has', async () => {
