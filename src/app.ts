@@ -17,6 +17,7 @@ import { CATALOG_METHODS } from './protocol/handlers.ts';
 import type { ServerContext } from './protocol/context.ts';
 import { trackListens } from './protocol/listen.ts';
 import { relayLogLine } from './protocol/logging.ts';
+import type { RequestObserver } from './protocol/observe.ts';
 import type { Era, ErrorResponse } from './protocol/wire.ts';
 import { createPager } from './query/page.ts';
 import { createServer, type HandlerServices, type ServerInfo } from './server.ts';
@@ -29,6 +30,8 @@ export interface Services extends HandlerServices {
   readonly catalog: Catalog;
   readonly index: FolderIndex;
   readonly live: Live;
+  /** The content index of the search tool; null with --no-search. */
+  readonly search: ContentSearch | null;
 }
 
 /** One client of the process: its state, and what a transport needs to serve it. */
@@ -51,6 +54,8 @@ export interface App {
   services(): Services;
   /** True once services() has run. */
   readonly started: boolean;
+  /** Hears of every request's outcome and time, on every transport (the metrics); undefined: nobody listens. */
+  readonly observe: RequestObserver | undefined;
   openSession(): ClientSession;
   close(): Promise<void>;
 }
@@ -66,7 +71,14 @@ const PROBES = new Set(['server/discover', 'ping']);
  * then kills, before it starts the one it keeps). Nothing here touches the
  * process (argv, stdio, exit): cli.ts does, and tests can build an App.
  */
-export function createApp(config: Config, roots: readonly Root[], dbFile: string, log: RelayingLogger, info: ServerInfo): App {
+export function createApp(
+  config: Config,
+  roots: readonly Root[],
+  dbFile: string,
+  log: RelayingLogger,
+  info: ServerInfo,
+  observe?: RequestObserver,
+): App {
   let services: (Services & { close(): Promise<void> }) | undefined;
   const sessions = new Set<ClientSession & { attach(live: Live): void }>();
 
@@ -91,6 +103,7 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
     get started() {
       return services !== undefined;
     },
+    observe,
     openSession() {
       const connection = new Connection();
       let detach = () => {};
@@ -99,7 +112,7 @@ export function createApp(config: Config, roots: readonly Root[], dbFile: string
       let listens: ((message: Record<string, unknown>) => ErrorResponse | undefined) | undefined;
       const session = {
         connection,
-        createServer: () => createServer(() => start(), connection, info),
+        createServer: () => createServer(() => start(), connection, info, observe),
         onInbound(message: Record<string, unknown>, era?: Era) {
           if (typeof message.method !== 'string' || PROBES.has(message.method)) return undefined;
           let ctx;
@@ -226,6 +239,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     catalog,
     index,
     live,
+    search,
     async close() {
       // Watcher first: no event may write after the database closes.
       await live.close();

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { createApp, type App } from './app.ts';
 import type { HttpListen } from './config.ts';
 import { allowedHostsFor } from './http/guard.ts';
+import type { Metrics } from './http/metrics.ts';
+import type { MetricsEndpoint } from './http/metrics-serve.ts';
 import type { HttpEndpoint } from './http/serve.ts';
 import { prepareLaunch, serveStdioStreams } from './launch.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -24,10 +26,16 @@ async function main(): Promise<void> {
   const log = createLogger(config.logLevel, (line) => process.stderr.write(line));
   // The driver is named once, here: which SQLite a bug report ran on.
   log.info(`serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile}; SQLite: ${describeDriver(launch.sqliteDriver)})`);
-  const app = createApp(config, roots, dbFile, log, { name: 'folder-mcp', version: VERSION, write: config.write });
-  if (config.http) return serveOverHttp(app, config.http, config.allowedHosts ?? [], launch.token, log, config.write);
+  // Lazy: prom-client loads only when something serves the metrics (--http, --metrics).
+  const metrics = config.http || config.metrics ? new (await import('./http/metrics.ts')).Metrics() : undefined;
+  const app = createApp(config, roots, dbFile, log, { name: 'folder-mcp', version: VERSION, write: config.write }, metrics?.observe);
+  metrics?.followApp(app);
+  // Bound before the index is opened, as --http is: a port in use opens nothing.
+  const metricsEndpoint = config.metrics && metrics ? await serveMetricsOrExit(metrics, config.metrics, config.allowedHosts ?? [], launch.token, log, app) : undefined;
+  if (config.http) return serveOverHttp(app, config.http, config.allowedHosts ?? [], launch.token, log, config.write, metrics, metricsEndpoint);
   // The client has gone: whatever hangs (a conversion, a search thread), the process ends.
   const shutdown = shutdownOnce(log, { ms: 10_000, code: 0 }, async () => {
+    await metricsEndpoint?.close();
     await serving.close();
     await app.close();
   });
@@ -67,21 +75,54 @@ function shutdownOnce(log: Logger, backstop: { ms: number; code: number }, close
   return (reason) => void shutdown(reason);
 }
 
+/** `--metrics`: the metrics' own listener, or exit 2 (as for --http) when its address cannot be bound. */
+async function serveMetricsOrExit(
+  metrics: Metrics,
+  listen: HttpListen,
+  allowedHosts: string[],
+  token: string | undefined,
+  log: Logger,
+  app: App,
+): Promise<MetricsEndpoint> {
+  const { serveMetrics } = await import('./http/metrics-serve.ts');
+  try {
+    const endpoint = await serveMetrics({ metrics, listen, policy: { allowedHosts: allowedHostsFor(listen.host, allowedHosts), token }, log });
+    process.stderr.write(`folder-mcp: serving metrics at ${endpoint.url}\n`);
+    return endpoint;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = `${code ?? (error as Error).message}${code === 'EADDRINUSE' ? ' (the port is in use: pick another, or 0 for a free one)' : ''}`;
+    process.stderr.write(`folder-mcp: cannot serve metrics on ${listen.host}:${listen.port}: ${why}\n`);
+    await app.close();
+    process.exit(2);
+  }
+}
+
 /** Streamable HTTP until SIGTERM or SIGINT: then stop accepting, drain (bounded), end listen streams, close the index, exit 0. */
-async function serveOverHttp(app: App, listen: HttpListen, allowedHosts: string[], token: string | undefined, log: Logger, write: boolean): Promise<void> {
+async function serveOverHttp(
+  app: App,
+  listen: HttpListen,
+  allowedHosts: string[],
+  token: string | undefined,
+  log: Logger,
+  write: boolean,
+  metrics: Metrics | undefined,
+  metricsEndpoint: MetricsEndpoint | undefined,
+): Promise<void> {
   const info = { name: 'folder-mcp', version: VERSION, write };
   const policy = { allowedHosts: allowedHostsFor(listen.host, allowedHosts), token };
   // Lazy: the HTTP stack (node:http, @modelcontextprotocol/node, hono) loads only with --http; stdio starts without it.
   const { serveHttp, HttpListenError } = await import('./http/serve.ts');
   let endpoint: HttpEndpoint;
   try {
-    endpoint = await serveHttp({ app, info, listen, policy, log });
+    endpoint = await serveHttp({ app, info, listen, policy, log, ...(metrics && { metrics }) });
   } catch (error) {
     // A port in use (or an address not this machine's) is a command-line mistake: exit 2, as for any other, and
     // nothing was opened. An index that cannot be opened after the bind is a failure of the server: exit 1.
     const listenFailed = error instanceof HttpListenError;
     const why = listenFailed ? `${error.code ?? error.message}${error.code === 'EADDRINUSE' ? ' (the port is in use: pick another, or 0 for a free one)' : ''}` : (error as Error).message;
     process.stderr.write(`folder-mcp: cannot serve HTTP on ${listen.host}:${listen.port}: ${why}\n`);
+    await metricsEndpoint?.close();
     await app.close();
     process.exit(listenFailed ? 2 : 1);
   }
@@ -89,6 +130,7 @@ async function serveOverHttp(app: App, listen: HttpListen, allowedHosts: string[
   // Whatever hangs, the process ends: the drain is bounded, this is the backstop.
   shutdownOnce(log, { ms: 15_000, code: 1 }, async () => {
     await endpoint.close();
+    await metricsEndpoint?.close();
     await app.close();
   });
 }

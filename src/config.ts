@@ -52,6 +52,8 @@ export interface Config {
   embed?: EmbedConfig;
   /** `--http [HOST:]PORT`: serve Streamable HTTP at /mcp instead of stdio. */
   http?: HttpListen;
+  /** `--metrics [HOST:]PORT`: serve /metrics (Prometheus) on a listener of its own, beside stdio or --http. */
+  metrics?: HttpListen;
   /** `--allowed-host NAME`: Host/Origin names accepted besides loopback (a proxy's public name). */
   allowedHosts?: string[];
   /** `--token-file PATH`: the bearer token's file (FOLDER_MCP_TOKEN otherwise; read by cli.ts). */
@@ -112,6 +114,7 @@ export const CLI_OPTIONS = {
   'log-level': { type: 'string' },
   'sqlite-driver': { type: 'string' },
   http: { type: 'string' },
+  metrics: { type: 'string' },
   'allowed-host': { type: 'string', multiple: true },
   'token-file': { type: 'string' },
   'cursor-key-file': { type: 'string' },
@@ -158,6 +161,9 @@ Options:
   --log-level LEVEL      error | warn | info | debug (default info); logs go to stderr
   --http [HOST:]PORT     serve Streamable HTTP at http://HOST:PORT/mcp instead of
                          stdio (HOST default 127.0.0.1; PORT 0 picks a free one)
+  --metrics [HOST:]PORT  serve Prometheus metrics at http://HOST:PORT/metrics on a
+                         listener of its own (HOST default 127.0.0.1), with stdio
+                         or --http (which also serves /metrics next to /mcp)
   --allowed-host NAME    accept this Host/Origin name besides loopback (a reverse
                          proxy's public name; repeatable)
   --token-file PATH      bearer token clients must send (else FOLDER_MCP_TOKEN);
@@ -203,8 +209,9 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
   }
   if (values['max-write-bytes'] !== undefined && !values.write) throw new UsageError('--max-write-bytes applies to --write only');
   const http = values.http === undefined ? undefined : parseHttpListen(values.http);
-  if (!http && (values['allowed-host'] || values['token-file'])) {
-    throw new UsageError(`--${values['allowed-host'] ? 'allowed-host' : 'token-file'} applies to --http only`);
+  const metrics = values.metrics === undefined ? undefined : parseHttpListen(values.metrics, '--metrics');
+  if (!http && !metrics && (values['allowed-host'] || values['token-file'])) {
+    throw new UsageError(`--${values['allowed-host'] ? 'allowed-host' : 'token-file'} applies to --http and --metrics only`);
   }
   const embed = embedConfig(values, !values['no-search']);
   return {
@@ -228,6 +235,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       searchWaitMs: positiveInt(values['search-wait-ms'], '--search-wait-ms', DEFAULT_SEARCH_WAIT_MS, 60_000, 0),
       ...(embed && { embed }),
       ...(http && { http }),
+      ...(metrics && { metrics }),
       ...(values['allowed-host'] && { allowedHosts: values['allowed-host'].map(allowedHostName) }),
       ...(values['token-file'] !== undefined && { tokenFile: values['token-file'] }),
       ...(values['cursor-key-file'] !== undefined && { cursorKeyFile: values['cursor-key-file'] }),
@@ -252,6 +260,7 @@ const OPTION_VALUES: Record<string, string> = {
   '--embed-api': EMBED_API_CHOICES.join(' | '),
   '--embed-timeout-ms': 'a whole number of milliseconds, from 1 to 600000',
   '--http': '[HOST:]PORT',
+  '--metrics': '[HOST:]PORT',
   '--allowed-host': 'a host name',
   '--token-file': 'a file path',
   '--cursor-key-file': 'a file path',
@@ -309,11 +318,11 @@ function embedConfig(values: Record<string, string | boolean | string[] | undefi
   };
 }
 
-/** `--http`: `PORT`, `HOST:PORT` or `[IPv6]:PORT`. */
-export function parseHttpListen(text: string): HttpListen {
+/** `--http` (or `--metrics`): `PORT`, `HOST:PORT` or `[IPv6]:PORT`. */
+export function parseHttpListen(text: string, flag = '--http'): HttpListen {
   const match = /^(?:(\[[0-9A-Fa-f:.]+\]|[^:\s]+):)?(\d{1,5})$/.exec(text);
   const port = match ? Number(match[2]) : NaN;
-  if (!match || port > 65_535) throw new UsageError(`--http must be [HOST:]PORT (PORT 0-65535), got '${text}'`);
+  if (!match || port > 65_535) throw new UsageError(`${flag} must be [HOST:]PORT (PORT 0-65535), got '${text}'`);
   return { host: match[1]?.replace(/^\[|\]$/g, '') ?? '127.0.0.1', port };
 }
 

@@ -59,6 +59,10 @@ export function prepareLaunch(argv: readonly string[], env: NodeJS.ProcessEnv, v
   if (config.http && !isLoopbackHost(config.http.host) && token === undefined) {
     return refuse(`--http ${config.http.host} is not a loopback address: set a bearer token with ${TOKEN_ENV} or --token-file\n`);
   }
+  // The same for the metrics: how large the folders are, what is asked of them, and when.
+  if (config.metrics && !isLoopbackHost(config.metrics.host) && token === undefined) {
+    return refuse(`--metrics ${config.metrics.host} is not a loopback address: set a bearer token with ${TOKEN_ENV} or --token-file\n`);
+  }
   const dbFile = config.db ?? defaultDbPath(roots.map((r) => r.path), config, env);
   // Judged by real paths: a --db spelled through a symlinked folder is where it really lands.
   if (isInsideRoots(dbFile, roots.map((r) => r.path))) {

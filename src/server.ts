@@ -6,7 +6,7 @@ import type { ServerContext } from './protocol/context.ts';
 import { REQUEST_HANDLERS, type CatalogHandlers } from './protocol/handlers.ts';
 import { progressSink, waitForIndex, whileScanning, type WaitExtra } from './protocol/progress.ts';
 import { LOOSE_PARAMS } from './protocol/sdk/loose-params.ts';
-import { FolderServer } from './protocol/sdk/tool-results.ts';
+import { ObservedServer, type RequestObserver } from './protocol/observe.ts';
 
 /** What a server instance's handlers need of the shared services (src/app.ts builds them). */
 export interface HandlerServices {
@@ -37,11 +37,12 @@ export function instructionsFor(write: boolean): string {
  * Builds one SDK server instance for one connection: capabilities and the
  * handler table, nothing else. Cheap (the SDK builds one per HTTP request,
  * and one for a stdio probe): the shared services are built once, by the
- * first request that needs them (`services`).
+ * first request that needs them (`services`). `observe` hears of every
+ * request's outcome and time (the metrics).
  */
-export function createServer(services: () => HandlerServices, connection: Connection, info: ServerInfo): Server {
+export function createServer(services: () => HandlerServices, connection: Connection, info: ServerInfo, observe?: RequestObserver): Server {
   const { write = false, ...identity } = info;
-  const server = new FolderServer(identity, { capabilities: SERVER_CAPABILITIES, instructions: instructionsFor(write), cacheHints: CACHE_HINTS });
+  const server = new ObservedServer(observe, identity, { capabilities: SERVER_CAPABILITIES, instructions: instructionsFor(write), cacheHints: CACHE_HINTS });
   for (const [method, handler] of Object.entries(REQUEST_HANDLERS)) {
     // Three-argument form with loose params: the proposals' params reach the handler (src/protocol/sdk/loose-params.ts).
     server.setRequestHandler(method, { params: LOOSE_PARAMS }, async (params, request) => {

@@ -26,6 +26,8 @@ export class ReadBusyError extends Error {
 export class ReadBudget {
   private used = 0;
   private readonly waiting: { bytes: number; start: () => void }[] = [];
+  /** Reads refused as busy since start (the metrics). */
+  refusals = 0;
 
   constructor(
     readonly totalBytes = READ_BUDGET_BYTES,
@@ -51,6 +53,7 @@ export class ReadBudget {
     const cost = Math.max(1, bytes);
     if (!(this.waiting.length === 0 && this.fits(cost))) {
       if (this.waiting.length >= this.maxWaiting) {
+        this.refusals++;
         throw new ReadBusyError(`Server busy: ${this.waiting.length} reads are waiting for the ${this.totalBytes / 1024 / 1024} MiB read budget; retry shortly`);
       }
       await new Promise<void>((start) => this.waiting.push({ bytes: cost, start }));

@@ -21,8 +21,9 @@ const TOKEN_CHARS = /^[A-Za-z0-9\-._~+/]+=*$/;
  * environment; surrounding whitespace (a trailing newline) is dropped. A
  * secret too short to resist guessing is a usage error, not a warning.
  */
-export function loadSecrets(config: Pick<Config, 'tokenFile' | 'cursorKeyFile' | 'http'>, env: NodeJS.ProcessEnv): Secrets {
-  const token = config.http ? secret('--token-file', config.tokenFile, TOKEN_ENV, env) : undefined;
+export function loadSecrets(config: Pick<Config, 'tokenFile' | 'cursorKeyFile' | 'http' | 'metrics'>, env: NodeJS.ProcessEnv): Secrets {
+  // A token guards HTTP listeners: --http's, and --metrics's (also beside a stdio server).
+  const token = config.http || config.metrics ? secret('--token-file', config.tokenFile, TOKEN_ENV, env) : undefined;
   if (token !== undefined && !TOKEN_CHARS.test(token)) {
     throw new UsageError(`the bearer token (--token-file or ${TOKEN_ENV}) may only hold letters, digits and -._~+/ (then =)`);
   }

@@ -13,8 +13,11 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from '../protocol/wire.ts';
 import { createServer, type ServerInfo } from '../server.ts';
 import { ArrivalGate, TurnBudget } from '../turns.ts';
 import { checkRequest, type GuardPolicy } from './guard.ts';
+import { HealthProbes } from './health.ts';
 import { toLegacyResponse } from './legacy.ts';
 import { HttpListeners } from './listeners.ts';
+import type { Metrics } from './metrics.ts';
+import { answerMetrics } from './metrics-serve.ts';
 import { DEFAULT_SESSION_LIMITS, LegacySessions, type SessionLimits } from './sessions.ts';
 import { whenAnswered } from './streams.ts';
 
@@ -128,6 +131,8 @@ export interface HttpServeOptions {
   policy: GuardPolicy;
   log: Logger;
   limits?: Partial<HttpServeLimits>;
+  /** Served at /metrics (behind the token, when one is set), and told of the refusals here. */
+  metrics?: Metrics;
 }
 
 export interface HttpEndpoint {
@@ -160,11 +165,15 @@ export class HttpListenError extends Error {
 }
 
 export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint> {
-  const { app, info, policy, log } = options;
+  const { app, info, policy, log, metrics } = options;
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const report = (error: Error) => log.debug(`http: ${error.message}`);
+  const report = (error: Error) => {
+    // The SDK refuses a listen past its cap in band, and says so only here.
+    if (error.message.includes('subscription limit reached')) metrics?.refused('listen_streams');
+    log.debug(`http: ${error.message}`);
+  };
   // 2026-07-28 requests, and 2025-era requests outside any session: a throw-away Connection per request (nothing is held).
-  const handler = createMcpHandler(() => createServer(app.services, new Connection(), info), { legacy: 'stateless', onerror: report });
+  const handler = createMcpHandler(() => createServer(app.services, new Connection(), info, app.observe), { legacy: 'stateless', onerror: report });
   const turns = new TurnBudget(SHARED_TURN_MS);
   const arrivals = new ArrivalGate(ARRIVAL_TURN_MS, turns);
   // Made once the port is bound (below): the index is not opened, nor its file made, for a port that is taken.
@@ -209,7 +218,10 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   async function listen(message: Record<string, unknown>, request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
     const opened = await listeners.open(message);
     // Over its bound: answered in band (200, as the SDK answers a handler's -32602), no stream.
-    if ('refused' in opened) return Response.json(opened.refused);
+    if ('refused' in opened) {
+      metrics?.refused('listen_uris');
+      return Response.json(opened.refused);
+    }
     const { stream } = opened;
     const release = () => listeners.release(stream);
     let response: Response;
@@ -234,6 +246,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   /** Requests being answered. */
   const busy = new Set<ServerResponse>();
   let closing = false;
+  const probes = new HealthProbes(policy, () => closing);
 
   const server = createHttpServer(
     {
@@ -245,8 +258,15 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
     },
     (req, res) => {
       if (evicted.has(req.socket)) return; // already told 503; closed in a moment
-      if (closing) return refuse(res, 503, 'Service Unavailable: shutting down', { connection: 'close' });
+      // /healthz and /readyz: no token, and answered while draining (readyz then says 503) or over the connection cap.
+      if (probes.answer(req, res, pathOf(req.url))) return;
+      if (metrics && answerMetrics(metrics, policy, req, res, pathOf(req.url))) return;
+      if (closing) {
+        metrics?.refused('draining');
+        return refuse(res, 503, 'Service Unavailable: shutting down', { connection: 'close' });
+      }
       if (overCap.has(req.socket)) {
+        metrics?.refused('connection_cap');
         return refuse(res, 503, `Service Unavailable: ${limits.maxConnections} connections are open`, { connection: 'close', 'retry-after': '1' });
       }
       const refusal = checkRequest(policy, {
@@ -281,6 +301,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   const evicted = new WeakSet<Socket>();
   /** Tells `socket` 503 (Retry-After, Connection: close), and closes it a moment later whatever it does. */
   const evict = (socket: Socket) => {
+    metrics?.refused('pending_cap');
     pending.delete(socket);
     evicted.add(socket);
     socket.end(SERVICE_UNAVAILABLE_RAW);
@@ -325,6 +346,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
     if (pending.size > limits.maxPendingConnections) evictHalfSent();
   });
   server.on('request', (req: IncomingMessage) => pending.delete(req.socket));
+  metrics?.followServer(server);
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let parsed: unknown;
@@ -332,6 +354,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
     if (req.method === 'POST') {
       const text = await readBody(req, limits.maxBodyBytes);
       if (text === null) {
+        metrics?.refused('body_too_large');
         return refuse(res, 413, `Payload Too Large: request bodies are limited to ${limits.maxBodyBytes} bytes`, { connection: 'close' });
       }
       if (nestedDeeperThan(text, MAX_JSON_DEPTH)) return rpcError(res, 400, -32600, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
@@ -372,6 +395,9 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   try {
     const services = app.services();
     listeners = new HttpListeners(services.ctx, services.live, handler.notify, turns);
+    probes.follow(services.index);
+    metrics?.followApp(app);
+    metrics?.followEndpoint({ sessions, listeners });
   } catch (error) {
     server.close();
     throw error;

@@ -61,6 +61,8 @@ export class LegacySessions {
   private readonly clock: SessionClock;
   private readonly sweeper: { stop(): void };
   private closing = false;
+  /** New sessions refused (503) because every session was busy, since start (the metrics). */
+  refusals = 0;
 
   constructor(
     private readonly app: App,
@@ -99,6 +101,7 @@ export class LegacySessions {
     if (request.method !== 'POST' || !isInitializeRequest(body)) return null;
     if (this.closing) return jsonError(503, -32000, 'Service Unavailable: shutting down');
     if (this.sessions.size >= this.limits.maxSessions && !this.evictIdlest()) {
+      this.refusals++;
       return jsonError(503, -32000, `Service Unavailable: ${this.limits.maxSessions} sessions are open`, { 'retry-after': '5' });
     }
     return this.open(request, body);

@@ -40,6 +40,11 @@ export class EventBatcher {
   /** Paths handed to `apply`, looks again included (for tests). */
   pathsApplied = 0;
 
+  /** Paths reported (or due to be looked at again) and not yet handed to `apply`: the watcher's backlog. */
+  get backlog(): number {
+    return this.dirty.size;
+  }
+
   constructor(private readonly options: EventBatcherOptions) {
     // Leading edge on the next turn of the loop, which still gathers a backend's whole synchronous batch.
     this.coalescer = new Coalescer(() => this.queueFlush(), options.debounceMs, options.maxBatchDelayMs, {

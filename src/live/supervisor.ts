@@ -28,6 +28,8 @@ export class WatcherSupervisor {
   private watcher: Watcher | undefined;
   private plan: WatcherPlan | undefined;
   private degrading = false;
+  /** Times a running backend failed and the next took over (degrade), and times a backend could not start and the next was tried. */
+  readonly fallbacks = { failed: 0, notStarted: 0 };
 
   constructor(private readonly options: SupervisorOptions) {}
 
@@ -51,6 +53,7 @@ export class WatcherSupervisor {
   async degrade(error: Error): Promise<void> {
     if (this.options.closed() || this.degrading || !this.watcher || !this.plan) return;
     this.degrading = true;
+    this.fallbacks.failed++;
     const failed = this.watcher;
     this.watcher = undefined;
     const rest = this.plan.candidates.slice(this.plan.candidates.indexOf(failed.backend) + 1);
@@ -112,6 +115,7 @@ export class WatcherSupervisor {
           continue;
         }
         const next = candidates[i + 1];
+        this.fallbacks.notStarted++;
         log.warn(`watcher ${backend} could not start (${(error as Error).message ?? String(error)})` + (next ? `; falling back to ${next}` : ''));
         reason = `${backend} failed to start`;
       }

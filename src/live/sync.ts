@@ -102,6 +102,16 @@ export class LiveSync {
     return this.supervisor.backend;
   }
 
+  /** Paths a watcher reported that are not yet looked at (the metrics' watcher backlog). */
+  get backlog(): number {
+    return this.batcher.backlog;
+  }
+
+  /** How often the watcher fell back to another backend (see WatcherSupervisor.fallbacks). */
+  get fallbacks(): { readonly failed: number; readonly notStarted: number } {
+    return this.supervisor.fallbacks;
+  }
+
   /** Looks at the disk that no event asked for, scheduled now: rechecks and the locked folders' (for tests). */
   get scheduledLooks(): number {
     return this.rechecks.scheduled + (this.lockedTimer ? 1 : 0);

@@ -91,7 +91,7 @@ test('--http [HOST:]PORT and the options that need it', () => {
     assert.deepEqual(run.config.http, { host: '127.0.0.1', port: 9000 });
     assert.deepEqual(run.config.allowedHosts, ['mcp.example.com']);
   }
-  assert.throws(() => parseCliArgs(['--token-file', '/t', '/srv']), /applies to --http only/);
+  assert.throws(() => parseCliArgs(['--token-file', '/t', '/srv']), /applies to --http and --metrics only/);
   assert.throws(() => parseCliArgs(['--http', '1', '--allowed-host', 'https://x', '/srv']), UsageError);
 });
 
