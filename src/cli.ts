@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { createApp, type App } from './app.ts';
-import type { HttpListen } from './config.ts';
+import type { Config, HttpListen } from './config.ts';
 import { allowedHostsFor } from './http/guard.ts';
 import type { HttpEndpoint } from './http/serve.ts';
 import { prepareLaunch, serveStdioStreams } from './launch.ts';
@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   // The driver is named once, here: which SQLite a bug report ran on.
   log.info(`serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile}; SQLite: ${describeDriver(launch.sqliteDriver)})`);
   const app = createApp(config, roots, dbFile, log, { name: 'folder-mcp', version: VERSION, write: config.write });
-  if (config.http) return serveOverHttp(app, config.http, config.allowedHosts ?? [], launch.token, log, config.write);
+  if (config.http) return serveOverHttp(app, config, config.http, launch.token, log);
   // The client has gone: whatever hangs (a conversion, a search thread), the process ends.
   const shutdown = shutdownOnce(log, { ms: 10_000, code: 0 }, async () => {
     await serving.close();
@@ -68,14 +68,14 @@ function shutdownOnce(log: Logger, backstop: { ms: number; code: number }, close
 }
 
 /** Streamable HTTP until SIGTERM or SIGINT: then stop accepting, drain (bounded), end listen streams, close the index, exit 0. */
-async function serveOverHttp(app: App, listen: HttpListen, allowedHosts: string[], token: string | undefined, log: Logger, write: boolean): Promise<void> {
-  const info = { name: 'folder-mcp', version: VERSION, write };
-  const policy = { allowedHosts: allowedHostsFor(listen.host, allowedHosts), token };
+async function serveOverHttp(app: App, config: Config, listen: HttpListen, token: string | undefined, log: Logger): Promise<void> {
+  const info = { name: 'folder-mcp', version: VERSION, write: config.write };
+  const policy = { allowedHosts: allowedHostsFor(listen.host, config.allowedHosts ?? []), token };
   // Lazy: the HTTP stack (node:http, @modelcontextprotocol/node, hono) loads only with --http; stdio starts without it.
   const { serveHttp, HttpListenError } = await import('./http/serve.ts');
   let endpoint: HttpEndpoint;
   try {
-    endpoint = await serveHttp({ app, info, listen, policy, log });
+    endpoint = await serveHttp({ app, info, listen, policy, log, ...(config.replicaId !== undefined && { replicaId: config.replicaId }) });
   } catch (error) {
     // A port in use (or an address not this machine's) is a command-line mistake: exit 2, as for any other, and
     // nothing was opened. An index that cannot be opened after the bind is a failure of the server: exit 1.

@@ -128,7 +128,12 @@ export interface HttpServeOptions {
   policy: GuardPolicy;
   log: Logger;
   limits?: Partial<HttpServeLimits>;
+  /** `--replica-id`: prefixes 2025 session ids (`NAME.`) and names this replica in the `X-Folder-Mcp-Replica` header. */
+  replicaId?: string;
 }
+
+/** The response header naming the replica that answered (with `--replica-id` only). */
+export const REPLICA_HEADER = 'x-folder-mcp-replica';
 
 export interface HttpEndpoint {
   /** `http://HOST:PORT/mcp`, with the port actually bound. */
@@ -169,7 +174,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   const arrivals = new ArrivalGate(ARRIVAL_TURN_MS, turns);
   // Made once the port is bound (below): the index is not opened, nor its file made, for a port that is taken.
   let listeners!: HttpListeners;
-  const sessions = new LegacySessions(app, limits, report);
+  const sessions = new LegacySessions(app, limits, report, options.replicaId === undefined ? '' : `${options.replicaId}.`);
 
   const endpoint = {
     async fetch(request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
@@ -245,6 +250,8 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
     },
     (req, res) => {
       if (evicted.has(req.socket)) return; // already told 503; closed in a moment
+      // Which replica answered, for whoever debugs a load balancer (and for the cluster test to prove the rotation).
+      if (options.replicaId !== undefined) res.setHeader(REPLICA_HEADER, options.replicaId);
       if (closing) return refuse(res, 503, 'Service Unavailable: shutting down', { connection: 'close' });
       if (overCap.has(req.socket)) {
         return refuse(res, 503, `Service Unavailable: ${limits.maxConnections} connections are open`, { connection: 'close', 'retry-after': '1' });
