@@ -49,8 +49,8 @@ async function main(): Promise<void> {
   });
   if (values.help) return void process.stdout.write(USAGE);
   const quick = values.quick ?? false;
-  // The HTTP load runs at one size (100k; 10k quick): alone, it needs no other tree.
-  const onlyHttp = values.only?.split(',').every((n) => n.trim() === 'http') ?? false;
+  // The HTTP load and the capacity run at one size (100k; 10k quick): alone, they need no other tree.
+  const onlyHttp = values.only?.split(',').every((n) => ['http', 'capacity'].includes(n.trim())) ?? false;
   const sizes = (values.sizes ?? (quick ? '10000' : onlyHttp ? '100000' : '10000,100000,1000000')).split(',').map((s) => Number(s.trim()));
   if (sizes.some((n) => !Number.isInteger(n) || n < 100)) throw new Error(`--sizes: whole numbers >= 100, got ${values.sizes}`);
   const only = values.only?.split(',').map((s) => s.trim());

@@ -10,7 +10,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { CLI, Loose, type LooseResult } from '../client.ts';
 import { isSkipped, sizeLabel, uriOf, type Scenario, type SizeContext, type Skipped } from '../context.ts';
 import { fmtMs, summarize, type Stat } from '../stats.ts';
-import { CAPACITY_KINDS, clusterCapacity, P99_TARGET_MS, rampCapacity, rssOf, type CapacityRun } from '../capacity.ts';
 
 const CLIENTS = 50;
 const PIN = { versionNegotiation: { mode: { pin: '2026-07-28' as const } } };
@@ -48,14 +47,12 @@ export interface HttpResult {
   http: LoadRun;
   stdio: LoadRun;
   cycles: CyclesRun;
-  /** Requests/s at p99 within the target (../capacity.ts): one process, then nginx and three replicas (or why not). */
-  capacity?: { one: CapacityRun; cluster: CapacityRun | { skipped: string } };
 }
 
 type Ask = (method: string, params: Record<string, unknown>) => Promise<LooseResult>;
 
 /** The mixed workload: the same sequence of requests whatever the transport. */
-interface Workload {
+export interface Workload {
   lists: string[];
   reads: string[];
   globs: string[];
@@ -78,7 +75,7 @@ function requestFor(w: Workload, i: number): { kind: Kind; method: string; param
 }
 
 /** Collections and small documents to ask about, from the index itself (the first pages of a few folders). */
-async function workload(ctx: SizeContext, ask: Ask): Promise<Workload> {
+export async function workload(ctx: SizeContext, ask: Ask): Promise<Workload> {
   const lists: string[] = [];
   const reads: string[] = [];
   for (const dir of ['src', 'docs', 'lib', 'test', ctx.tree.deepDir, ...ctx.tree.siblingDirs]) {
@@ -142,15 +139,19 @@ async function drive(transport: string, asks: Ask[], total: number, w: Workload,
   };
 }
 
-interface Served {
+export interface Served {
   child: ChildProcess;
   url: string;
   stderr(): string;
   stop(): Promise<number | null>;
 }
 
-/** `folder-mcp --http 127.0.0.1:0` on the warm index, once its background work (reconcile, content index) is done. */
-async function serveHttp(ctx: SizeContext): Promise<Served> {
+/**
+ * `folder-mcp --http 127.0.0.1:0` on the warm index, once its background
+ * work (reconcile, content index) is done, or `settleMs` has passed (then
+ * it is stopped and this throws).
+ */
+export async function serveHttp(ctx: SizeContext, settleMs = 60_000 + ctx.tree.size * 0.5): Promise<Served> {
   const child = spawn(process.execPath, [CLI, '--http', '127.0.0.1:0', '--db', ctx.db, '--watcher', 'none', '--log-level', 'info', ctx.root], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, FOLDER_MCP_TOKEN: '' },
@@ -158,7 +159,7 @@ async function serveHttp(ctx: SizeContext): Promise<Served> {
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-50_000)));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const deadline = performance.now() + 60_000 + ctx.tree.size * 0.5;
+  const deadline = performance.now() + settleMs;
   for (;;) {
     const url = /http:\/\/127\.0\.0\.1:\d+\/mcp/.exec(stderr)?.[0];
     if (url && /index checked against the disk/.test(stderr) && /content index: \d+ (text )?documents/.test(stderr)) {
@@ -173,24 +174,24 @@ async function serveHttp(ctx: SizeContext): Promise<Served> {
   }
 }
 
-async function modernHttpClient(url: string): Promise<Client> {
+export async function modernHttpClient(url: string): Promise<Client> {
   const client = new Client({ name: 'folder-mcp-bench', version: '0' }, PIN);
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return client;
 }
 
-function asker(client: Client): Ask {
+export function asker(client: Client): Ask {
   return (method, params) => client.request({ method, params } as never, Loose as never, { timeout: 120_000 } as never);
 }
 
-async function httpLoad(ctx: SizeContext, total: number): Promise<{ run: LoadRun; served: Served; w: Workload }> {
+async function httpLoad(ctx: SizeContext, total: number): Promise<{ run: LoadRun; served: Served }> {
   const served = await serveHttp(ctx);
   try {
     const clients = await Promise.all(Array.from({ length: CLIENTS }, () => modernHttpClient(served.url)));
     const w = await workload(ctx, asker(clients[0]!));
     const run = await drive(`HTTP (${CLIENTS} clients, 1 process)`, clients.map(asker), total, w, served.child.pid!);
     await Promise.all(clients.map((c) => c.close()));
-    return { run, served, w };
+    return { run, served };
   } catch (error) {
     await served.stop();
     throw error;
@@ -265,34 +266,6 @@ async function cycles(ctx: SizeContext, served: Served, n: number): Promise<Cycl
   return { cycles: n, errors, wallMs, rssBeforeMiB, rssWarmMiB, rssHalfMiB, rssAfterMiB: rssMiB(pid) };
 }
 
-function capacityTableRows(size: string, capacity: NonNullable<HttpResult['capacity']>): string[][] {
-  const rows: string[][] = [];
-  for (const run of [capacity.one, capacity.cluster]) {
-    if ('skipped' in run) {
-      rows.push([size, 'nginx + 3 replicas', `n/a: ${run.skipped}`, '', '', '', '', '', '', '']);
-      continue;
-    }
-    for (const kind of CAPACITY_KINDS) {
-      const curve = run.curves.find((c) => c.kind === kind)!;
-      const top = curve.steps.reduce((a, s) => (s.perSecond > a.perSecond ? s : a), curve.steps[0]!);
-      const best = curve.best;
-      rows.push([
-        size,
-        run.target,
-        kind,
-        best ? best.perSecond.toFixed(0) : `none (p99 ${fmtMs(curve.steps[0]?.p99)} at 1 client)`,
-        best ? String(best.clients) : '',
-        best ? fmtMs(best.p50) : '',
-        best ? fmtMs(best.p99) : '',
-        `${top.perSecond.toFixed(0)} (${fmtMs(top.p99)})`,
-        run.rssMiB.map((m) => `${m ?? '?'}`).join(' / ') + ' MiB',
-        best ? (best.perSecond / run.replicas).toFixed(0) : '',
-      ]);
-    }
-  }
-  return rows;
-}
-
 function procStatus(pid: number, field: string): number | null {
   try {
     const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -312,33 +285,23 @@ export const http: Scenario<HttpResult> = {
     if (ctx.tree.size !== want) return { skipped: `the HTTP load runs at ${sizeLabel(want)} files${ctx.quick ? ' (quick)' : ''}` };
     if (!existsSync(ctx.db)) return { skipped: 'no index from the cold scenario (run it first)' };
     const total = ctx.quick ? 2_000 : 20_000;
-    const { run: httpRun, served, w } = await httpLoad(ctx, total);
-    const stepMs = ctx.quick ? 1_000 : 3_000;
+    const { run: httpRun, served } = await httpLoad(ctx, total);
     let cycleRun: CyclesRun;
-    let one: CapacityRun;
     try {
-      ctx.log(`[${ctx.tree.size}] http: ${httpRun.perSecond.toFixed(0)} req/s, ${httpRun.errors} errors; capacity at p99 <= ${P99_TARGET_MS} ms ...`);
-      const curves = await rampCapacity(served.url, w, stepMs, ctx.log, '1 process');
-      one = { target: '1 process', replicas: 1, curves, rssMiB: [rssOf(served.child.pid)] };
-      ctx.log(`[${ctx.tree.size}] http: connect/disconnect cycles ...`);
+      ctx.log(`[${ctx.tree.size}] http: ${httpRun.perSecond.toFixed(0)} req/s, ${httpRun.errors} errors; connect/disconnect cycles ...`);
       cycleRun = await cycles(ctx, served, ctx.quick ? 1_000 : 10_000);
     } finally {
       await served.stop();
     }
     ctx.log(`[${ctx.tree.size}] http: stdio side ...`);
     const stdioRun = await stdioLoad(ctx, total);
-    ctx.log(`[${ctx.tree.size}] http: capacity through nginx, three replicas ...`);
-    const cluster = await clusterCapacity(ctx, w, stepMs);
-    if (typeof cluster === 'string') ctx.log(`[${ctx.tree.size}] http: capacity through nginx skipped: ${cluster}`);
-    return { http: httpRun, stdio: stdioRun, cycles: cycleRun, capacity: { one, cluster: typeof cluster === 'string' ? { skipped: cluster } : cluster } };
+    return { http: httpRun, stdio: stdioRun, cycles: cycleRun };
   },
   tables(bySize) {
     const header = ['size', 'transport', 'requests', 'errors', 'req/s', 'p50', 'p99', 'list p50', 'read p50', 'find p50', 'search p50', 'RSS before → after (peak)'];
     const rows: string[][] = [];
     const cycleRows: string[][] = [];
-    const capacityRows: string[][] = [];
     for (const { size, result: r } of bySize) {
-      if (!isSkipped(r) && r.capacity) capacityRows.push(...capacityTableRows(sizeLabel(size), r.capacity));
       if (isSkipped(r)) {
         rows.push([sizeLabel(size), `n/a: ${r.skipped}`, ...Array(header.length - 2).fill('')]);
         continue;
@@ -380,14 +343,6 @@ export const http: Scenario<HttpResult> = {
         header: ['size', 'cycles', 'errors', 'wall', 'RSS before', 'RSS after 1/10', 'RSS after 1/2', 'RSS after'],
         rows: cycleRows,
         note: 'Half 2026-07-28 clients with a listen stream left open until they disconnect, half 2025-11-25 clients that subscribe; 10 at a time.',
-      },
-      {
-        title: `9b. Capacity at p99 <= ${P99_TARGET_MS} ms: 2026-07-28 requests/s of one kind, clients ramped 1 to 32 (one process; nginx and three replicas)`,
-        header: ['size', 'target', 'kind', 'req/s at p99 <= 50 ms', 'clients', 'p50', 'p99', 'most req/s seen (p99)', 'RSS per replica', 'req/s per replica'],
-        rows: capacityRows,
-        note:
-          'Loopback, the load generator and nginx on the same 2 cores as the replicas: three replicas share the CPU one process had, so no scaling is expected here; ' +
-          'the cluster rows show what the routing costs and what each replica holds. A list page is the first page of a folder (default page size).',
       },
     ];
   },
