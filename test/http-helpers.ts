@@ -15,31 +15,73 @@ import { prepareLaunch } from '../src/launch.ts';
 import { silentLogger } from '../src/log.ts';
 import { CLI, Loose, tempDir, writeTree, type LooseResult } from './helpers.ts';
 
-/** A real App on a temp tree (a.txt, sub/b.txt, and `tree`) and its endpoint on 127.0.0.1:0, in this process, for one describe block. */
-export function serveInProcess(limits: Partial<HttpServeLimits> = {}, tree: Record<string, string | Uint8Array> = {}) {
-  const served = {} as { root: ReturnType<typeof tempDir>; app: App; endpoint: HttpEndpoint; port: number; rootUri: string };
-  before(async () => {
-    served.root = tempDir();
-    writeTree(served.root.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n', ...tree });
+export interface InProcessOptions {
+  /** The bearer token clients must send (default: none). */
+  token?: string;
+}
+
+export interface ServedInProcess {
+  root: ReturnType<typeof tempDir>;
+  app: App;
+  endpoint: HttpEndpoint;
+  port: number;
+  rootUri: string;
+  /** Closes the endpoint and the App, and removes the tree. */
+  close(): Promise<void>;
+}
+
+/**
+ * A real App on a temp tree (a.txt, sub/b.txt, and `tree`) and its endpoint
+ * on 127.0.0.1:0, in this process. It resolves as soon as the port is bound:
+ * the first scan has started and, on a large tree, is still running.
+ */
+export async function startInProcess(
+  limits: Partial<HttpServeLimits> = {},
+  tree: Record<string, string | Uint8Array> = {},
+  options: InProcessOptions = {},
+): Promise<ServedInProcess> {
+  const root = tempDir();
+  let app: App | undefined;
+  try {
+    writeTree(root.path, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n', ...tree });
     // The binary's start-up (src/launch.ts), then its HTTP serving with the limits given.
-    const launch = prepareLaunch([served.root.path, '--watcher', 'none', '--db', ':memory:'], process.env, '0');
+    const launch = prepareLaunch([root.path, '--watcher', 'none', '--db', ':memory:'], process.env, '0');
     if (launch.kind !== 'serve') throw new Error(`the server would not start: ${launch.text}`);
-    served.rootUri = pathToFileURL(launch.roots[0]!.path).href + '/';
-    served.app = createApp(launch.config, launch.roots, launch.dbFile, silentLogger, { name: 'folder-mcp', version: '0' });
-    served.endpoint = await serveHttp({
-      app: served.app,
+    const made = createApp(launch.config, launch.roots, launch.dbFile, silentLogger, { name: 'folder-mcp', version: '0' });
+    app = made;
+    const endpoint = await serveHttp({
+      app: made,
       info: { name: 'folder-mcp', version: '0' },
       listen: { host: '127.0.0.1', port: 0 },
-      policy: { allowedHosts: allowedHostsFor('127.0.0.1'), token: undefined },
+      policy: { allowedHosts: allowedHostsFor('127.0.0.1'), token: options.token },
       log: silentLogger,
       limits,
     });
-    served.port = Number(new URL(served.endpoint.url).port);
-  });
+    return {
+      root,
+      app: made,
+      endpoint,
+      port: Number(new URL(endpoint.url).port),
+      rootUri: pathToFileURL(launch.roots[0]!.path).href + '/',
+      async close() {
+        await endpoint.close();
+        await made.close();
+        root.cleanup();
+      },
+    };
+  } catch (error) {
+    await app?.close();
+    root.cleanup();
+    throw error;
+  }
+}
+
+/** startInProcess for one describe block: started before its tests, closed after. */
+export function serveInProcess(limits: Partial<HttpServeLimits> = {}, tree: Record<string, string | Uint8Array> = {}, options: InProcessOptions = {}) {
+  const served = {} as ServedInProcess;
+  before(async () => void Object.assign(served, await startInProcess(limits, tree, options)));
   after(async () => {
-    await served.endpoint?.close();
-    await served.app?.close();
-    served.root?.cleanup();
+    await served.close?.();
   });
   return served;
 }
@@ -135,6 +177,21 @@ export function collectNotes(conn: HttpClient): { updated: string[]; listChanged
   conn.onNotification('notifications/resources/updated', (params) => void notes.updated.push(params.uri as string));
   conn.onNotification('notifications/resources/list_changed', () => void notes.listChanged++);
   return notes;
+}
+
+/** A request over node:http with any method and headers (fetch forbids setting Host), its body read whole. */
+export function rawRequest(url: string, method: string, headers: Record<string, string> = {}): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 export interface RawResponse {

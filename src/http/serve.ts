@@ -13,6 +13,7 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from '../protocol/wire.ts';
 import { createServer, type ServerInfo } from '../server.ts';
 import { ArrivalGate, TurnBudget } from '../turns.ts';
 import { checkRequest, type GuardPolicy } from './guard.ts';
+import { HealthProbes } from './health.ts';
 import { toLegacyResponse } from './legacy.ts';
 import { HttpListeners } from './listeners.ts';
 import { DEFAULT_SESSION_LIMITS, LegacySessions, type SessionLimits } from './sessions.ts';
@@ -239,6 +240,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   /** Requests being answered. */
   const busy = new Set<ServerResponse>();
   let closing = false;
+  const probes = new HealthProbes(policy, () => closing);
 
   const server = createHttpServer(
     {
@@ -252,6 +254,8 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
       if (evicted.has(req.socket)) return; // already told 503; closed in a moment
       // Which replica answered, for whoever debugs a load balancer (and for the cluster test to prove the rotation).
       if (options.replicaId !== undefined) res.setHeader(REPLICA_HEADER, options.replicaId);
+      // /healthz and /readyz: no token, and answered while draining (readyz then says 503) or over the connection cap.
+      if (probes.answer(req, res, pathOf(req.url))) return;
       if (closing) return refuse(res, 503, 'Service Unavailable: shutting down', { connection: 'close' });
       if (overCap.has(req.socket)) {
         return refuse(res, 503, `Service Unavailable: ${limits.maxConnections} connections are open`, { connection: 'close', 'retry-after': '1' });
@@ -379,6 +383,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   try {
     const services = app.services();
     listeners = new HttpListeners(services.ctx, services.live, handler.notify, turns);
+    probes.follow(services.index);
   } catch (error) {
     server.close();
     throw error;
