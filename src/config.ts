@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { SQLITE_DRIVER_CHOICES, type SqliteDriverChoice } from './sqlite.ts';
 
@@ -99,6 +99,37 @@ export const DEFAULT_SEARCH_BUDGET_MS = 2000;
 /** `--search-wait-ms`: how long an early search on a small folder waits for the first build (src/search/content-search.ts). */
 export const DEFAULT_SEARCH_WAIT_MS = 5000;
 
+/** Every command-line option: the README's option table and USAGE name each one (test/unit/docs-claims.test.ts). */
+export const CLI_OPTIONS = {
+  db: { type: 'string' },
+  'page-size': { type: 'string' },
+  exclude: { type: 'string', multiple: true },
+  'no-gitignore': { type: 'boolean' },
+  'follow-symlinks': { type: 'boolean' },
+  'max-read-bytes': { type: 'string' },
+  write: { type: 'boolean' },
+  'max-write-bytes': { type: 'string' },
+  watcher: { type: 'string' },
+  'poll-interval': { type: 'string' },
+  'no-search': { type: 'boolean' },
+  'search-budget-ms': { type: 'string' },
+  'search-wait-ms': { type: 'string' },
+  'embed-url': { type: 'string' },
+  'embed-model': { type: 'string' },
+  'embed-api': { type: 'string' },
+  'embed-timeout-ms': { type: 'string' },
+  'log-level': { type: 'string' },
+  'sqlite-driver': { type: 'string' },
+  http: { type: 'string' },
+  'allowed-host': { type: 'string', multiple: true },
+  'token-file': { type: 'string' },
+  'cursor-key-file': { type: 'string' },
+  'replica-id': { type: 'string' },
+  bus: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+} as const satisfies ParseArgsConfig['options'];
+
 export const USAGE = `Usage: folder-mcp [options] <folder>...
 
 Serve one or more folders as MCP resources over stdio (or Streamable HTTP: --http).
@@ -132,7 +163,7 @@ Options:
   --embed-api API        ollama | openai (default: openai when URL ends in /v1)
   --embed-timeout-ms N   one embedding request's time limit (default ${DEFAULT_EMBED_TIMEOUT_MS})
   --sqlite-driver NAME   auto | node | better-sqlite3: the SQLite driver (default
-                         auto: Node's built-in node:sqlite on Node >= 22.13,
+                         auto: Node's built-in node:sqlite on Node >= 22.16,
                          else better-sqlite3)
   --log-level LEVEL      error | warn | info | debug (default info); logs go to stderr
   --http [HOST:]PORT     serve Streamable HTTP at http://HOST:PORT/mcp instead of
@@ -164,35 +195,7 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       args: [...argv],
       allowPositionals: true,
       strict: true,
-      options: {
-        db: { type: 'string' },
-        'page-size': { type: 'string' },
-        exclude: { type: 'string', multiple: true },
-        'no-gitignore': { type: 'boolean' },
-        'follow-symlinks': { type: 'boolean' },
-        'max-read-bytes': { type: 'string' },
-        write: { type: 'boolean' },
-        'max-write-bytes': { type: 'string' },
-        watcher: { type: 'string' },
-        'poll-interval': { type: 'string' },
-        'no-search': { type: 'boolean' },
-        'search-budget-ms': { type: 'string' },
-        'search-wait-ms': { type: 'string' },
-        'embed-url': { type: 'string' },
-        'embed-model': { type: 'string' },
-        'embed-api': { type: 'string' },
-        'embed-timeout-ms': { type: 'string' },
-        'log-level': { type: 'string' },
-        'sqlite-driver': { type: 'string' },
-        http: { type: 'string' },
-        'allowed-host': { type: 'string', multiple: true },
-        'token-file': { type: 'string' },
-        'cursor-key-file': { type: 'string' },
-        'replica-id': { type: 'string' },
-        bus: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        version: { type: 'boolean', short: 'v' },
-      },
+      options: CLI_OPTIONS,
     });
   } catch (error) {
     throw new UsageError(usageMessage(error as Error & { code?: string }, argv));

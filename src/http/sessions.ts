@@ -14,7 +14,23 @@ export interface SessionLimits {
   idleMs: number;
   /** ...or for this long once its GET stream has ended (its client most likely went; a live one reconnects sooner). */
   goneMs: number;
+  /** The time the sweeps go by: the wall clock, or a test's own (test/http-helpers.ts ManualClock). */
+  clock?: SessionClock;
 }
+
+/** What the sessions ask of time: now, and a sweep every so often. */
+export interface SessionClock {
+  now(): number;
+  every(ms: number, tick: () => void): { stop(): void };
+}
+
+export const WALL_CLOCK: SessionClock = {
+  now: () => Date.now(),
+  every(ms, tick) {
+    const timer = setInterval(tick, ms).unref();
+    return { stop: () => clearInterval(timer) };
+  },
+};
 
 export const DEFAULT_SESSION_LIMITS: SessionLimits = { maxSessions: 1_000, idleMs: 10 * 60_000, goneMs: 60_000 };
 
@@ -42,7 +58,8 @@ interface Entry {
  */
 export class LegacySessions {
   private readonly sessions = new Map<string, Entry>();
-  private readonly sweeper: NodeJS.Timeout;
+  private readonly clock: SessionClock;
+  private readonly sweeper: { stop(): void };
   private closing = false;
 
   constructor(
@@ -56,7 +73,8 @@ export class LegacySessions {
      */
     private readonly idPrefix = '',
   ) {
-    this.sweeper = setInterval(() => this.sweep(), Math.min(limits.idleMs, limits.goneMs, 30_000)).unref();
+    this.clock = limits.clock ?? WALL_CLOCK;
+    this.sweeper = this.clock.every(Math.min(limits.idleMs, limits.goneMs, 30_000), () => this.sweep());
   }
 
   /** `id`, when it names a session open now (a client the server knows); undefined otherwise. */
@@ -107,7 +125,7 @@ export class LegacySessions {
         retryInterval: SSE_RETRY_MS,
       }),
       active: 0,
-      lastSeen: Date.now(),
+      lastSeen: this.clock.now(),
       streamEnded: false,
       closed: false,
     };
@@ -126,7 +144,7 @@ export class LegacySessions {
       if (typeof message === 'object' && message !== null) entry.session.onInbound(message as Record<string, unknown>, 'legacy');
     }
     entry.active++;
-    entry.lastSeen = Date.now();
+    entry.lastSeen = this.clock.now();
     const notificationStream = request.method === 'GET';
     if (notificationStream) entry.streamEnded = false;
     let released = false;
@@ -134,7 +152,7 @@ export class LegacySessions {
       if (released) return;
       released = true;
       entry.active--;
-      entry.lastSeen = Date.now();
+      entry.lastSeen = this.clock.now();
       if (notificationStream) entry.streamEnded = true;
     };
     let response: Response;
@@ -165,7 +183,7 @@ export class LegacySessions {
   }
 
   private sweep(): void {
-    const now = Date.now();
+    const now = this.clock.now();
     for (const entry of this.sessions.values()) {
       const limit = entry.streamEnded ? this.limits.goneMs : this.limits.idleMs;
       if (entry.active === 0 && entry.lastSeen < now - limit) void this.close(entry);
@@ -189,7 +207,7 @@ export class LegacySessions {
   /** Ends every session: their GET streams end, their subscriptions go. */
   async closeAll(): Promise<void> {
     this.closing = true;
-    clearInterval(this.sweeper);
+    this.sweeper.stop();
     await Promise.all([...this.sessions.values()].map((entry) => this.close(entry)));
   }
 }

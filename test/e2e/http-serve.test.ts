@@ -5,14 +5,16 @@ import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/client';
 import type { HttpEndpoint } from '../../src/http/serve.ts';
 import { waitFor } from '../helpers.ts';
-import { connectHttp, rawPost, serveInProcess } from '../http-helpers.ts';
+import { connectHttp, ManualClock, rawPost, serveInProcess } from '../http-helpers.ts';
+import { DEFAULT_SESSION_LIMITS } from '../../src/http/sessions.ts';
 import type { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 
 describe('listen streams and sessions over HTTP, in process', () => {
-  // idleMs well above the gap between a client's initialize and its GET stream on a loaded machine (a
-  // session is idle in that gap); goneMs short, so that a client that went is seen to go.
-  const served = serveInProcess({ idleMs: 1_500, goneMs: 300 });
+  // The default idle and gone times, on a clock the tests move: no sweep runs unless a test advances it.
+  const clock = new ManualClock();
+  const { idleMs, goneMs } = DEFAULT_SESSION_LIMITS;
+  const served = serveInProcess({ clock });
   let endpoint: HttpEndpoint;
   let rootUri: string;
   before(() => ({ endpoint, rootUri } = served));
@@ -37,8 +39,9 @@ describe('listen streams and sessions over HTTP, in process', () => {
     const conn = await connectHttp(endpoint.url, 'legacy');
     await conn.request('resources/subscribe', { uri: `${rootUri}a.txt` });
     assert.equal(endpoint.sessions.size, 1);
-    // Past the idle time and a sweep: its GET stream is open, so it is not idle.
-    await new Promise((r) => setTimeout(r, 2_000));
+    await waitFor(() => endpoint.sessions.busy === 1, 10_000, 'the session\'s GET stream open');
+    // Past the idle time and the gone time, and a sweep: its GET stream is open, so it is not idle.
+    clock.advance(idleMs + goneMs);
     assert.equal(endpoint.sessions.size, 1);
     const page = await conn.request('resources/list', {});
     assert.ok((page.resources as unknown[]).length > 0);
@@ -58,12 +61,16 @@ describe('listen streams and sessions over HTTP, in process', () => {
     }
     await waitFor(() => endpoint.listeners.size.streams === 0, 5_000, 'every stream released');
     assert.deepEqual(endpoint.listeners.size, { streams: 0, uris: 0 });
-    await waitFor(() => endpoint.sessions.size === 0, 5_000, 'every session closed (ended, or idle once its client went)');
+    // The clients that just went: once nothing of theirs is open, the idle time closes their sessions.
+    await waitFor(() => endpoint.sessions.busy === 0, 10_000, 'every GET stream ended');
+    clock.advance(idleMs + 1);
+    assert.equal(endpoint.sessions.size, 0, 'every session closed (ended, or idle once its client went)');
   });
 });
 
 describe('2025-era sessions whose client went away', () => {
-  const served = serveInProcess({ idleMs: 600_000, goneMs: 300 });
+  const clock = new ManualClock();
+  const served = serveInProcess({ clock });
 
   test('a session whose GET stream ended closes soon; one that never had a stream waits out the idle time', async () => {
     const init = await rawPost(served.endpoint.url, {});
@@ -73,7 +80,9 @@ describe('2025-era sessions whose client went away', () => {
     assert.equal(served.endpoint.sessions.size, 2);
     // The client goes without DELETE, as most do: its GET stream ends with it.
     await conn.close();
-    await waitFor(() => served.endpoint.sessions.size === 1, 5_000, 'the gone client\'s session closed');
+    await waitFor(() => served.endpoint.sessions.busy === 0, 10_000, 'the gone client\'s GET stream ended');
+    clock.advance(DEFAULT_SESSION_LIMITS.goneMs + 1);
+    assert.equal(served.endpoint.sessions.size, 1, 'the gone client\'s session closed');
     const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'resources/list', params: {} });
     const still = await rawPost(served.endpoint.url, { 'mcp-session-id': quiet, 'mcp-protocol-version': '2025-11-25' }, list);
     assert.equal(still.status, 200, 'the session without a stream is still there (10 min idle)');
@@ -81,7 +90,8 @@ describe('2025-era sessions whose client went away', () => {
 });
 
 describe('2025-era sessions past the cap', () => {
-  const served = serveInProcess({ maxSessions: 2 });
+  const clock = new ManualClock();
+  const served = serveInProcess({ maxSessions: 2, clock });
 
   test('a new session evicts the longest-idle one; when none is idle it is refused with 503', async () => {
     const ids: string[] = [];
@@ -89,7 +99,7 @@ describe('2025-era sessions past the cap', () => {
       const init = await rawPost(served.endpoint.url, {});
       assert.equal(init.status, 200);
       ids.push(String(init.headers['mcp-session-id']));
-      await new Promise((r) => setTimeout(r, 5));
+      clock.advance(1); // each idle a moment less than the one before
     }
     assert.equal(served.endpoint.sessions.size, 2);
     const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'resources/list', params: {} });

@@ -37,6 +37,8 @@ describe('both eras over HTTP from one process', () => {
     server = await startHttp([root.path, '--db', join(state.path, 'index.db'), '--page-size', '2', '--watcher', 'chokidar']);
     legacy = await connectHttp(server.url, 'legacy');
     modern = await connectHttp(server.url, 'modern');
+    // The change tests below need the watcher running: its line says when it is.
+    await waitFor(() => /watcher: chokidar .*ready in/.test(server.stderr()), TIMEOUT, 'the watcher to start');
   });
 
   after(async () => {
@@ -87,7 +89,6 @@ describe('both eras over HTTP from one process', () => {
       // A: the collection without its slash, and list changes. B: a document in its non-encoded spelling.
       const listenA = await a.listen({ resourceSubscriptions: [`${rootUri}sub`], resourcesListChanged: true });
       const listenB = await b.listen({ resourceSubscriptions: [`${rootUri}docs/caf\u00e9.md`] });
-      await new Promise((r) => setTimeout(r, 300)); // the watcher is up (it started with the process)
       writeFileSync(join(root.path, 'sub/inner/b.md'), 'b changed\n');
       writeFileSync(join(root.path, 'docs/café.md'), 'changed\n');
       writeFileSync(join(root.path, 'new.txt'), 'new\n');
@@ -122,7 +123,6 @@ describe('both eras over HTTP from one process', () => {
     await legacy.request('resources/subscribe', { uri });
     const listen = await (modern.client as Client).listen({ resourceSubscriptions: [uri], resourcesListChanged: true });
     try {
-      await new Promise((r) => setTimeout(r, 300));
       writeFileSync(join(root.path, 'src/notes.md'), '# notes, changed\n');
       writeFileSync(join(root.path, 'src/added.md'), 'added\n');
       await waitFor(() => notesL.updated.includes(uri), TIMEOUT, 'legacy: updated');
