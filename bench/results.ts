@@ -5,6 +5,7 @@ import type { BySize, Scenario, Table } from './context.ts';
 import { abuse } from './scenarios/abuse.ts';
 import { drivers } from './scenarios/drivers.ts';
 import { alternatives } from './scenarios/alternatives.ts';
+import { capacity } from './scenarios/capacity.ts';
 import { cold } from './scenarios/cold.ts';
 import { eras } from './scenarios/eras.ts';
 import { http } from './scenarios/http.ts';
@@ -17,7 +18,7 @@ import { watch } from './scenarios/watch.ts';
 import { mdTable, textTable } from './stats.ts';
 
 /** Every scenario in run order: cold builds the index the later ones use; watch writes to the tree, so it goes last. */
-export const SCENARIOS = [cold, warm, list, paginate, alternatives, reads, search, http, watch, eras, abuse, drivers] as Scenario<unknown>[];
+export const SCENARIOS = [cold, warm, list, paginate, alternatives, reads, search, http, capacity, watch, eras, abuse, drivers] as Scenario<unknown>[];
 
 export const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test` runs the test files as plain JavaScript: each test file bundled
 // with what it imports from src/ and test/ (packages stay in node_modules)
-// into build/tests/{e2e,unit}/ (git-ignored; per checkout, so two runs in two
+// into build/tests/{e2e,unit,cluster}/ (git-ignored; per checkout, so two runs in two
 // clones that share a node_modules do not meet).
 // Why: node --test runs every file in a process of its own, and under
 // `--import tsx` each of those processes starts tsx's loader thread and sends
@@ -26,7 +26,10 @@ import { parseArgs } from 'node:util';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const TESTS_OUT = resolve(ROOT, 'build/tests');
+/** The suites `npm test` runs. */
 export const SUITES = ['e2e', 'unit'];
+/** Built too, run on their own: `npm run test:cluster` (nginx, redis-server and three replicas; .ci/run runs it). */
+export const BUILT_SUITES = [...SUITES, 'cluster'];
 
 /** Each module's `import.meta.url` as the URL of its own source file, as if loaded from it. */
 const ownMetaUrl = {
@@ -45,7 +48,7 @@ const ownMetaUrl = {
 /** Writes a clean `outdir`: one bundle per test file of test/e2e and test/unit. */
 export async function buildTests({ outdir = TESTS_OUT } = {}) {
   rmSync(outdir, { recursive: true, force: true });
-  const entryPoints = SUITES.flatMap((suite) =>
+  const entryPoints = BUILT_SUITES.flatMap((suite) =>
     readdirSync(join(ROOT, 'test', suite))
       .filter((name) => name.endsWith('.test.ts'))
       .map((name) => join(ROOT, 'test', suite, name)),

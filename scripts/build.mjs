@@ -12,7 +12,8 @@
 // workers beside itself (`new URL('./worker.js', import.meta.url)`).
 // Kept out of the bundles, and loaded from node_modules as before: the native
 // modules (better-sqlite3), and the converters' libraries
-// (pdfjs-dist, mammoth), which load only when a document is converted.
+// (pdfjs-dist, mammoth), which load only when a document is converted, and
+// the Redis client (ioredis), which loads only with --bus.
 // Type checking is tsc's job (npm run build runs it first); esbuild only strips types.
 //   node scripts/build.mjs [--outdir DIR] [--no-sourcemap]
 import { build } from 'esbuild';
@@ -30,7 +31,7 @@ export const ENTRY_POINTS = {
   'scan-worker': 'src/index/scan-worker.ts',
 };
 
-export const EXTERNAL = ['better-sqlite3', 'pdfjs-dist', 'mammoth'];
+export const EXTERNAL = ['better-sqlite3', 'pdfjs-dist', 'mammoth', 'ioredis'];
 
 /** Writes a clean `outdir` (no stale files from an older layout). */
 export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = true } = {}) {

@@ -10,6 +10,7 @@ import { createConvert } from './content/formats.ts';
 import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
 import { acquireDbLock } from './index/lock.ts';
+import { HintBus } from './live/bus.ts';
 import { createLive, type Live } from './live/live.ts';
 import type { Logger, RelayingLogger } from './log.ts';
 import { Connection } from './protocol/connection.ts';
@@ -227,6 +228,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
   if (!search) contentIndexUnfollowed(index.db);
   const catalog = lazyCatalog(async () => (await import('./catalog/catalog.ts')).createCatalog(ctx, search));
   const live = createLive({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
+  const bus = config.bus === undefined ? null : startHintBus(config.bus, config.replicaId ?? randomBytes(8).toString('hex'), roots, index, live, log);
   // In the background: requests wait on index.ready themselves.
   const started = live.start();
   if (index.warm && index.store.countUpTo(WARM_WAIT_MAX_ENTRIES + 1) <= WARM_WAIT_MAX_ENTRIES) {
@@ -241,12 +243,45 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     live,
     search,
     async close() {
-      // Watcher first: no event may write after the database closes.
+      // The bus and the watcher first: no hint or event may write after the database closes.
+      await bus?.close();
       await live.close();
       await search?.close();
       await convert.close();
       index.close();
       if (lock?.acquired) lock.release();
+    },
+  };
+}
+
+/**
+ * `--bus`: this replica's end of the hint bus (src/live/bus.ts), its Redis
+ * client loaded now and only now (ioredis is not part of a start without
+ * --bus). Failing to load it is logged; the replica serves on without.
+ */
+function startHintBus(url: string, origin: string, roots: readonly Root[], index: FolderIndex, live: Live, log: Logger): { close(): Promise<void> } {
+  let bus: HintBus | undefined;
+  let closed = false;
+  const loading = import('./live/redis-transport.ts').then(
+    ({ openRedisTransport }) => {
+      if (closed) return;
+      bus = new HintBus({
+        origin,
+        roots,
+        log,
+        onChange: (listener) => index.onChange(listener),
+        hint: (paths) => live.hint(paths),
+        hintTree: (dir) => live.hintTree(dir),
+        open: (deliver) => openRedisTransport(url, log, deliver),
+      });
+    },
+    (error: unknown) => log.error(`bus: cannot load the Redis client (ioredis): ${(error as Error).message}; serving without the bus`),
+  );
+  return {
+    async close() {
+      closed = true;
+      await loading;
+      await bus?.close();
     },
   };
 }

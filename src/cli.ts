@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { createApp, type App } from './app.ts';
-import type { HttpListen } from './config.ts';
+import type { Config, HttpListen } from './config.ts';
 import { allowedHostsFor } from './http/guard.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { MetricsEndpoint } from './http/metrics-serve.ts';
@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   metrics?.followApp(app);
   // Bound before the index is opened, as --http is: a port in use opens nothing.
   const metricsEndpoint = config.metrics && metrics ? await serveMetricsOrExit(metrics, config.metrics, config.allowedHosts ?? [], launch.token, log, app) : undefined;
-  if (config.http) return serveOverHttp(app, config.http, config.allowedHosts ?? [], launch.token, log, config.write, metrics, metricsEndpoint);
+  if (config.http) return serveOverHttp(app, config, config.http, launch.token, log, metrics, metricsEndpoint);
   // The client has gone: whatever hangs (a conversion, a search thread), the process ends.
   const shutdown = shutdownOnce(log, { ms: 10_000, code: 0 }, async () => {
     await metricsEndpoint?.close();
@@ -101,21 +101,20 @@ async function serveMetricsOrExit(
 /** Streamable HTTP until SIGTERM or SIGINT: then stop accepting, drain (bounded), end listen streams, close the index, exit 0. */
 async function serveOverHttp(
   app: App,
+  config: Config,
   listen: HttpListen,
-  allowedHosts: string[],
   token: string | undefined,
   log: Logger,
-  write: boolean,
   metrics: Metrics | undefined,
   metricsEndpoint: MetricsEndpoint | undefined,
 ): Promise<void> {
-  const info = { name: 'folder-mcp', version: VERSION, write };
-  const policy = { allowedHosts: allowedHostsFor(listen.host, allowedHosts), token };
+  const info = { name: 'folder-mcp', version: VERSION, write: config.write };
+  const policy = { allowedHosts: allowedHostsFor(listen.host, config.allowedHosts ?? []), token };
   // Lazy: the HTTP stack (node:http, @modelcontextprotocol/node, hono) loads only with --http; stdio starts without it.
   const { serveHttp, HttpListenError } = await import('./http/serve.ts');
   let endpoint: HttpEndpoint;
   try {
-    endpoint = await serveHttp({ app, info, listen, policy, log, ...(metrics && { metrics }) });
+    endpoint = await serveHttp({ app, info, listen, policy, log, ...(metrics && { metrics }), ...(config.replicaId !== undefined && { replicaId: config.replicaId }) });
   } catch (error) {
     // A port in use (or an address not this machine's) is a command-line mistake: exit 2, as for any other, and
     // nothing was opened. An index that cannot be opened after the bind is a failure of the server: exit 1.

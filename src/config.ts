@@ -66,6 +66,15 @@ export interface Config {
    * Absent: the index's own secret.
    */
   cursorKey?: string;
+  /**
+   * `--replica-id NAME`: this replica's name behind a load balancer. Its
+   * 2025-era session ids start with `NAME.` (so the balancer can route a
+   * session to the replica that made it: deploy/nginx/folder-mcp.conf), its
+   * answers carry `X-Folder-Mcp-Replica: NAME`, and its bus messages name it.
+   */
+  replicaId?: string;
+  /** `--bus redis://HOST:PORT`: share change hints with the other replicas over Redis pub/sub (src/live/bus.ts). */
+  bus?: string;
 }
 
 export interface HttpListen {
@@ -118,6 +127,8 @@ export const CLI_OPTIONS = {
   'allowed-host': { type: 'string', multiple: true },
   'token-file': { type: 'string' },
   'cursor-key-file': { type: 'string' },
+  'replica-id': { type: 'string' },
+  bus: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const satisfies ParseArgsConfig['options'];
@@ -170,6 +181,11 @@ Options:
                          required to bind an address that is not loopback
   --cursor-key-file PATH cursor signing key shared by replicas (else
                          FOLDER_MCP_CURSOR_KEY; default: one per index)
+  --replica-id NAME      this replica's name behind a load balancer: prefixes its
+                         2025 session ids (NAME.) and names it in a response header
+  --bus redis://HOST:PORT
+                         tell the other replicas what changed here, and hear what
+                         changed there, over Redis pub/sub (hints: each checks its disk)
   -h, --help             show this help
   -v, --version          show the version
 `;
@@ -210,9 +226,19 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
   if (values['max-write-bytes'] !== undefined && !values.write) throw new UsageError('--max-write-bytes applies to --write only');
   const http = values.http === undefined ? undefined : parseHttpListen(values.http);
   const metrics = values.metrics === undefined ? undefined : parseHttpListen(values.metrics, '--metrics');
-  if (!http && !metrics && (values['allowed-host'] || values['token-file'])) {
-    throw new UsageError(`--${values['allowed-host'] ? 'allowed-host' : 'token-file'} applies to --http and --metrics only`);
+  if (!http) {
+    const httpOnly = (['replica-id', 'bus'] as const).find((name) => values[name] !== undefined);
+    if (httpOnly) throw new UsageError(`--${httpOnly} applies to --http only`);
+    if (!metrics && (values['allowed-host'] || values['token-file'])) {
+      throw new UsageError(`--${values['allowed-host'] ? 'allowed-host' : 'token-file'} applies to --http and --metrics only`);
+    }
   }
+  const replicaId = values['replica-id'];
+  // Security and routing: the name goes into session ids and a header, and a load balancer matches it with a regex.
+  if (replicaId !== undefined && !REPLICA_ID.test(replicaId)) {
+    throw new UsageError(`--replica-id needs ${OPTION_VALUES['--replica-id']}, got '${replicaId}'`);
+  }
+  const bus = values.bus === undefined ? undefined : parseBusUrl(values.bus);
   const embed = embedConfig(values, !values['no-search']);
   return {
     kind: 'run',
@@ -239,6 +265,8 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
       ...(values['allowed-host'] && { allowedHosts: values['allowed-host'].map(allowedHostName) }),
       ...(values['token-file'] !== undefined && { tokenFile: values['token-file'] }),
       ...(values['cursor-key-file'] !== undefined && { cursorKeyFile: values['cursor-key-file'] }),
+      ...(replicaId !== undefined && { replicaId }),
+      ...(bus !== undefined && { bus }),
     },
   };
 }
@@ -264,6 +292,8 @@ const OPTION_VALUES: Record<string, string> = {
   '--allowed-host': 'a host name',
   '--token-file': 'a file path',
   '--cursor-key-file': 'a file path',
+  '--replica-id': '1 to 32 letters, digits, _ or -',
+  '--bus': 'a redis://HOST:PORT URL',
   '--log-level': LOG_LEVELS.join(' | '),
 };
 
@@ -324,6 +354,20 @@ export function parseHttpListen(text: string, flag = '--http'): HttpListen {
   const port = match ? Number(match[2]) : NaN;
   if (!match || port > 65_535) throw new UsageError(`${flag} must be [HOST:]PORT (PORT 0-65535), got '${text}'`);
   return { host: match[1]?.replace(/^\[|\]$/g, '') ?? '127.0.0.1', port };
+}
+
+const REPLICA_ID = /^[A-Za-z0-9_-]{1,32}$/;
+
+/** `--bus`: `redis://HOST[:PORT]` (a password, if any, in the URL's user part; a database number as its path is ignored: pub/sub spans them). */
+function parseBusUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`--bus needs ${OPTION_VALUES['--bus']}, got '${text}'`);
+  }
+  if (url.protocol !== 'redis:' || url.hostname === '') throw new UsageError(`--bus needs ${OPTION_VALUES['--bus']}, got '${text}'`);
+  return text;
 }
 
 /** `--allowed-host`: a bare hostname as a Host header names it (no scheme, port or path); IPv6 in brackets. */

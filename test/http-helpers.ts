@@ -172,11 +172,12 @@ export interface HttpClient {
 }
 
 /** The v1 client (2025-11-25, initialize) or the v2 client pinned to 2026-07-28, over Streamable HTTP. */
-export async function connectHttp(url: string, era: 'legacy' | 'modern', token?: string): Promise<HttpClient> {
+export async function connectHttp(url: string, era: 'legacy' | 'modern', token?: string, options: { fetch?: typeof fetch } = {}): Promise<HttpClient> {
   const requestInit = token ? { headers: { Authorization: `Bearer ${token}` } } : undefined;
+  const transportOptions = { requestInit, ...(options.fetch && { fetch: options.fetch }) };
   if (era === 'legacy') {
     const client = new V1Client({ name: 'folder-mcp-test', version: '0.0.0' });
-    await client.connect(new V1StreamableHTTPClientTransport(new URL(url), { requestInit }));
+    await client.connect(new V1StreamableHTTPClientTransport(new URL(url), transportOptions));
     return {
       era,
       client,
@@ -193,7 +194,7 @@ export async function connectHttp(url: string, era: 'legacy' | 'modern', token?:
     };
   }
   const client = new Client({ name: 'folder-mcp-test', version: '0.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), transportOptions));
   return {
     era,
     client,

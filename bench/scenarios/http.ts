@@ -52,7 +52,7 @@ export interface HttpResult {
 type Ask = (method: string, params: Record<string, unknown>) => Promise<LooseResult>;
 
 /** The mixed workload: the same sequence of requests whatever the transport. */
-interface Workload {
+export interface Workload {
   lists: string[];
   reads: string[];
   globs: string[];
@@ -75,7 +75,7 @@ function requestFor(w: Workload, i: number): { kind: Kind; method: string; param
 }
 
 /** Collections and small documents to ask about, from the index itself (the first pages of a few folders). */
-async function workload(ctx: SizeContext, ask: Ask): Promise<Workload> {
+export async function workload(ctx: SizeContext, ask: Ask): Promise<Workload> {
   const lists: string[] = [];
   const reads: string[] = [];
   for (const dir of ['src', 'docs', 'lib', 'test', ctx.tree.deepDir, ...ctx.tree.siblingDirs]) {
@@ -139,15 +139,19 @@ async function drive(transport: string, asks: Ask[], total: number, w: Workload,
   };
 }
 
-interface Served {
+export interface Served {
   child: ChildProcess;
   url: string;
   stderr(): string;
   stop(): Promise<number | null>;
 }
 
-/** `folder-mcp --http 127.0.0.1:0` on the warm index, once its background work (reconcile, content index) is done. */
-async function serveHttp(ctx: SizeContext): Promise<Served> {
+/**
+ * `folder-mcp --http 127.0.0.1:0` on the warm index, once its background
+ * work (reconcile, content index) is done, or `settleMs` has passed (then
+ * it is stopped and this throws).
+ */
+export async function serveHttp(ctx: SizeContext, settleMs = 60_000 + ctx.tree.size * 0.5): Promise<Served> {
   const child = spawn(process.execPath, [CLI, '--http', '127.0.0.1:0', '--db', ctx.db, '--watcher', 'none', '--log-level', 'info', ctx.root], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, FOLDER_MCP_TOKEN: '' },
@@ -155,7 +159,7 @@ async function serveHttp(ctx: SizeContext): Promise<Served> {
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-50_000)));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const deadline = performance.now() + 60_000 + ctx.tree.size * 0.5;
+  const deadline = performance.now() + settleMs;
   for (;;) {
     const url = /http:\/\/127\.0\.0\.1:\d+\/mcp/.exec(stderr)?.[0];
     if (url && /index checked against the disk/.test(stderr) && /content index: \d+ (text )?documents/.test(stderr)) {
@@ -170,13 +174,13 @@ async function serveHttp(ctx: SizeContext): Promise<Served> {
   }
 }
 
-async function modernHttpClient(url: string): Promise<Client> {
+export async function modernHttpClient(url: string): Promise<Client> {
   const client = new Client({ name: 'folder-mcp-bench', version: '0' }, PIN);
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return client;
 }
 
-function asker(client: Client): Ask {
+export function asker(client: Client): Ask {
   return (method, params) => client.request({ method, params } as never, Loose as never, { timeout: 120_000 } as never);
 }
 

@@ -133,7 +133,12 @@ export interface HttpServeOptions {
   limits?: Partial<HttpServeLimits>;
   /** Served at /metrics (behind the token, when one is set), and told of the refusals here. */
   metrics?: Metrics;
+  /** `--replica-id`: prefixes 2025 session ids (`NAME.`) and names this replica in the `X-Folder-Mcp-Replica` header. */
+  replicaId?: string;
 }
+
+/** The response header naming the replica that answered (with `--replica-id` only). */
+export const REPLICA_HEADER = 'x-folder-mcp-replica';
 
 export interface HttpEndpoint {
   /** `http://HOST:PORT/mcp`, with the port actually bound. */
@@ -178,7 +183,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   const arrivals = new ArrivalGate(ARRIVAL_TURN_MS, turns);
   // Made once the port is bound (below): the index is not opened, nor its file made, for a port that is taken.
   let listeners!: HttpListeners;
-  const sessions = new LegacySessions(app, limits, report);
+  const sessions = new LegacySessions(app, limits, report, options.replicaId === undefined ? '' : `${options.replicaId}.`);
 
   const endpoint = {
     async fetch(request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
@@ -258,6 +263,8 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
     },
     (req, res) => {
       if (evicted.has(req.socket)) return; // already told 503; closed in a moment
+      // Which replica answered, for whoever debugs a load balancer (and for the cluster test to prove the rotation).
+      if (options.replicaId !== undefined) res.setHeader(REPLICA_HEADER, options.replicaId);
       // /healthz and /readyz: no token, and answered while draining (readyz then says 503) or over the connection cap.
       if (probes.answer(req, res, pathOf(req.url))) return;
       if (metrics && answerMetrics(metrics, policy, req, res, pathOf(req.url))) return;

@@ -68,6 +68,12 @@ export class LegacySessions {
     private readonly app: App,
     private readonly limits: SessionLimits,
     private readonly report: (error: Error) => void,
+    /**
+     * Each session id starts with this (`--replica-id` and a dot): a load
+     * balancer sends a session's requests to the replica that made it by
+     * this prefix (deploy/nginx/folder-mcp.conf). The rest is a random UUID.
+     */
+    private readonly idPrefix = '',
   ) {
     this.clock = limits.clock ?? WALL_CLOCK;
     this.sweeper = this.clock.every(Math.min(limits.idleMs, limits.goneMs, 30_000), () => this.sweep());
@@ -116,7 +122,7 @@ export class LegacySessions {
       // With an event store the SDK primes each SSE answer with an event id and `retry:`, and replays
       // what a stream missed when the client comes back with Last-Event-ID.
       transport: new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
+        sessionIdGenerator: () => `${this.idPrefix}${randomUUID()}`,
         onsessioninitialized: (id) => void this.sessions.set(id, entry),
         eventStore: events,
         retryInterval: SSE_RETRY_MS,

@@ -23,6 +23,10 @@ export interface Live {
   close(): Promise<void>;
   /** Looks at these absolute paths on the serial write queue; resolves once what they show is committed. */
   refresh(paths: readonly string[]): Promise<void>;
+  /** Another replica's hint: these absolute paths may have changed (LiveSync.hint). */
+  hint(paths: Iterable<string>): void;
+  /** Another replica's hint that much changed under `dir` (LiveSync.hintTree). */
+  hintTree(dir: string): Promise<void>;
 }
 
 /** Wires disk -> index (one watcher for the process) -> notifications for each attached connection. */
@@ -50,6 +54,8 @@ export function createLive(options: LiveOptions): Live {
     },
     start: () => sync.start(),
     refresh: (paths) => sync.refresh(paths),
+    hint: (paths) => sync.hint(paths),
+    hintTree: (dir) => sync.hintTree(dir),
     async close() {
       await sync.close();
       stopListening();

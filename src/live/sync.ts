@@ -180,6 +180,29 @@ export class LiveSync {
     return this.queue.run(() => this.reconciler.paths(paths));
   }
 
+  /**
+   * Another replica says these paths (absolute, inside a root) changed
+   * (src/live/bus.ts): looked at as a watcher's event would be, on this
+   * replica's own disk. Dropped before the watcher runs (the start's diff
+   * looks at everything) and with `--watcher none` (an index that changes
+   * only at start-up).
+   */
+  hint(paths: Iterable<string>): void {
+    if (!this.hintsApply()) return;
+    for (const path of paths) this.batcher.add(path);
+  }
+
+  /** Another replica changed more under `dir` than a message names: diff that subtree with this replica's disk. */
+  hintTree(dir: string): Promise<void> {
+    if (!this.hintsApply()) return Promise.resolve();
+    return this.queue.run(() => this.reconciler.tree(dir));
+  }
+
+  private hintsApply(): boolean {
+    const backend = this.supervisor.backend;
+    return !this.closed && backend !== undefined && backend !== 'none';
+  }
+
   /** Stops the watcher and waits for the write in progress; nothing is written after. */
   async close(): Promise<void> {
     if (this.closed) return;

@@ -1,0 +1,254 @@
+// Hints across replicas (`--bus`): each replica tells the others which paths
+// changed in its index (what its tools wrote, what its watcher saw), and
+// treats what they tell it as a watcher's event: a hint to look at that path
+// on its own disk (docs/live-updates.md: the disk is the truth). A hint never
+// writes the index; the worst a forged or stale one can do is make a replica
+// look at a path of its own folder. The transport (Redis pub/sub:
+// ./redis-transport.ts) only carries text.
+import { dirname, posix } from 'node:path';
+import type { CommittedChange } from '../index/folder-index.ts';
+import type { Logger } from '../log.ts';
+import { findRoot, isPathInside, PATH_MAX_BYTES, uriToPath, type Root } from '../uri.ts';
+
+/** The pub/sub channel every replica publishes to and listens on. */
+export const HINT_CHANNEL = 'folder-mcp:hints';
+/** A message longer than this (UTF-8 bytes) is dropped unread, and none is sent: a larger change goes as a `tree` hint. */
+export const MAX_HINT_MESSAGE_BYTES = 64 * 1024;
+/** Paths one message names at most; more changed under a root in one flush: a `tree` hint for that root instead. */
+export const MAX_HINT_PATHS = 256;
+/** Paths gathered this long before they are sent (a burst of changes goes as one message). */
+const FLUSH_MS = 50;
+/**
+ * Paths taken from other replicas' hints per second, all senders together;
+ * past it the rest of that second becomes one tree hint per root (a diff of
+ * the root, which finds whatever they named).
+ */
+const MAX_INBOUND_PATHS_PER_SECOND = 5_000;
+/** A root is diffed for a tree hint at most once this often (a replica sending them in a loop costs one diff a second). */
+const TREE_HINT_MIN_INTERVAL_MS = 1_000;
+/**
+ * A path this replica looked at because of a hint is not sent back out when
+ * its look changes the index within this long: the replica that sent it
+ * knows (without this each change would echo once through every replica).
+ */
+const ECHO_MS = 5_000;
+/** Paths remembered for ECHO_MS at most (the oldest go first). */
+const MAX_ECHO_PATHS = 10_000;
+
+/** One message on the channel (JSON). */
+export interface HintMessage {
+  /** Version of this shape. */
+  v: 1;
+  /** The sender's replica id (`--replica-id`, or a random one): a replica ignores its own messages. */
+  origin: string;
+  /** The root's absolute path, as the sender serves it: replicas share hints for roots they serve at the same path. */
+  root: string;
+  /** Paths relative to the root (`''` is the root), `/`-separated. */
+  paths: string[];
+  /** More changed under the root than `paths` says: diff the whole root. */
+  tree?: true;
+}
+
+/** A validated hint, in this replica's terms. */
+export interface Hint {
+  origin: string;
+  root: Root;
+  /** Absolute paths inside `root`. */
+  paths: string[];
+  tree: boolean;
+}
+
+/**
+ * Reads one message from the channel, which is untrusted input (anyone who
+ * can publish to the Redis server can write one): null unless it is small,
+ * well-formed, names a root this replica serves and only paths inside it.
+ * Paths must be relative and already normalised (no `..`, `.`, empty or
+ * absolute segments, no NUL): a path that would need resolving is refused,
+ * not resolved, and the result is checked with the same containment test as
+ * a client's URI (uri.ts isPathInside).
+ */
+export function decodeHint(text: string, roots: readonly Root[]): Hint | null {
+  if (Buffer.byteLength(text) > MAX_HINT_MESSAGE_BYTES) return null;
+  let message: unknown;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return null;
+  const { v, origin, root: rootPath, paths, tree } = message as Record<string, unknown>;
+  if (v !== 1 || typeof origin !== 'string' || origin.length === 0 || origin.length > 64) return null;
+  if (typeof rootPath !== 'string' || !Array.isArray(paths) || paths.length > MAX_HINT_PATHS) return null;
+  if (tree !== undefined && tree !== true) return null;
+  const root = roots.find((r) => r.path === rootPath);
+  if (!root) return null;
+  const absolute: string[] = [];
+  for (const rel of paths) {
+    const path = resolveRelative(root, rel);
+    if (path === null) return null;
+    absolute.push(path);
+  }
+  return { origin, root, paths: absolute, tree: tree === true };
+}
+
+function resolveRelative(root: Root, rel: unknown): string | null {
+  if (typeof rel !== 'string' || Buffer.byteLength(rel) > PATH_MAX_BYTES) return null;
+  if (rel === '') return root.path;
+  // Security: only a path that needs no resolving: `a/../../etc` or `/etc` is refused outright.
+  if (rel.startsWith('/') || rel.includes('\0') || posix.normalize(rel) !== rel || rel === '..' || rel.startsWith('../') || rel.endsWith('/')) {
+    return null;
+  }
+  const path = root.path === '/' ? `/${rel}` : `${root.path}/${rel}`;
+  return isPathInside(root.path, path) ? path : null;
+}
+
+/** Encodes what changed under `root`: one message, or a tree hint when the paths do not fit in one. */
+export function encodeHints(origin: string, root: Root, relPaths: ReadonlySet<string>): string {
+  const base = { v: 1 as const, origin, root: root.path };
+  if (relPaths.size <= MAX_HINT_PATHS) {
+    const text = JSON.stringify({ ...base, paths: [...relPaths] } satisfies HintMessage);
+    if (Buffer.byteLength(text) <= MAX_HINT_MESSAGE_BYTES) return text;
+  }
+  return JSON.stringify({ ...base, paths: [], tree: true } satisfies HintMessage);
+}
+
+/** Carries messages between replicas; ./redis-transport.ts over Redis pub/sub. */
+export interface HintTransport {
+  /** Sends one message; dropped while the transport is down (each replica's own watcher covers the gap). */
+  publish(text: string): void;
+  close(): Promise<void>;
+}
+
+/** Opens a transport that calls `deliver` with each message from the channel (its own included). */
+export type OpenHintTransport = (deliver: (text: string) => void) => HintTransport;
+
+export interface HintBusOptions {
+  origin: string;
+  roots: readonly Root[];
+  log: Logger;
+  /** Calls its listener after each committed change to the index (FolderIndex.onChange). */
+  onChange(listener: (change: CommittedChange) => void): () => void;
+  /** Looks at these paths (Live.hint)... */
+  hint(paths: Iterable<string>): void;
+  /** ...or diffs this root (Live.hintTree). */
+  hintTree(dir: string): Promise<void>;
+  open: OpenHintTransport;
+}
+
+/** One replica's end of the bus: what changed here goes out, what changed elsewhere comes in as hints. */
+export class HintBus {
+  /** Root path -> paths relative to it, changed here and not yet sent. */
+  private outgoing = new Map<string, Set<string>>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  /** Absolute path -> when a hint for it stops counting as the reason of a change (ECHO_MS). */
+  private readonly hinted = new Map<string, number>();
+  private inboundSecond = 0;
+  private inboundPaths = 0;
+  /** Root path -> when its last tree hint ran. */
+  private readonly treeLast = new Map<string, number>();
+  /** Roots with a tree hint scheduled. */
+  private readonly treePending = new Set<string>();
+  private readonly treeTimers = new Set<NodeJS.Timeout>();
+  private readonly transport: HintTransport;
+  private readonly stopListening: () => void;
+  private closed = false;
+  /** Messages dropped as invalid (for tests and the log). */
+  rejected = 0;
+  /** Hints taken from other replicas (for tests). */
+  received = 0;
+
+  constructor(private readonly options: HintBusOptions) {
+    this.transport = options.open((text) => this.deliver(text));
+    this.stopListening = options.onChange((change) => this.changed(change));
+  }
+
+  private changed(change: CommittedChange): void {
+    if (this.closed) return;
+    const now = Date.now();
+    for (const uri of [...change.removed, ...change.upserted.map((row) => row.uri)]) {
+      const path = uriToPath(uri);
+      if ((this.hinted.get(path) ?? 0) > now) continue;
+      const root = findRoot(this.options.roots, path);
+      if (!root) continue;
+      const rel = path === root.path ? '' : path.slice(root.path === '/' ? 1 : root.path.length + 1);
+      let set = this.outgoing.get(root.path);
+      if (!set) this.outgoing.set(root.path, (set = new Set()));
+      // Past one message's worth the root goes as a tree hint: no need to hold more.
+      if (set.size <= MAX_HINT_PATHS) set.add(rel);
+    }
+    if (this.outgoing.size > 0) this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
+  }
+
+  private flush(): void {
+    this.flushTimer = undefined;
+    const outgoing = this.outgoing;
+    this.outgoing = new Map();
+    for (const [rootPath, paths] of outgoing) {
+      const root = this.options.roots.find((r) => r.path === rootPath)!;
+      this.transport.publish(encodeHints(this.options.origin, root, paths));
+    }
+  }
+
+  private deliver(text: string): void {
+    if (this.closed) return;
+    const hint = decodeHint(text, this.options.roots);
+    if (hint === null) {
+      // Said once at warn level, then at debug: a flood of bad messages must not flood the log.
+      if (this.rejected++ === 0) this.options.log.warn('bus: a message that is not a valid hint for the folders served here was dropped (more at debug level)');
+      else this.options.log.debug('bus: an invalid message was dropped');
+      return;
+    }
+    if (hint.origin === this.options.origin) return;
+    this.received++;
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== this.inboundSecond) {
+      this.inboundSecond = second;
+      this.inboundPaths = 0;
+    }
+    this.inboundPaths += hint.paths.length;
+    if (hint.tree || this.inboundPaths > MAX_INBOUND_PATHS_PER_SECOND) return this.tree(hint.root);
+    this.remember(hint.paths);
+    this.options.hint(hint.paths);
+  }
+
+  /** A tree hint for `root`: at once, or TREE_HINT_MIN_INTERVAL_MS after the last one ran (those in between make one). */
+  private tree(root: Root): void {
+    if (this.treePending.has(root.path)) return;
+    const wait = Math.max(0, (this.treeLast.get(root.path) ?? -Infinity) + TREE_HINT_MIN_INTERVAL_MS - Date.now());
+    this.treePending.add(root.path);
+    const timer = setTimeout(() => {
+      this.treeTimers.delete(timer);
+      this.treePending.delete(root.path);
+      if (this.closed) return;
+      this.treeLast.set(root.path, Date.now());
+      this.remember([root.path]);
+      void this.options.hintTree(root.path).catch((error: unknown) => this.options.log.debug(`bus: diff of ${root.path} failed: ${(error as Error).message}`));
+    }, wait);
+    this.treeTimers.add(timer);
+  }
+
+  /** Paths (and their folders, whose mtime the change moves) that a change here may now come from a hint. */
+  private remember(paths: readonly string[]): void {
+    const until = Date.now() + ECHO_MS;
+    for (const path of paths) {
+      for (const p of [path, dirname(path)]) {
+        this.hinted.delete(p);
+        this.hinted.set(p, until);
+      }
+    }
+    const now = Date.now();
+    for (const [path, expires] of this.hinted) {
+      if (this.hinted.size <= MAX_ECHO_PATHS && expires > now) break;
+      this.hinted.delete(path);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopListening();
+    clearTimeout(this.flushTimer);
+    for (const timer of this.treeTimers) clearTimeout(timer);
+    await this.transport.close();
+  }
+}

@@ -1,0 +1,181 @@
+// The hint bus between replicas (src/live/bus.ts): messages from Redis are
+// untrusted input, so decoding is a table of hostile messages; and two ends
+// joined by an in-memory channel (the transport seam) show what goes out,
+// what comes in, and what is not echoed back.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseCliArgs } from '../../src/config.ts';
+import type { CommittedChange } from '../../src/index/folder-index.ts';
+import { decodeHint, encodeHints, HintBus, MAX_HINT_MESSAGE_BYTES, MAX_HINT_PATHS, type HintTransport } from '../../src/live/bus.ts';
+import { publicBusName, retryDelayMs } from '../../src/live/redis-transport.ts';
+import { silentLogger } from '../../src/log.ts';
+import { makeRoot, pathToUri } from '../../src/uri.ts';
+import { waitFor } from '../basics.ts';
+
+const root = makeRoot('/srv/app');
+const roots = [root, makeRoot('/')];
+const message = (fields: Record<string, unknown>) => JSON.stringify({ v: 1, origin: 'r1', root: '/srv/app', paths: ['a.txt'], ...fields });
+
+describe('decodeHint: what another replica may say', () => {
+  const valid: Array<[string, string, string[], boolean]> = [
+    ['a file', message({}), ['/srv/app/a.txt'], false],
+    ['nested paths and the root itself', message({ paths: ['src/main.ts', ''] }), ['/srv/app/src/main.ts', '/srv/app'], false],
+    ['a tree hint', message({ paths: [], tree: true }), [], true],
+    ['a name with dots that is no segment', message({ paths: ['..hidden', 'a..b', '.env'] }), ['/srv/app/..hidden', '/srv/app/a..b', '/srv/app/.env'], false],
+    ['the root /', JSON.stringify({ v: 1, origin: 'r1', root: '/', paths: ['etc/hosts'] }), ['/etc/hosts'], false],
+  ];
+  for (const [name, text, paths, tree] of valid) {
+    test(`accepts ${name}`, () => {
+      const hint = decodeHint(text, roots);
+      assert.ok(hint);
+      assert.deepEqual(hint.paths, paths);
+      assert.equal(hint.tree, tree);
+    });
+  }
+
+  const refused: Array<[string, string]> = [
+    ['not JSON', '{"v":1,'],
+    ['an array', '[1,2]'],
+    ['null', 'null'],
+    ['another version', message({ v: 2 })],
+    ['no origin', message({ origin: undefined })],
+    ['an empty origin', message({ origin: '' })],
+    ['an origin of 65 characters', message({ origin: 'x'.repeat(65) })],
+    ['a root not served here', message({ root: '/srv/other' })],
+    ['a sibling-prefix root', message({ root: '/srv/app-secrets' })],
+    ['a root spelled with a trailing slash', message({ root: '/srv/app/' })],
+    ['paths not an array', message({ paths: 'a.txt' })],
+    ['a path that is not a string', message({ paths: [1] })],
+    ['an absolute path', message({ paths: ['/etc/passwd'] })],
+    ['a path up and out', message({ paths: ['../app-secrets/key'] })],
+    ['..', message({ paths: ['..'] })],
+    ['a path that needs resolving', message({ paths: ['a/../../etc'] })],
+    ['a dot segment', message({ paths: ['./a'] })],
+    ['an empty segment', message({ paths: ['a//b'] })],
+    ['a trailing slash', message({ paths: ['a/'] })],
+    ['a NUL', message({ paths: ['a\u0000b'] })],
+    ['a path over PATH_MAX', message({ paths: ['a'.repeat(4097)] })],
+    ['too many paths', message({ paths: Array.from({ length: MAX_HINT_PATHS + 1 }, (_, i) => `f${i}`) })],
+    ['tree not true', message({ tree: 'yes' })],
+    ['a message over the size bound', message({ paths: ['a.txt'], pad: 'x'.repeat(MAX_HINT_MESSAGE_BYTES) })],
+  ];
+  for (const [name, text] of refused) {
+    test(`refuses ${name}`, () => assert.equal(decodeHint(text, roots), null));
+  }
+});
+
+describe('encodeHints', () => {
+  test('a few paths go as they are; more than a message holds go as a tree hint', () => {
+    assert.deepEqual(JSON.parse(encodeHints('r1', root, new Set(['a.txt', '']))), { v: 1, origin: 'r1', root: '/srv/app', paths: ['a.txt', ''] });
+    const many = new Set(Array.from({ length: MAX_HINT_PATHS + 1 }, (_, i) => `f${i}`));
+    assert.deepEqual(JSON.parse(encodeHints('r1', root, many)), { v: 1, origin: 'r1', root: '/srv/app', paths: [], tree: true });
+    const long = new Set(Array.from({ length: 100 }, (_, i) => `${'d'.repeat(1000)}/${i}`));
+    assert.equal(JSON.parse(encodeHints('r1', root, long)).tree, true, 'over the byte bound: a tree hint');
+    for (const text of [encodeHints('r1', root, many), encodeHints('r1', root, long)]) assert.ok(decodeHint(text, roots), 'what is sent decodes');
+  });
+});
+
+/** Two or more HintBus ends joined by an in-memory channel, each with a fake index and Live that record. */
+function joined(origins: string[]) {
+  const transports = new Set<(text: string) => void>();
+  const ends = origins.map((origin) => {
+    const changeListeners = new Set<(change: CommittedChange) => void>();
+    const end = {
+      hinted: [] as string[],
+      trees: [] as string[],
+      treeTimes: [] as number[],
+      sent: [] as string[],
+      commit(paths: string[]) {
+        const change: CommittedChange = { upserted: [], removed: paths.map((p) => pathToUri(p, false)), listChanged: true };
+        for (const listener of changeListeners) listener(change);
+      },
+      bus: undefined as unknown as HintBus,
+    };
+    end.bus = new HintBus({
+      origin,
+      roots: [root],
+      log: silentLogger,
+      onChange: (listener) => {
+        changeListeners.add(listener);
+        return () => changeListeners.delete(listener);
+      },
+      hint: (paths) => void end.hinted.push(...paths),
+      hintTree: async (dir) => {
+        end.trees.push(dir);
+        end.treeTimes.push(Date.now());
+      },
+      open: (deliver): HintTransport => {
+        transports.add(deliver);
+        return {
+          publish: (text) => {
+            end.sent.push(text);
+            for (const other of transports) other(text);
+          },
+          close: async () => void transports.delete(deliver),
+        };
+      },
+    });
+    return end;
+  });
+  return { ends, close: () => Promise.all(ends.map((end) => end.bus.close())), deliverRaw: (text: string) => transports.forEach((d) => d(text)) };
+}
+
+describe('HintBus', () => {
+  test("what one replica commits reaches the others as hints, batched; its own messages it ignores", async () => {
+    const { ends, close } = joined(['a', 'b', 'c']);
+    const [a, b, c] = ends as [ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0]];
+    a.commit(['/srv/app/x.txt']);
+    a.commit(['/srv/app/sub/y.txt']);
+    await waitFor(() => b.hinted.length === 2 && c.hinted.length === 2, 5_000, 'b and c hinted');
+    assert.equal(a.sent.length, 1, 'two commits in one flush: one message');
+    assert.deepEqual(b.hinted, ['/srv/app/x.txt', '/srv/app/sub/y.txt']);
+    assert.deepEqual(a.hinted, [], 'its own message is not a hint');
+    // b looks at the paths, and its index changes: that is not sent back out.
+    b.commit(['/srv/app/x.txt']);
+    c.commit(['/srv/app/other.txt']);
+    await waitFor(() => a.hinted.length === 1, 5_000, 'c\'s own change reached a');
+    assert.equal(b.sent.length, 0, 'a change that came from a hint is not echoed');
+    await close();
+  });
+
+  test('invalid messages are dropped, tree hints run at most once a second per root', async () => {
+    const { ends, close, deliverRaw } = joined(['a']);
+    const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
+    deliverRaw(message({ origin: 'evil', paths: ['../../etc/passwd'] }));
+    deliverRaw('not json');
+    assert.equal(a.bus.rejected, 2);
+    assert.deepEqual(a.hinted, []);
+    // Fifty before the first diff starts: that one diff looks after all of them.
+    for (let i = 0; i < 50; i++) deliverRaw(message({ origin: 'z', paths: [], tree: true }));
+    await waitFor(() => a.trees.length === 1, 5_000, 'one tree hint ran');
+    // More after it started: one more diff, a second after the first at the earliest (a lower bound: safe on a slow machine).
+    for (let i = 0; i < 50; i++) deliverRaw(message({ origin: 'z', paths: [], tree: true }));
+    await waitFor(() => a.trees.length === 2, 5_000, 'the ones that came after it: one more diff');
+    assert.deepEqual(a.trees, ['/srv/app', '/srv/app']);
+    assert.ok(a.treeTimes[1]! - a.treeTimes[0]! >= 990, `the second diff ${a.treeTimes[1]! - a.treeTimes[0]!} ms after the first`);
+    await close();
+  });
+});
+
+describe('--bus and --replica-id', () => {
+  test('options: checked at the command line', () => {
+    const run = (args: string[]) => parseCliArgs([...args, '/srv']);
+    const ok = run(['--http', '0', '--bus', 'redis://127.0.0.1:6379', '--replica-id', 'r-1_a']);
+    assert.equal(ok.kind === 'run' && ok.config.bus, 'redis://127.0.0.1:6379');
+    assert.equal(ok.kind === 'run' && ok.config.replicaId, 'r-1_a');
+    assert.throws(() => run(['--bus', 'redis://h:1']), /--bus applies to --http only/);
+    assert.throws(() => run(['--replica-id', 'r1']), /--replica-id applies to --http only/);
+    assert.throws(() => run(['--http', '0', '--bus', 'http://h:1']), /--bus needs a redis:\/\/HOST:PORT URL/);
+    assert.throws(() => run(['--http', '0', '--bus', 'nonsense']), /--bus needs/);
+    assert.throws(() => run(['--http', '0', '--replica-id', 'r.1']), /--replica-id needs 1 to 32 letters/);
+    assert.throws(() => run(['--http', '0', '--replica-id', 'x'.repeat(33)]), /--replica-id needs/);
+  });
+
+  test('reconnection back-off doubles up to 5 s, with jitter; logs never carry a password', () => {
+    assert.equal(retryDelayMs(1, () => 0.5), 100);
+    assert.equal(retryDelayMs(4, () => 0.5), 800);
+    assert.equal(retryDelayMs(100, () => 0.5), 5_000);
+    assert.ok(retryDelayMs(100, () => 1) <= 6_000 && retryDelayMs(100, () => 0) >= 4_000);
+    assert.equal(publicBusName('redis://user:secret@cache.internal:6380/2'), 'redis://cache.internal:6380');
+  });
+});
