@@ -97,8 +97,7 @@ describe('scanInThread', () => {
   }
 
   test('the worker takes the walk over and hands over what a walk on this thread does', async () => {
-    const url = builtScriptUrl('scan-worker') ?? null;
-    assert.ok(url, 'dist/scan-worker.js is built (npm test builds first)');
+    const url = builtScriptUrl('scan-worker');
     const there = await collect(url);
     assert.ok(
       there.debug.some((line) => line.includes('the walk moves to its worker thread')),

@@ -6,7 +6,6 @@ import { mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync 
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
-import { builtScriptUrl } from '../../src/workers.ts';
 import { ScanWatch } from '../../src/index/scan-watch.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
 import { LiveSync } from '../../src/live/sync.ts';
@@ -19,7 +18,6 @@ import { withScanIndex } from '../scan-helpers.ts';
 import { countInotifyWatches } from '../../bench/watch-probe.ts';
 
 const linuxOnly = process.platform === 'linux' ? {} : { skip: 'ScanWatch runs on Linux only' };
-const needsWorker = builtScriptUrl('scan-worker') === undefined ? { skip: 'no built worker (npm test builds it)' } : {};
 
 function indexedUris(index: FolderIndex): string[] {
   return ((index.db.prepare('SELECT uri FROM entries ORDER BY uri').all() as { uri: string }[]).map((r) => r.uri)).sort();
@@ -84,7 +82,7 @@ function threads(): number {
   return Number(/Threads:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
 }
 
-describe('red team: nothing left behind', { ...linuxOnly, ...needsWorker }, () => {
+describe('red team: nothing left behind', linuxOnly, () => {
   const cases: [string, (dir: string, index: FolderIndex) => Promise<void>][] = [
     ['the index closed once ready, no live sync', async () => {}],
     ['the index closed mid-scan (the worker walking)', async () => {}],
@@ -177,7 +175,7 @@ async function coldStart(
   );
 }
 
-describe('red team: changes behind and after the walk, real watchers', { ...linuxOnly, ...needsWorker }, () => {
+describe('red team: changes behind and after the walk, real watchers', linuxOnly, () => {
   for (const backend of ['dirs', 'chokidar'] as const) {
     test(`${backend}: new nested trees, a directory moved in from outside, renames`, async () => {
       await coldStart(
