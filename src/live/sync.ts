@@ -51,24 +51,25 @@ export class LiveSync {
   private readonly batcher: EventBatcher;
   private readonly rechecks: Rechecks;
   private readonly supervisor: WatcherSupervisor;
-  private closed = false;
+  /** Live's lifetime, aborted by close(): every part stops on it (no part is handed a callback of its own for it). */
+  private readonly lifetime = new AbortController();
   private lockedTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: LiveSyncOptions) {
     const { index, log } = options;
-    const closed = () => this.closed;
-    this.queue = new WriteQueue({ ready: () => index.ready, closed, log });
+    const { signal } = this.lifetime;
+    this.queue = new WriteQueue({ ready: () => index.ready, signal, log });
     this.reconciler = new Reconciler(
       index,
       log,
-      closed,
+      signal,
       (dir, reason) => this.supervisor.rewatch(dir, reason),
       (dir) => this.rechecks.newDirectory(dir),
     );
     this.batcher = new EventBatcher({
       queue: this.queue,
       apply: (paths) => this.reconciler.paths(paths),
-      closed,
+      signal,
       debounceMs: options.debounceMs ?? 20,
       maxBatchDelayMs: options.maxBatchDelayMs ?? 500,
     });
@@ -78,7 +79,7 @@ export class LiveSync {
       diffRoots: () => this.diffRoots(),
       written: () => this.reconciler.written,
       backend: () => this.supervisor.backend,
-      closed,
+      signal,
       log,
     });
     const sink: WatchSink = {
@@ -90,7 +91,7 @@ export class LiveSync {
       index,
       log,
       sink,
-      closed,
+      signal,
       diffRoots: () => this.diffRoots(),
       ...(options.starters ? { starters: options.starters } : {}),
       ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
@@ -170,10 +171,14 @@ export class LiveSync {
     return this.queue.run(() => this.reconciler.paths(paths));
   }
 
+  private get closed(): boolean {
+    return this.lifetime.signal.aborted;
+  }
+
   /** Stops the watcher and waits for the write in progress; nothing is written after. */
   async close(): Promise<void> {
     if (this.closed) return;
-    this.closed = true;
+    this.lifetime.abort();
     this.batcher.close();
     this.rechecks.close();
     clearInterval(this.lockedTimer);

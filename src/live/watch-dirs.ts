@@ -151,7 +151,7 @@ class PerDirectoryWatcher implements DirsWatcher {
   }
 
   private stopped(): boolean {
-    return this.start.stopped?.() === true;
+    return this.start.signal?.aborted === true;
   }
 
   /** Watches the index's directories, a slice per turn, telling the caller of each slice watched. */

@@ -158,7 +158,7 @@ describe('a whole-root check from the walk (Reconciler.tree of a root)', () => {
       rmSync(join(dir.path, 'd040'), { recursive: true });
       writeTree(dir.path, { 'dnew/sub/x.txt': 'x', 'd050/.gitignore': 'f50.txt\n' });
       debug.length = 0;
-      const reconciler = new Reconciler(index, log, () => false);
+      const reconciler = new Reconciler(index, log, new AbortController().signal);
       await reconciler.tree(root.path);
       assert.ok(debug.some((line) => line.includes('the walk moves to its worker thread')), 'the check was walked by the worker');
       const indexed = (index.db.prepare('SELECT uri FROM entries ORDER BY uri').all() as { uri: string }[]).map((r) => r.uri);
