@@ -10,7 +10,7 @@ import { createConvert } from './content/formats.ts';
 import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
 import { acquireDbLock } from './index/lock.ts';
-import { createLive, type Live } from './live/live.ts';
+import { Live } from './live/live.ts';
 import type { Logger, RelayingLogger } from './log.ts';
 import { Connection } from './protocol/connection.ts';
 import { CATALOG_METHODS } from './protocol/handlers.ts';
@@ -213,7 +213,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     : null;
   if (!search) contentIndexUnfollowed(index.db);
   const catalog = lazyCatalog(async () => (await import('./catalog/catalog.ts')).createCatalog(ctx, search));
-  const live = createLive({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
+  const live = new Live({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
   // In the background: requests wait on index.ready themselves.
   const started = live.start();
   if (index.warm && index.store.countUpTo(WARM_WAIT_MAX_ENTRIES + 1) <= WARM_WAIT_MAX_ENTRIES) {

@@ -1,6 +1,6 @@
 // Red-team cases for the cold scan's watches (ScanWatch, ScanChangeRecord,
 // the hand-over to the dirs watcher): changes at awkward moments that must be
-// in the index once LiveSync.start() resolves. Real folders, real watchers.
+// in the index once Live.start() resolves. Real folders, real watchers.
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { ScanWatch } from '../../src/index/scan-watch.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
-import { LiveSync } from '../../src/live/sync.ts';
+import { Live } from '../../src/live/live.ts';
 import { startDirsWatcher } from '../../src/live/watch-dirs.ts';
 import type { StartWatcher } from '../../src/live/watcher.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -87,7 +87,7 @@ describe('red team: nothing left behind', linuxOnly, () => {
     ['the index closed once ready, no live sync', async () => {}],
     ['the index closed mid-scan (the worker walking)', async () => {}],
     ['a live sync started and closed', async (_dir, index) => {
-      const sync = new LiveSync({ index, log: silentLogger, watcher: 'dirs' });
+      const sync = new Live({ index, log: silentLogger, watcher: 'dirs' });
       await sync.start();
       await sync.close();
     }],
@@ -96,14 +96,14 @@ describe('red team: nothing left behind', linuxOnly, () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
         return startDirsWatcher(start);
       };
-      const sync = new LiveSync({ index, log: silentLogger, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: slow } });
+      const sync = new Live({ index, log: silentLogger, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: slow } });
       const started = sync.start();
       await new Promise((resolve) => setTimeout(resolve, 10));
       await sync.close();
       await started;
     }],
     ['a live sync closed while it took the scan\'s changes', async (_dir, index) => {
-      const sync = new LiveSync({ index, log: silentLogger, watcher: 'dirs' });
+      const sync = new Live({ index, log: silentLogger, watcher: 'dirs' });
       const started = sync.start();
       await new Promise((resolve) => setTimeout(resolve, 5));
       await sync.close();

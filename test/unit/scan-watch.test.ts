@@ -188,7 +188,7 @@ describe("the scan's watches on both threads", linuxOnly, () => {
   });
 });
 
-describe('LiveSync after a cold scan that watched', linuxOnly, () => {
+describe('Live after a cold scan that watched', linuxOnly, () => {
   test('what changed during the scan is indexed from the scan\'s watches, with no diff of the tree', async () => {
     // A watcher that sees nothing: whatever the index learns comes from the scan's record.
     const blind: StartWatcher = async () => ({ backend: 'dirs', close: async () => {} });
