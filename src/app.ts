@@ -11,7 +11,7 @@ import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
 import { acquireDbLock } from './index/lock.ts';
 import { HintBus } from './live/bus.ts';
-import { createLive, type Live } from './live/live.ts';
+import { Live } from './live/live.ts';
 import type { Logger, RelayingLogger } from './log.ts';
 import { Connection } from './protocol/connection.ts';
 import { CATALOG_METHODS } from './protocol/handlers.ts';
@@ -227,7 +227,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     : null;
   if (!search) contentIndexUnfollowed(index.db);
   const catalog = lazyCatalog(async () => (await import('./catalog/catalog.ts')).createCatalog(ctx, search));
-  const live = createLive({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
+  const live = new Live({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
   const bus = config.bus === undefined ? null : startHintBus(config.bus, config.replicaId ?? randomBytes(8).toString('hex'), roots, index, live, log);
   // In the background: requests wait on index.ready themselves.
   const started = live.start();

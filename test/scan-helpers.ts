@@ -2,7 +2,7 @@
 // temp folder, an in-memory index of it that watches as it scans, a debug
 // log, and the live sync a test starts; all closed and removed after.
 import { FolderIndex, type FolderIndexOptions } from '../src/index/folder-index.ts';
-import { LiveSync, type LiveSyncOptions } from '../src/live/sync.ts';
+import { Live, type LiveOptions } from '../src/live/live.ts';
 import { createLogger, type Logger } from '../src/log.ts';
 import { makeRoot } from '../src/uri.ts';
 import { tempDir } from './basics.ts';
@@ -15,7 +15,7 @@ export interface ScanIndexContext {
   /** Every line logged so far. */
   logs: string[];
   /** Makes the live sync of this index (closed after the test). */
-  sync(options: Omit<LiveSyncOptions, 'index' | 'log'>): LiveSync;
+  sync(options: Omit<LiveOptions, 'index' | 'log'>): Live;
 }
 
 /**
@@ -31,7 +31,7 @@ export async function withScanIndex(
   const logs: string[] = [];
   const log = createLogger('debug', (line) => logs.push(line));
   let index: FolderIndex | undefined;
-  let live: LiveSync | undefined;
+  let live: Live | undefined;
   try {
     prepare(dir.path);
     const { roots = (d: string) => [d], watchScan = true, ...rest } = options;
@@ -42,7 +42,7 @@ export async function withScanIndex(
       index,
       log,
       logs,
-      sync: (syncOptions) => (live = new LiveSync({ index: made, log, ...syncOptions })),
+      sync: (syncOptions) => (live = new Live({ index: made, log, ...syncOptions })),
     });
   } finally {
     await live?.close();

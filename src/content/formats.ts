@@ -358,9 +358,9 @@ export function createConvert(
   log: Logger,
 ): { convert: Formats['convert']; formats: Formats; close(): Promise<void> } {
   const workerUrl = builtScriptUrl('worker');
-  const worker = workerUrl ? new ConversionWorker(workerUrl) : undefined;
+  const worker = new ConversionWorker(workerUrl);
   // The content index converts one document at a time, in a process of its own running nicer than the server.
-  const backgroundWorker = workerUrl ? new ConversionWorker(workerUrl, 2, {}, BACKGROUND_NICENESS) : undefined;
+  const backgroundWorker = new ConversionWorker(workerUrl, 2, {}, BACKGROUND_NICENESS);
   const formats = new Formats({ db: index.db, log, worker, backgroundWorker });
   const stopListening = index.onChange(formats.onIndexChange);
   return {

@@ -5,22 +5,26 @@
 // only the last path component, so every byte the server reads from a served
 // folder (resources/read, the read tool, conversions, the content index) comes
 // through openVerified, which checks the open descriptor itself.
-import { constants, fstatSync, readlinkSync, realpathSync, type BigIntStats } from 'node:fs';
-import { open, stat, type FileHandle } from 'node:fs/promises';
+import { constants, fstatSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { findRoot, type Root } from '../uri.ts';
 import { ContentError } from './content-error.ts';
 import { errnoCode } from '../errno.ts';
+import {
+  factsOf,
+  kernelPathOf,
+  KIND_TEXT,
+  realOrNull,
+  refuse as refuseWith,
+  statOrNull,
+  type Absence,
+  type FileFacts,
+  type FileKind,
+  type Refusal,
+  type Verdict as VerdictOf,
+} from './file-facts.ts';
 
-export type FileKind = 'file' | 'directory' | 'FIFO' | 'socket' | 'character device' | 'block device' | 'symlink' | 'unknown';
-
-/** What the decision needs from a stat: identity and kind. */
-export interface FileFacts {
-  dev: bigint;
-  ino: bigint;
-  kind: FileKind;
-}
-
-export type Verdict = { ok: true } | { ok: false; reason: 'not-found' | 'unreadable'; message: string };
+export type Verdict = VerdictOf<'not-found' | 'unreadable'>;
 
 /** The facts about one open attempt that judgeOpen decides on. */
 export interface OpenFacts {
@@ -45,21 +49,10 @@ function notFound(message: string): Verdict {
   return { ok: false, reason: 'not-found', message };
 }
 
-const KIND_NAMES: Record<FileKind, string> = {
-  file: 'a regular file',
-  directory: 'a folder',
-  FIFO: 'a FIFO (named pipe)',
-  socket: 'a socket',
-  'character device': 'a character device',
-  'block device': 'a block device',
-  symlink: 'a symlink',
-  unknown: 'not a regular file',
-};
-
-function notRegular(kind: FileKind): Verdict {
+function notRegular(kind: Exclude<FileKind, 'file'>): Verdict {
   // A folder where the index had a document: the document is gone.
   if (kind === 'directory') return notFound('no longer a file');
-  return { ok: false, reason: 'unreadable', message: `Cannot read resource: it is ${KIND_NAMES[kind]}, not a regular file` };
+  return { ok: false, reason: 'unreadable', message: `Cannot read resource: it is ${KIND_TEXT[kind]}, not a regular file` };
 }
 
 /**
@@ -94,21 +87,6 @@ export function judgeOpen(facts: OpenFacts, roots: readonly Pick<Root, 'path'>[]
   return OK;
 }
 
-export function factsOf(stats: BigIntStats): FileFacts {
-  return { dev: stats.dev, ino: stats.ino, kind: kindOf(stats) };
-}
-
-function kindOf(stats: BigIntStats): FileKind {
-  if (stats.isFile()) return 'file';
-  if (stats.isDirectory()) return 'directory';
-  if (stats.isFIFO()) return 'FIFO';
-  if (stats.isSocket()) return 'socket';
-  if (stats.isCharacterDevice()) return 'character device';
-  if (stats.isBlockDevice()) return 'block device';
-  if (stats.isSymbolicLink()) return 'symlink';
-  return 'unknown';
-}
-
 /** A verified, open regular file. The caller closes `handle`. */
 export interface OpenedFile {
   handle: FileHandle;
@@ -132,14 +110,14 @@ export async function openVerified(path: string, roots: readonly Root[]): Promis
   // Checked before opening as well, so a folder that is a symlink for good
   // never has anything outside opened (opening a FIFO or a device has effects
   // of its own). Racy alone; the check after opening is what holds.
-  refuse(judgePath(path, realOrNull(path), roots));
+  refuse(judgePath(path, realOrNull(path, READ_ABSENCE), roots));
   let handle: FileHandle;
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     const code = errnoCode(error);
-    const locatedPath = code !== undefined && GONE_CODES.has(code) ? null : realOrNull(path);
-    const located = locatedPath === null ? null : await statOrNull(locatedPath);
+    const locatedPath = code !== undefined && GONE_CODES.has(code) ? null : realOrNull(path, READ_ABSENCE);
+    const located = locatedPath === null ? null : await statFactsOrNull(locatedPath);
     refuse(judgeOpen({ path, opened: null, openError: code ?? (error as Error).message, locatedPath, located }, roots));
     throw unreadable(error); // not reached: a failed open never judges ok
   }
@@ -163,9 +141,11 @@ export async function verifyDescriptor(handle: FileHandle, path: string, roots: 
     // libuv's pool and the event loop, which under load is what a read waits for.
     const stats = fstatSync(handle.fd, { bigint: true });
     const opened = factsOf(stats);
-    const kernelName = await kernelPathOf(handle);
-    const locatedPath = kernelName ?? realOrNull(path);
-    const located = kernelName !== null ? opened : locatedPath === null ? null : await statOrNull(locatedPath);
+    // The kernel's own name for the descriptor, which a concurrent swap cannot fake (a deleted file's, "<path> (deleted)",
+    // matches no index path: vanished); without /proc, realpath stands in, checked by device and inode.
+    const kernelName = kernelPathOf(handle.fd);
+    const locatedPath = kernelName ?? realOrNull(path, READ_ABSENCE);
+    const located = kernelName !== null ? opened : locatedPath === null ? null : await statFactsOrNull(locatedPath);
     refuse(judgeOpen({ path, opened, locatedPath, located }, roots));
     const mtimeMs = Number(stats.mtimeNs / 1_000_000n) + Number(stats.mtimeNs % 1_000_000n) / 1e6;
     return { size: Number(stats.size), mtimeMs };
@@ -174,49 +154,27 @@ export async function verifyDescriptor(handle: FileHandle, path: string, roots: 
   }
 }
 
-/**
- * The kernel's path of an open descriptor (Linux: the /proc/self/fd link), or
- * null where there is no such thing (then realpath stands in). Deleted files
- * read as "<path> (deleted)", which matches no index path: vanished.
- */
-async function kernelPathOf(handle: FileHandle): Promise<string | null> {
-  try {
-    // Synchronous on purpose: /proc is in memory and answers in microseconds,
-    // far less than a round trip through libuv's pool (one per read).
-    return readlinkSync(`/proc/self/fd/${handle.fd}`);
-  } catch {
-    return null; // no /proc (macOS, BSD): the caller falls back to realpath + dev/ino
-  }
-}
-
 function refuse(verdict: Verdict): void {
-  if (!verdict.ok) throw new ContentError(verdict.reason, verdict.message);
+  refuseWith(verdict, (refusal: Refusal<'not-found' | 'unreadable'>) => new ContentError(refusal.reason, refusal.message));
 }
 
-/** realpath(3) itself, synchronously: one system call over cached directory entries, not one lstat per component. */
-function realOrNull(path: string): string | null {
-  try {
-    return realpathSync.native(path);
-  } catch (error) {
-    if (isGone(error)) return null;
-    throw unreadable(error);
-  }
-}
+/**
+ * A read's look-ups: a path that is gone, loops, or may not be looked at
+ * leads nowhere (not-found: never tell a client more); any other failure
+ * makes the read unreadable.
+ */
+const READ_ABSENCE: Absence = {
+  absent: (error) => {
+    const code = errnoCode(error);
+    return code !== undefined && (GONE_CODES.has(code) || code === 'EACCES' || code === 'EPERM');
+  },
+  fail: unreadable,
+};
 
-async function statOrNull(path: string): Promise<FileFacts | null> {
-  try {
-    return factsOf(await stat(path, { bigint: true }));
-  } catch (error) {
-    if (isGone(error)) return null;
-    throw unreadable(error);
-  }
+async function statFactsOrNull(path: string): Promise<FileFacts | null> {
+  const stats = await statOrNull(path, READ_ABSENCE);
+  return stats === null ? null : factsOf(stats);
 }
-
-function isGone(error: unknown): boolean {
-  const code = errnoCode(error);
-  return code !== undefined && (GONE_CODES.has(code) || code === 'EACCES' || code === 'EPERM');
-}
-
 
 function unreadable(error: unknown): ContentError {
   const code = errnoCode(error);

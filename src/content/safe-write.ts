@@ -14,11 +14,24 @@
 // moved meanwhile aborts the write (the temp file is removed) or, in the
 // nanoseconds after the last check, makes it fail loudly.
 import { randomBytes } from 'node:crypto';
-import { constants, fstatSync, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
-import { link, lstat, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { constants, fstatSync, type BigIntStats } from 'node:fs';
+import { link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { findRoot, type Root } from '../uri.ts';
 import { errnoCode } from '../errno.ts';
+import {
+  kernelPathOf,
+  KIND_TEXT,
+  kindOf,
+  lstatOrNull as lstatOrNullAs,
+  realOrNull as realOrNullAs,
+  refuse as refuseWith,
+  statSyncOrNull,
+  type Absence,
+  type FileKind,
+  type Refusal as RefusalOf,
+  type Verdict as VerdictOf,
+} from './file-facts.ts';
 
 /** Path segments a write never creates, changes or passes through, whatever the ignore rules say. */
 export const NEVER_WRITTEN = new Set(['.git', 'node_modules']);
@@ -50,8 +63,8 @@ export interface WriteHooks {
   afterLastLook?(): void | Promise<void>;
 }
 
-export type Refusal = { ok: false; reason: WriteReason; message: string };
-export type Verdict = { ok: true; root: Root } | Refusal;
+export type Refusal = RefusalOf<WriteReason>;
+export type Verdict = VerdictOf<WriteReason, { root: Root }>;
 
 /**
  * May `path` (absolute) be created, replaced or moved? Lexical and pure: it
@@ -75,34 +88,17 @@ function check(verdict: Verdict): Root {
 }
 
 function refuse(refusal: Refusal | null, prefix = ''): void {
-  if (refusal) throw new WriteError(refusal.reason, prefix + refusal.message);
+  refuseWith(refusal, (no) => new WriteError(no.reason, prefix + no.message));
 }
 
-export type EntryKind = 'file' | 'directory' | 'symlink' | 'FIFO' | 'socket' | 'device' | 'unknown';
-
-export function kindOf(stats: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean; isFIFO(): boolean; isSocket(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean }): EntryKind {
-  if (stats.isFile()) return 'file';
-  if (stats.isDirectory()) return 'directory';
-  if (stats.isSymbolicLink()) return 'symlink';
-  if (stats.isFIFO()) return 'FIFO';
-  if (stats.isSocket()) return 'socket';
-  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'device';
-  return 'unknown';
+/** A kind in a write's refusal: "it is a FIFO (named pipe), not a regular file"; either sort of device is "a device". */
+function kindText(kind: FileKind): string {
+  return kind === 'character device' || kind === 'block device' ? 'a device' : KIND_TEXT[kind];
 }
-
-const KIND_TEXT: Record<EntryKind, string> = {
-  file: 'a file',
-  directory: 'a folder',
-  symlink: 'a symlink',
-  FIFO: 'a FIFO (named pipe)',
-  socket: 'a socket',
-  device: 'a device',
-  unknown: 'not a regular file',
-};
 
 /** What an existing target must be for a write to replace it: a regular file with no other name. Pure. */
-export function judgeReplace(existing: { kind: EntryKind; nlink: number }): Refusal | null {
-  if (existing.kind !== 'file') return { ok: false, reason: 'refused', message: `it is ${KIND_TEXT[existing.kind]}, not a regular file` };
+export function judgeReplace(existing: { kind: FileKind; nlink: number }): Refusal | null {
+  if (existing.kind !== 'file') return { ok: false, reason: 'refused', message: `it is ${kindText(existing.kind)}, not a regular file` };
   // Security: another name of this file may be outside the served folders; a
   // replace would leave it the old bytes, an in-place write would change it there.
   if (existing.nlink > 1) return { ok: false, reason: 'refused', message: `it has ${existing.nlink} hard links (names); files with more than one are not written` };
@@ -136,7 +132,7 @@ class PinnedDir {
     }
     try {
       const stats = fstatSync(handle.fd, { bigint: true });
-      const kernelName = procName(handle);
+      const kernelName = kernelPathOf(handle.fd);
       const dir = new PinnedDir(handle, path, { dev: stats.dev, ino: stats.ino }, kernelName !== null);
       if (!stats.isDirectory()) throw new WriteError('not-found', 'its folder is not a folder');
       dir.verify();
@@ -158,11 +154,12 @@ class PinnedDir {
    * resolve, through no symlink, to it. Throws a `changed` WriteError.
    */
   verify(): void {
-    const kernelName = this.viaProc ? procName(this.handle) : null;
+    const kernelName = this.viaProc ? kernelPathOf(this.handle.fd) : null;
     if (this.viaProc && kernelName !== this.path) throw changed();
     if (realOrNull(this.path) !== this.path) throw changed();
     // Where there is no /proc this is what holds: the path's directory must be the held one.
-    const atPath = statOrNull(this.path);
+    // stat, not lstat: realpath has just said the path has no symlink in it.
+    const atPath = statSyncOrNull(this.path, ANY_FAILURE);
     if (atPath === null || atPath.dev !== this.identity.dev || atPath.ino !== this.identity.ino) throw changed();
   }
 
@@ -184,38 +181,21 @@ function changed(): WriteError {
   return new WriteError('changed', 'its folder was moved or replaced while it was written; nothing was changed');
 }
 
-function procName(handle: FileHandle): string | null {
-  try {
-    return readlinkSync(`/proc/self/fd/${handle.fd}`);
-  } catch {
-    return null;
-  }
-}
+/**
+ * Security: a folder's look-ups fail closed: whatever stops realpath or stat
+ * (gone, a loop, no permission) counts as not there, and the write is
+ * refused as not-found or changed.
+ */
+const ANY_FAILURE: Absence = { absent: () => true };
+/** An entry's lstat: only a missing name is "not there" (a new file); any other failure aborts the write. */
+const NO_ENTRY: Absence = { absent: (error) => errnoCode(error) === 'ENOENT' };
 
 function realOrNull(path: string): string | null {
-  try {
-    return realpathSync.native(path);
-  } catch {
-    return null;
-  }
+  return realOrNullAs(path, ANY_FAILURE);
 }
 
-function statOrNull(path: string): { dev: bigint; ino: bigint } | null {
-  try {
-    // stat, not lstat: realpath has just said the path has no symlink in it.
-    return statSync(path, { bigint: true });
-  } catch {
-    return null;
-  }
-}
-
-async function lstatOrNull(path: string): Promise<BigIntStats | null> {
-  try {
-    return await lstat(path, { bigint: true });
-  } catch (error) {
-    if (errnoCode(error) === 'ENOENT') return null;
-    throw error;
-  }
+function lstatOrNull(path: string): Promise<BigIntStats | null> {
+  return lstatOrNullAs(path, NO_ENTRY);
 }
 
 
@@ -539,7 +519,7 @@ export async function makeDirectory(path: string, roots: readonly Root[], parent
         throw new WriteError('not-found', `${last ? 'it' : 'a folder on its path'} is a symlink`);
       }
       if (existing && kindOf(existing) !== 'directory') {
-        throw new WriteError(last ? 'exists' : 'refused', `${last ? 'it' : 'a folder on its path'} exists as ${KIND_TEXT[kindOf(existing)]}`);
+        throw new WriteError(last ? 'exists' : 'refused', `${last ? 'it' : 'a folder on its path'} exists as ${kindText(kindOf(existing))}`);
       }
       if (!existing) {
         if (!last && !parents) throw new WriteError('not-found', 'its parent folder does not exist (pass parents: true to create it)');
@@ -592,7 +572,7 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
     const moving = await lstatOrNull(source.at(fromName));
     if (!moving) throw new WriteError('not-found', 'it does not exist');
     const kind = kindOf(moving);
-    if (kind !== 'file' && kind !== 'directory') throw new WriteError('refused', `it is ${KIND_TEXT[kind]}; only files and folders move`);
+    if (kind !== 'file' && kind !== 'directory') throw new WriteError('refused', `it is ${kindText(kind)}; only files and folders move`);
     const judgeDestination = async () => {
       const existing = await lstatOrNull(target!.at(toName));
       if (!existing) return false;

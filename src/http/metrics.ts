@@ -240,7 +240,7 @@ function registerScrapeMetrics(registry: Registry, { refusals, app, endpoint, ht
   gauge('content_index_complete', "1 once the content index's first build has finished, else 0", () => flag(started(app())?.search?.progress.complete));
   gauge('read_budget_bytes_in_use', 'Bytes of files being read now, against the read budget', () => started(app())?.ctx.readBudget.inUse);
   gauge('reads_waiting', 'Reads waiting for the read budget', () => started(app())?.ctx.readBudget.queued);
-  gauge('watcher_backlog', 'Paths a watcher reported that are not yet looked at', () => started(app())?.live.sync.backlog);
+  gauge('watcher_backlog', 'Paths a watcher reported that are not yet looked at', () => started(app())?.live.backlog);
   new Gauge({
     name: name('watcher_backend'),
     help: '1 for the watcher backend running now (chokidar, dirs, poll, none); none at all before the first scan ends',
@@ -248,7 +248,7 @@ function registerScrapeMetrics(registry: Registry, { refusals, app, endpoint, ht
     registers,
     collect() {
       this.reset();
-      const running = started(app())?.live.sync.backend;
+      const running = started(app())?.live.backend;
       for (const backend of WATCHER_BACKENDS) this.set({ backend }, backend === running ? 1 : 0);
     },
   });
@@ -259,7 +259,7 @@ function registerScrapeMetrics(registry: Registry, { refusals, app, endpoint, ht
     registers,
     collect() {
       this.reset();
-      const fallbacks = started(app())?.live.sync.fallbacks;
+      const fallbacks = started(app())?.live.fallbacks;
       this.inc({ reason: 'failed' }, fallbacks?.failed ?? 0);
       this.inc({ reason: 'not_started' }, fallbacks?.notStarted ?? 0);
     },

@@ -173,7 +173,7 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
     ...(changes ? { beforeRead: (dir: string) => changes.here.watch(dir) } : {}),
   });
   let batchRows = Math.min(FIRST_BATCH, batchSize);
-  let url = options.workerUrl === undefined ? (builtScriptUrl('scan-worker') ?? null) : options.workerUrl;
+  let url = options.workerUrl === undefined ? builtScriptUrl('scan-worker') : options.workerUrl;
   let worker: ScanWorker | null = null;
   let slices = 0;
   try {

@@ -17,7 +17,8 @@ export interface EventBatcherOptions {
   queue: WriteQueue;
   /** Looks at the gathered paths; runs on the queue. */
   apply(paths: ReadonlySet<string>): Promise<void>;
-  closed(): boolean;
+  /** Live's lifetime: once aborted, no path is taken or looked at again. */
+  signal: AbortSignal;
   /** A batch is applied this long after the last path of a burst... */
   debounceMs: number;
   /** ...and no later than this after the first. */
@@ -55,7 +56,7 @@ export class EventBatcher {
 
   /** A path a watcher reported. */
   add(path: string): void {
-    if (this.options.closed()) return;
+    if (this.options.signal.aborted) return;
     this.dirty.add(path);
     this.reported.add(path);
     this.coalescer.trigger();
@@ -85,10 +86,10 @@ export class EventBatcher {
     // within its own throttle of change events): look at the reported paths
     // once more a little later. Unchanged paths write nothing and notify
     // nobody, and these looks schedule no more looks.
-    if (this.options.closed() || reported.size === 0 || reported.size > RECHECK_MAX_PATHS) return;
+    if (this.options.signal.aborted || reported.size === 0 || reported.size > RECHECK_MAX_PATHS) return;
     for (const delay of RECHECKS_MS) {
       setTimeout(() => {
-        if (this.options.closed()) return;
+        if (this.options.signal.aborted) return;
         for (const path of reported) this.dirty.add(path);
         this.coalescer.trigger();
       }, delay).unref();

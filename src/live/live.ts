@@ -1,66 +1,285 @@
 import type { WatcherKind } from '../config.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
-import { DEFAULT_NOTIFY_TIMINGS, ResourceNotifier, type NotifyTimings } from './notify.ts';
 import type { Connection } from '../protocol/connection.ts';
-import { LiveSync } from './sync.ts';
+import { pathToUri } from '../uri.ts';
+import { EventBatcher } from './batcher.ts';
+import { planWatchers } from './choose.ts';
+import { DEFAULT_NOTIFY_TIMINGS, ResourceNotifier, type NotifyTimings } from './notify.ts';
+import { Rechecks } from './rechecks.ts';
+import { Reconciler } from './reconcile.ts';
+import { WatcherSupervisor } from './supervisor.ts';
+import { outermostDirs, type StartWatcher, type WatcherBackend, type WatchSink } from './watcher.ts';
+import { WriteQueue } from './write-queue.ts';
+
+/**
+ * How often folders found unreadable are lstat'ed for a permission given
+ * back (a ctime moved, which watchers do not reliably report): one lstat
+ * each, and none while there are none.
+ */
+const LOCKED_RECHECK_MS = 1000;
 
 export interface LiveOptions {
   index: FolderIndex;
   log: Logger;
   watcher: WatcherKind;
+  /** `--poll-interval`: the poll backend's shortest pause between two polls. */
   pollIntervalMs?: number;
+  /** Events are applied this long after the last one of a burst... */
+  debounceMs?: number;
+  /** ...and no later than this after the first. */
+  maxBatchDelayMs?: number;
+  /** The backends' start functions (injected so a test can make one fail like an exhausted inotify). */
+  starters?: Record<WatcherBackend, StartWatcher>;
+  /** How the notifications of committed changes are coalesced (notify.ts). */
   timings?: NotifyTimings;
 }
 
-export interface Live {
-  readonly sync: LiveSync;
-  /** Notifications of every committed change go to this connection until the returned function is called. */
-  attach(connection: Connection): () => void;
-  /** Starts watching and the background reconcile; resolves when both are under way and the first diff is done. */
-  start(): Promise<void>;
-  /** Stops the watcher first, then waits for the write in progress. */
-  close(): Promise<void>;
-  /** Looks at these absolute paths on the serial write queue; resolves once what they show is committed. */
-  refresh(paths: readonly string[]): Promise<void>;
-  /** Another replica's hint: these absolute paths may have changed (LiveSync.hint). */
-  hint(paths: Iterable<string>): void;
-  /** Another replica's hint that much changed under `dir` (LiveSync.hintTree). */
-  hintTree(dir: string): Promise<void>;
-}
+/**
+ * Disk -> index (one watcher for the process) -> notifications for each
+ * attached connection. Keeps the index equal to the disk while the server
+ * runs. Watcher events
+ * are only hints: every path one names, and every doubt, leads to the
+ * Reconciler looking at the disk (reconcile.ts: the one rule). The parts:
+ *
+ * - WatcherSupervisor (supervisor.ts) runs one backend and degrades to the
+ *   next when it cannot go on;
+ * - EventBatcher (batcher.ts) gathers the paths it reports into batches;
+ * - Rechecks (rechecks.ts) walks new directories again and diffs the whole
+ *   tree now and then, for the events a watcher loses;
+ * - WriteQueue (write-queue.ts) runs every one of their writes in turn;
+ * - ResourceNotifier (notify.ts), one per attached connection, turns each
+ *   committed change into notifications;
+ * - this class starts them, catches up with what changed before the watcher
+ *   ran, and stops them: one AbortSignal, its lifetime's, is what every part
+ *   looks at to stop.
+ */
+export class Live {
+  private readonly reconciler: Reconciler;
+  private readonly queue: WriteQueue;
+  private readonly batcher: EventBatcher;
+  private readonly rechecks: Rechecks;
+  private readonly supervisor: WatcherSupervisor;
+  /** Live's lifetime, aborted by close(): every part stops on it (no part is handed a callback of its own for it). */
+  private readonly lifetime = new AbortController();
+  private lockedTimer: NodeJS.Timeout | undefined;
+  private readonly notifiers = new Set<ResourceNotifier>();
+  private readonly stopListening: () => void;
 
-/** Wires disk -> index (one watcher for the process) -> notifications for each attached connection. */
-export function createLive(options: LiveOptions): Live {
-  const { index, log } = options;
-  const notifiers = new Set<ResourceNotifier>();
-  const stopListening = index.onChange((change) => {
-    for (const notifier of notifiers) notifier.onCommitted(change);
-  });
-  const sync = new LiveSync({
-    index,
-    log,
-    watcher: options.watcher,
-    pollIntervalMs: options.pollIntervalMs,
-  });
-  return {
-    sync,
-    attach(connection) {
-      const notifier = new ResourceNotifier(connection, log, options.timings ?? DEFAULT_NOTIFY_TIMINGS);
-      notifiers.add(notifier);
-      return () => {
-        notifier.cancel();
-        notifiers.delete(notifier);
-      };
-    },
-    start: () => sync.start(),
-    refresh: (paths) => sync.refresh(paths),
-    hint: (paths) => sync.hint(paths),
-    hintTree: (dir) => sync.hintTree(dir),
-    async close() {
-      await sync.close();
-      stopListening();
-      for (const notifier of notifiers) notifier.cancel();
-      notifiers.clear();
-    },
-  };
+  constructor(private readonly options: LiveOptions) {
+    const { index, log } = options;
+    this.stopListening = index.onChange((change) => {
+      for (const notifier of this.notifiers) notifier.onCommitted(change);
+    });
+    const { signal } = this.lifetime;
+    this.queue = new WriteQueue({ ready: () => index.ready, signal, log });
+    this.reconciler = new Reconciler(
+      index,
+      log,
+      signal,
+      (dir, reason) => this.supervisor.rewatch(dir, reason),
+      (dir) => this.rechecks.newDirectory(dir),
+    );
+    this.batcher = new EventBatcher({
+      queue: this.queue,
+      apply: (paths) => this.reconciler.paths(paths),
+      signal,
+      debounceMs: options.debounceMs ?? 20,
+      maxBatchDelayMs: options.maxBatchDelayMs ?? 500,
+    });
+    this.rechecks = new Rechecks({
+      queue: this.queue,
+      tree: (dir) => this.reconciler.tree(dir),
+      diffRoots: () => this.diffRoots(),
+      written: () => this.reconciler.written,
+      backend: () => this.supervisor.backend,
+      signal,
+      log,
+    });
+    const sink: WatchSink = {
+      changed: (path) => this.batcher.add(path),
+      rescan: (dir) => this.queue.run(() => this.reconciler.tree(dir)),
+      fatal: (error) => void this.supervisor.degrade(error),
+    };
+    this.supervisor = new WatcherSupervisor({
+      index,
+      log,
+      sink,
+      signal,
+      diffRoots: () => this.diffRoots(),
+      ...(options.starters ? { starters: options.starters } : {}),
+      ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
+    });
+  }
+
+  /** Notifications of every committed change go to this connection until the returned function is called. */
+  attach(connection: Connection): () => void {
+    const notifier = new ResourceNotifier(connection, this.options.log, this.options.timings ?? DEFAULT_NOTIFY_TIMINGS);
+    this.notifiers.add(notifier);
+    return () => {
+      notifier.cancel();
+      this.notifiers.delete(notifier);
+    };
+  }
+
+  /** The running backend, if any. */
+  get backend(): WatcherBackend | undefined {
+    return this.supervisor.backend;
+  }
+
+  /** Paths a watcher reported that are not yet looked at (the metrics' watcher backlog). */
+  get backlog(): number {
+    return this.batcher.backlog;
+  }
+
+  /** How often the watcher fell back to another backend (see WatcherSupervisor.fallbacks). */
+  get fallbacks(): { readonly failed: number; readonly notStarted: number } {
+    return this.supervisor.fallbacks;
+  }
+
+  /** Looks at the disk that no event asked for, scheduled now: rechecks and the locked folders' (for tests). */
+  get scheduledLooks(): number {
+    return this.rechecks.scheduled + (this.lockedTimer ? 1 : 0);
+  }
+
+  /** Paths looked at after watcher events, looks again included (for tests). */
+  get pathsLookedAt(): number {
+    return this.batcher.pathsApplied;
+  }
+
+  /**
+   * Starts live updates. A warm index starts the watcher at once, then
+   * checks the index against the disk: the cold scan's walk over every root,
+   * on its worker thread, each directory's entries compared with the index's
+   * (type, size, mtime), in the background. A cold one starts it after the
+   * first scan (whose size `auto` needs), then looks at what changed behind
+   * the scan: the paths its watches named (see ScanWatch), or, without them,
+   * a diff of the roots. Watcher events gathered meanwhile are applied after.
+   * Resolves once the watcher runs and the catch-up is done.
+   *
+   * No record of the tree is kept between runs: @parcel/watcher's snapshots
+   * did that and missed a directory replaced by a file of the same name, a
+   * file replaced by an empty directory, a file grown with its mtime put back
+   * (issue 22), and every later run kept the error. The walk reads the disk.
+   */
+  async start(): Promise<void> {
+    const { index, log } = this.options;
+    try {
+      await index.ready;
+    } catch {
+      return; // the scan failed (or the index closed): requests report it
+    }
+    if (this.closed) return;
+    await this.supervisor.start(planWatchers(this.options.watcher));
+    const asked = performance.now();
+    // Taken now that the watcher is up: between the two, every change is seen by one or the other.
+    const scanChanges = index.warm ? null : await index.takeScanChanges();
+    if (this.closed) return;
+    let ms: number;
+    if (scanChanges && 'paths' in scanChanges) {
+      await this.reconcileScanChanges(scanChanges.paths);
+      if (this.closed) return;
+      log.info(
+        `index checked against the disk in ${Math.round(performance.now() - asked)} ms (${scanChanges.paths.length} path(s) changed during the scan)`,
+      );
+      // No diff ran to time: the scan's own time stands in for one (a diff walks the same tree).
+      ms = index.scanMs;
+    } else {
+      if (scanChanges) log.info(`the scan's watches cannot tell what changed behind it (${scanChanges.unknown}): diffing the tree`);
+      ms = await this.diffRoots();
+      if (this.closed) return;
+      log.info(`index checked against the disk in ${ms} ms`);
+    }
+    this.rechecks.scheduleSafetyDiff(ms);
+    // `none` promises an index that changes only at start-up: no folder is looked at again.
+    if (this.supervisor.backend === 'none' || this.closed) return;
+    if (index.unreadableAtScan.length > 0) await this.queue.run(() => this.reconciler.noteLocked(index.unreadableAtScan));
+    this.lockedTimer = setInterval(() => {
+      if (this.reconciler.hasLocked) void this.queue.run(() => this.reconciler.recheckLocked());
+    }, LOCKED_RECHECK_MS);
+    this.lockedTimer.unref();
+  }
+
+  /** Looks at `paths` (absolute) on the write queue; resolves once what they show is committed (the write tools). */
+  refresh(paths: readonly string[]): Promise<void> {
+    return this.queue.run(() => this.reconciler.paths(paths));
+  }
+
+  /**
+   * Another replica says these paths (absolute, inside a root) changed
+   * (src/live/bus.ts): looked at as a watcher's event would be, on this
+   * replica's own disk. Dropped before the watcher runs (the start's diff
+   * looks at everything) and with `--watcher none` (an index that changes
+   * only at start-up).
+   */
+  hint(paths: Iterable<string>): void {
+    if (!this.hintsApply()) return;
+    for (const path of paths) this.batcher.add(path);
+  }
+
+  /** Another replica changed more under `dir` than a message names: diff that subtree with this replica's disk. */
+  hintTree(dir: string): Promise<void> {
+    if (!this.hintsApply()) return Promise.resolve();
+    return this.queue.run(() => this.reconciler.tree(dir));
+  }
+
+  private hintsApply(): boolean {
+    const backend = this.supervisor.backend;
+    return !this.closed && backend !== undefined && backend !== 'none';
+  }
+
+  private get closed(): boolean {
+    return this.lifetime.signal.aborted;
+  }
+
+  /** Stops the watcher and waits for the write in progress; nothing is written or notified after. */
+  async close(): Promise<void> {
+    if (!this.closed) {
+      this.lifetime.abort();
+      this.batcher.close();
+      this.rechecks.close();
+      clearInterval(this.lockedTimer);
+      await this.supervisor.close();
+      // Tasks still waiting for the first scan would wait for all of it: the
+      // caller closes the index next, which ends the scan, and they then see
+      // `closed` and do nothing. Only a write in progress is waited for.
+      if (this.options.index.isReady) await this.queue.idle();
+    }
+    this.stopListening();
+    for (const notifier of this.notifiers) notifier.cancel();
+    this.notifiers.clear();
+  }
+
+  /**
+   * What changed behind the cold scan, on the queue: each path, then the
+   * subtree of each that was an indexed directory and still is. An event
+   * naming a directory (created, removed, renamed, replaced by another of the
+   * same name) may hide changes within it that no watch saw: the scan's watch
+   * on it was on the one it read.
+   */
+  private reconcileScanChanges(paths: readonly string[]): Promise<void> {
+    const { store, roots } = this.options.index;
+    const isIndexedDirectory = (path: string) => store.get(pathToUri(path, true)) !== undefined;
+    return this.queue.run(async () => {
+      const wereDirectories = paths.filter(isIndexedDirectory);
+      // Each root too, whatever its watch said: one re-made since the scan read it (rm -rf, mkdir) is
+      // of another identity and walked whole, one whose entries changed is listed again (Reconciler.paths).
+      await this.reconciler.paths([...roots.map((root) => root.path), ...paths]);
+      for (const dir of outermostDirs(wereDirectories.filter(isIndexedDirectory))) {
+        if (this.closed) return;
+        await this.reconciler.tree(dir);
+      }
+    });
+  }
+
+  /** Diffs every root with the disk on the queue; resolves to how long it took. */
+  private async diffRoots(): Promise<number> {
+    let ms = 0;
+    await this.queue.run(async () => {
+      const started = performance.now();
+      for (const root of this.options.index.roots) await this.reconciler.tree(root.path);
+      ms = Math.round(performance.now() - started);
+    });
+    return ms;
+  }
 }

@@ -28,7 +28,8 @@ export interface RechecksOptions {
   written(): number;
   /** The running watcher backend. */
   backend(): WatcherBackend | undefined;
-  closed(): boolean;
+  /** Live's lifetime: once aborted, nothing more is scheduled. */
+  signal: AbortSignal;
   log: Logger;
 }
 
@@ -46,7 +47,7 @@ export class Rechecks {
     // `none` promises an index that changes only at start-up (and through the server's own writes): a new
     // directory found then is not looked at again later, when what is in it would come with no start-up.
     if (this.options.backend() === 'none') return;
-    if (this.options.closed() || pass >= NEW_DIRECTORY_DELAYS_MS.length) return;
+    if (this.options.signal.aborted || pass >= NEW_DIRECTORY_DELAYS_MS.length) return;
     this.pending[pass]!.add(dir);
     if (this.timers[pass] !== undefined) return;
     const delay = NEW_DIRECTORY_DELAYS_MS[pass]! - (NEW_DIRECTORY_DELAYS_MS[pass - 1] ?? 0);
@@ -65,13 +66,13 @@ export class Rechecks {
   scheduleSafetyDiff(lastMs: number): void {
     const backend = this.options.backend();
     // poll diffs all the time anyway; none promised a static index.
-    if (this.options.closed() || backend === undefined || backend === 'poll' || backend === 'none') return;
+    if (this.options.signal.aborted || backend === undefined || backend === 'poll' || backend === 'none') return;
     this.safetyTimer = setTimeout(
       async () => {
         const before = this.options.written();
         const ms = await this.options.diffRoots();
         const missed = this.options.written() - before;
-        if (missed > 0 && !this.options.closed()) {
+        if (missed > 0 && !this.options.signal.aborted) {
           // Includes changes whose events were still in the debounce window; a large number means lost events.
           this.options.log.info(`periodic check applied ${missed} change(s) not yet applied from watcher events (${ms} ms)`);
         }

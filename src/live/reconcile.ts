@@ -63,7 +63,8 @@ export class Reconciler {
   constructor(
     private readonly index: FolderIndex,
     private readonly log: Logger,
-    private readonly isClosed: () => boolean,
+    /** Live's lifetime: once aborted, a walk or batch under way stops between steps, and writes nothing more. */
+    private readonly signal: AbortSignal,
     /** Told of directories a walk found that the watcher may have missed (see Watcher.rewatch). */
     private readonly rewatch: (dir: string, reason: RewatchReason) => void = () => {},
     /**
@@ -132,7 +133,7 @@ export class Reconciler {
     const stats = await mapLimited(files, lstatOrDenied);
     const statOf = new Map(files.map((path, i) => [path, stats[i]!]));
     for (let i = 0; i < files.length; i++) {
-      if (this.isClosed()) return;
+      if (this.signal.aborted) return;
       const path = files[i]!;
       const st = stats[i]!;
       const root = findRoot(this.roots, path)!;
@@ -197,13 +198,13 @@ export class Reconciler {
     }
     await this.flush();
     for (const path of looked) linked.delete(path);
-    if (linked.size > 0 && !this.isClosed()) await this.paths(linked, false);
+    if (linked.size > 0 && !this.signal.aborted) await this.paths(linked, false);
     for (const dir of relists) {
-      if (this.isClosed()) return;
+      if (this.signal.aborted) return;
       if (![...trees].some((tree) => dir === tree || dir.startsWith(tree + sep))) await this.relist(dir);
     }
     for (const dir of outermostDirs(trees)) {
-      if (this.isClosed()) return;
+      if (this.signal.aborted) return;
       if (!ignoreEdits.has(dir)) this.rewatch(dir, replaced.has(dir) ? 'replaced' : 'found');
       // A directory that just appeared may hold directories created before the watcher saw it.
       await this.tree(dir, ignoreEdits.has(dir) ? 'unignored' : 'nested');
@@ -250,7 +251,7 @@ export class Reconciler {
   private async diffDirectories(dir: string, rootIndex: number, newDirsAre: RewatchReason | undefined, walkWhole?: string[]): Promise<void> {
     const pending = [dir];
     while (pending.length > 0) {
-      if (this.isClosed()) return;
+      if (this.signal.aborted) return;
       // A few directories at once: each is a readdir and a few lstats, mostly waiting on the thread pool.
       const round = pending.splice(-PARALLEL_DIRS);
       await Promise.all(round.map((d) => this.diffDirectory(d, rootIndex, pending, newDirsAre, walkWhole)));
@@ -276,7 +277,7 @@ export class Reconciler {
     await this.flush();
     await this.otherNames();
     for (const tree of outermostDirs(walkWhole)) {
-      if (this.isClosed()) return;
+      if (this.signal.aborted) return;
       await this.tree(tree, 'found');
     }
     this.reportSkips();
@@ -302,7 +303,7 @@ export class Reconciler {
     });
     try {
       for await (const { rows, read } of walk) {
-        if (this.isClosed()) return;
+        if (this.signal.aborted) return;
         let next = 0;
         // The root's own row leads the first batch; every directory's rows precede its entry in `read`.
         if (rows.parent[0] === null) {
@@ -555,7 +556,7 @@ export class Reconciler {
       for (const other of this.index.store.sameFile(ino, dev, MAX_OTHER_NAMES)) if (other !== uri) others.add(uriToPath(other));
     }
     for (const { uri } of found) others.delete(uriToPath(uri));
-    if (others.size > 0 && !this.isClosed()) await this.paths(others, false);
+    if (others.size > 0 && !this.signal.aborted) await this.paths(others, false);
   }
 
   /** Keeps the files open for sniffing under PARALLEL_IO (a sniff that hits EMFILE would call text binary). */
@@ -605,7 +606,7 @@ export class Reconciler {
     const change = { upserted: this.upserted, removed: this.removed };
     this.upserted = [];
     this.removed = [];
-    if (this.isClosed()) return;
+    if (this.signal.aborted) return;
     if (this.index.apply(change)) this.written += change.upserted.length + change.removed.length;
   }
 }

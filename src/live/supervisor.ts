@@ -14,7 +14,8 @@ export interface SupervisorOptions {
   starters?: Record<WatcherBackend, StartWatcher>;
   /** `--poll-interval`: the poll backend's shortest pause between two polls. */
   pollIntervalMs?: number;
-  closed(): boolean;
+  /** Live's lifetime: once aborted, no backend starts or takes over from a failed one. */
+  signal: AbortSignal;
   /** Diffs every root (after a fallback: whatever changed while no backend ran). */
   diffRoots(): Promise<number>;
 }
@@ -51,7 +52,7 @@ export class WatcherSupervisor {
 
   /** The running backend ran out of OS resources: close it, start the next candidate, then diff the roots. */
   async degrade(error: Error): Promise<void> {
-    if (this.options.closed() || this.degrading || !this.watcher || !this.plan) return;
+    if (this.options.signal.aborted || this.degrading || !this.watcher || !this.plan) return;
     this.degrading = true;
     this.fallbacks.failed++;
     const failed = this.watcher;
@@ -73,10 +74,10 @@ export class WatcherSupervisor {
   }
 
   private async startFirst(candidates: readonly WatcherBackend[], reason: string): Promise<boolean> {
-    const { index, log, closed } = this.options;
+    const { index, log, signal } = this.options;
     for (let i = 0; i < candidates.length; i++) {
       const backend = candidates[i]!;
-      if (closed()) return false;
+      if (signal.aborted) return false;
       const started = performance.now();
       let tookOver = false;
       try {
@@ -87,14 +88,14 @@ export class WatcherSupervisor {
           sink: this.options.sink,
           log,
           directories: () => indexedDirectories(index.store),
-          stopped: closed,
+          signal,
           watching: (dirs) => {
             tookOver = true;
             index.releaseScanWatches(dirs);
           },
           ...(this.options.pollIntervalMs !== undefined ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
         });
-        if (closed()) {
+        if (signal.aborted) {
           await watcher.close();
           return false;
         }
@@ -104,7 +105,7 @@ export class WatcherSupervisor {
         else log.info(`watcher: ${backend} (${reason}), ready in ${ms} ms`);
         return true;
       } catch (error) {
-        if (closed()) return false; // closed while it started: not a failure worth a warning
+        if (signal.aborted) return false; // closed while it started: not a failure worth a warning
         // Its watches replaced some of the scan's, and are gone with it.
         if (tookOver) index.spoilScanChanges(`the ${backend} watcher failed after taking over from the scan's watches`);
         // Out of watches while the scan's still hold theirs (chokidar does not take them over):

@@ -2,7 +2,7 @@ import { lstat, lstatSync, realpathSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { FSWatcher } from 'chokidar';
 import { ROOT_RETURN_POLL_MS } from './watch-dirs.ts';
-import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
+import { isResourceExhausted, outermostDirs, type RewatchReason, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
 
 /**
  * chokidar 5 never says `ready` when a directory it is reading during its
@@ -56,45 +56,137 @@ export function chokidarWatcher(options: { stalledMs?: number } = {}): StartWatc
 
 export const startChokidarWatcher: StartWatcher = chokidarWatcher();
 
-const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs: number): Promise<Watcher> => {
+async function startChokidar(start: WatchStart, stalledMs: number): Promise<Watcher> {
   // Loaded here, not at import: start-up does not wait for a backend that may not be chosen (auto runs dirs).
   const { watch } = await import('chokidar');
-  let closed = false;
+  const watcher = new ChokidarWatcher(start, stalledMs, watch);
+  await watcher.begin();
+  return watcher;
+}
+
+type ChokidarWatch = (typeof import('chokidar'))['watch'];
+
+/** chokidar over the roots, opened afresh when its watches may have gone dead (see chokidarWatcher). */
+class ChokidarWatcher implements Watcher {
+  readonly backend = 'chokidar' as const;
+  private closed = false;
   /** Out of watches after the start: the supervisor degrades to poll. */
-  let running = false;
+  private running = false;
+  /** The chokidar now; replaced when it is opened afresh (renew). */
+  private current!: FSWatcher;
+  /** A fresh chokidar replacing `current`: under way (for close), and whether another was asked for meanwhile. */
+  private renewing: Promise<void> | null = null;
+  private renewAgain = false;
+  /** Walks in a row that stalled: past MAX_STALLS chokidar is given up for poll. */
+  private stalls = 0;
+  /** Each served folder's identity at the last look (see pollRoots). */
+  private readonly identity: Map<string, string>;
+  private rootPoll: NodeJS.Timeout | undefined;
+
+  /**
+   * The last folder looked at for links (reachedThroughLink): the files of
+   * one folder come one after another, so their folder is looked at once
+   * per 20 ms (a folder and its files share the look).
+   */
+  private lastFolder = '';
+  private lastFolderReal = true;
+  private lastFolderAt = 0;
+  /** Folders said to be reached through a link, in the debug log: each once, and no more than LINK_LOG_LINES. */
+  private readonly linkLogged = new Set<string>();
+
+  constructor(
+    private readonly start: WatchStart,
+    private readonly stalledMs: number,
+    private readonly watch: ChokidarWatch,
+  ) {
+    // Before the first walk: a served folder re-made while chokidar walks it is a change the first look sees.
+    this.identity = new Map(start.roots.map((r) => [r.path, directoryIdentity(r.path)]));
+  }
+
+  /** Resolves once the first chokidar is ready (or its walk stalled: then it is opened afresh at once). */
+  async begin(): Promise<void> {
+    const first = await this.open();
+    this.current = first.watcher;
+    this.running = true;
+    this.stalls = first.stalled ? 1 : 0;
+    // A served folder that went away is not watched by chokidar any more, and its
+    // parent is not watched: as with dirs, it is looked for, and once back (rm -rf
+    // and mkdir, a checkout that re-made it) reported, so the sync layer finds it
+    // replaced and chokidar is opened afresh (fuzzer seed 7012).
+    this.rootPoll = setInterval(() => this.pollRoots(), ROOT_RETURN_POLL_MS);
+    this.rootPoll.unref();
+    // A stalled walk may have left any directory unwatched, a served folder included: chokidar is opened afresh.
+    if (first.stalled) this.renewSoon('a directory replaced during its first walk');
+  }
+
+  rewatch(dir: string, reason: RewatchReason): void {
+    if (this.closed) return;
+    // While chokidar is opened afresh, `current` is the one being closed: a
+    // directory added to it was never watched (fuzzer seed 8197). One more
+    // fresh walk, after the one under way, covers it.
+    if (reason !== 'replaced' && !this.renewing) {
+      // chokidar walks the new directories it sees itself, but not always in
+      // time: one made while it was getting ready can stay unwatched for good.
+      // Adding one it already watches costs a listener and a readdir.
+      // Not a link (a folder swapped for one since the walk found it): for a
+      // link chokidar adds a listener to the parent's watch, and when the link
+      // goes, the parent's raw events go with it (chokidar keeps one raw
+      // listener per watch, shared by all its listeners there).
+      const adding = this.current;
+      lstat(dir, (error, st) => {
+        if (this.closed) return;
+        if (error || !st.isDirectory()) return this.start.log.debug(`watcher (chokidar): ${dir} is not a folder now, not added`);
+        // Opened afresh meanwhile: as below.
+        if (!this.renewing && adding === this.current) this.current.add(dir);
+        else this.renewSoon(`${dir} found while opening it afresh`);
+      });
+      return;
+    }
+    this.renewSoon(reason === 'replaced' ? `${dir} replaced by another directory` : `${dir} found while opening it afresh`);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.rootPoll);
+    await this.renewing;
+    await this.current.close();
+  }
 
   /**
    * A folder, or a file of a folder, whose path goes through a link. Files
    * too: chokidar watches each file, and a link's target may hold thousands.
-   * The files of one folder come one after another: their folder is looked
-   * at once per 20 ms (a folder and its files share the look).
    */
-  let lastFolder = '';
-  let lastFolderReal = true;
-  let lastFolderAt = 0;
-  /** Folders said to be reached through a link, in the debug log: each once, and no more than LINK_LOG_LINES. */
-  const linkLogged = new Set<string>();
-  const reachedThroughLink = (path: string, stats: Stats): boolean => {
+  private reachedThroughLink(path: string, stats: Stats): boolean {
     const folder = stats.isDirectory() ? path : dirname(path);
     const now = performance.now();
-    if (folder !== lastFolder || now - lastFolderAt > 20) {
-      lastFolder = folder;
-      lastFolderAt = now;
-      lastFolderReal = isRealPath(folder);
-      if (!lastFolderReal && linkLogged.size < LINK_LOG_LINES && !linkLogged.has(folder)) {
-        linkLogged.add(folder);
-        log.debug(`watcher (chokidar): ${folder} is reached through a link: not watched`);
+    if (folder !== this.lastFolder || now - this.lastFolderAt > 20) {
+      this.lastFolder = folder;
+      this.lastFolderAt = now;
+      this.lastFolderReal = isRealPath(folder);
+      if (!this.lastFolderReal && this.linkLogged.size < LINK_LOG_LINES && !this.linkLogged.has(folder)) {
+        this.linkLogged.add(folder);
+        this.start.log.debug(`watcher (chokidar): ${folder} is reached through a link: not watched`);
       }
     }
-    return !lastFolderReal;
-  };
+    return !this.lastFolderReal;
+  }
+
+  /** Without stats chokidar has not decided yet what the path is; a directory-only rule (`build/`) is checked again when stats come. */
+  private ignored(path: string, stats?: Stats): boolean {
+    // Not a folder reached through a link: its watch of a folder swapped for a link reads the
+    // old path, so whatever the link leads to was walked and watched (a link to /usr/share:
+    // 42,000 entries, 3,200 folders watched in 6 s; one to / would take the whole disk).
+    if (stats && this.reachedThroughLink(path, stats)) return true;
+    return this.start.rules.isIgnored(path, stats?.isDirectory() ?? false);
+  }
 
   /** One chokidar over the roots; resolves once it is ready, or its walk stalled (then it may have missed any directory). */
-  const open = () =>
-    new Promise<{ watcher: FSWatcher; stalled: boolean }>((resolve, reject) => {
+  private open(): Promise<{ watcher: FSWatcher; stalled: boolean }> {
+    const { roots, sink, log } = this.start;
+    return new Promise((resolve, reject) => {
       let ready = false;
       let lastLook = performance.now();
-      const watcher = watch(
+      const watcher = this.watch(
         // A served folder inside another is watched as part of it: given as a
         // root of its own, chokidar watches its parent for it while it is gone,
         // and that watch, sharing the parent's reads, hid every other change in
@@ -108,34 +200,18 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
           // the scan serves; we stat every path anyway, so a save that arrives
           // as unlink + add still ends as one updated row.
           atomic: false,
-          // Without stats chokidar has not decided yet what the path is; a
-          // directory-only rule (`build/`) is checked again when stats come.
+          // chokidar looks at every path of its walk through this filter: that is its progress (STALLED_MS).
           ignored: (path: string, stats?: Stats) => {
             lastLook = performance.now();
-            // Not a folder reached through a link: its watch of a folder swapped for a link reads the
-            // old path, so whatever the link leads to was walked and watched (a link to /usr/share:
-            // 42,000 entries, 3,200 folders watched in 6 s; one to / would take the whole disk).
-            if (stats && reachedThroughLink(path, stats)) return true;
-            return rules.isIgnored(path, stats?.isDirectory() ?? false);
+            return this.ignored(path, stats);
           },
         },
       );
-      const changed = (path: string) => {
-        if (!closed) sink.changed(path);
-      };
-      for (const event of ['add', 'addDir', 'change', 'unlink', 'unlinkDir'] as const) watcher.on(event, changed);
-      // The watched path and the name in it. On a file's own watch the name is
-      // the file's, so both paths are looked at (one does not exist: an lstat).
-      watcher.on('raw', (_event, name: string | null, details: unknown) => {
-        const watched = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
-        if (closed || typeof watched !== 'string') return;
-        sink.changed(watched);
-        if (name) sink.changed(join(watched, name));
-      });
+      this.forwardEvents(watcher);
       watcher.on('error', (error: unknown) => {
-        if (closed) return;
+        if (this.closed) return;
         if (isResourceExhausted(error)) {
-          if (running) return sink.fatal(error as Error);
+          if (this.running) return sink.fatal(error as Error);
           clearInterval(stallCheck);
           void watcher.close();
           return reject(error);
@@ -151,117 +227,86 @@ const startChokidar = async ({ roots, rules, sink, log }: WatchStart, stalledMs:
       };
       watcher.on('ready', () => started(false));
       const stallCheck = setInterval(() => {
-        if (ready || performance.now() - lastLook < stalledMs) return;
+        if (ready || performance.now() - lastLook < this.stalledMs) return;
         log.info(`watcher (chokidar): its walk stalled without \`ready\` (a directory replaced while it read it); opening it afresh`);
         started(true);
-      }, stalledMs / 4);
+      }, this.stalledMs / 4);
       stallCheck.unref();
     });
+  }
 
-  // Before the first walk: a served folder re-made while chokidar walks it is a change the first look sees.
-  const identity = new Map(roots.map((r) => [r.path, directoryIdentity(r.path)]));
-  const first = await open();
-  let current = first.watcher;
-  running = true;
-  /** A fresh chokidar replacing `current`: under way (for close), and whether another was asked for meanwhile. */
-  let renewing: Promise<void> | null = null;
-  let renewAgain = false;
-  /** Walks in a row that stalled: past MAX_STALLS chokidar is given up for poll. */
-  let stalls = first.stalled ? 1 : 0;
-  const renew = async () => {
+  /** chokidar's events, and its raw ones (every fs.watch event: see chokidarWatcher), as paths that may have changed. */
+  private forwardEvents(watcher: FSWatcher): void {
+    const { sink } = this.start;
+    const changed = (path: string) => {
+      if (!this.closed) sink.changed(path);
+    };
+    for (const event of ['add', 'addDir', 'change', 'unlink', 'unlinkDir'] as const) watcher.on(event, changed);
+    // The watched path and the name in it. On a file's own watch the name is
+    // the file's, so both paths are looked at (one does not exist: an lstat).
+    watcher.on('raw', (_event, name: string | null, details: unknown) => {
+      const watched = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
+      if (this.closed || typeof watched !== 'string') return;
+      sink.changed(watched);
+      if (name) sink.changed(join(watched, name));
+    });
+  }
+
+  /** Closes `current` and opens a fresh chokidar, again while one was asked for meanwhile or the walk stalled. */
+  private async renew(): Promise<void> {
+    const { roots, sink } = this.start;
     try {
       do {
-        renewAgain = false;
+        this.renewAgain = false;
         // Closed first: a chokidar opened beside it would share its dead watches (they are kept by path).
-        await current.close();
-        if (closed) return;
-        const fresh = await open().catch((error: unknown) => {
-          if (!closed) sink.fatal(error as Error);
+        await this.current.close();
+        if (this.closed) return;
+        const fresh = await this.open().catch((error: unknown) => {
+          if (!this.closed) sink.fatal(error as Error);
           return null;
         });
         if (!fresh) return;
-        current = fresh.watcher;
-        if (closed) return;
+        this.current = fresh.watcher;
+        if (this.closed) return;
         // Nothing was watched in between: what changed then is found by a look at the disk.
         for (const root of roots) void sink.rescan(root.path);
-        stalls = fresh.stalled ? stalls + 1 : 0;
-        if (stalls >= MAX_STALLS) {
-          sink.fatal(new Error(`its walk of the folders stalled ${stalls} times in a row (directories replaced while it read them)`));
+        this.stalls = fresh.stalled ? this.stalls + 1 : 0;
+        if (this.stalls >= MAX_STALLS) {
+          sink.fatal(new Error(`its walk of the folders stalled ${this.stalls} times in a row (directories replaced while it read them)`));
           return;
         }
-        if (fresh.stalled) renewAgain = true;
-      } while (renewAgain && !closed);
+        if (fresh.stalled) this.renewAgain = true;
+      } while (this.renewAgain && !this.closed);
     } finally {
       // In the same turn as the last look at renewAgain: cleared by a .finally() on the promise, one asked for
       // in the microtasks between was neither run again nor started.
-      renewing = null;
+      this.renewing = null;
     }
-  };
-
-  /** `why`: for the debug line. */
-  function renewSoon(why: string): void {
-    log.debug(`watcher (chokidar): watching afresh (${why})${renewing ? ', after the renewal under way' : ''}`);
-    if (renewing) {
-      renewAgain = true;
-      return;
-    }
-    renewing = renew();
   }
 
-  // A served folder that went away is not watched by chokidar any more, and its
-  // parent is not watched: as with dirs, it is looked for, and once back (rm -rf
-  // and mkdir, a checkout that re-made it) reported, so the sync layer finds it
-  // replaced and chokidar is opened afresh (fuzzer seed 7012).
-  // By identity, not presence: rm -rf and mkdir between two looks is a change too.
-  const rootPoll = setInterval(() => {
-    if (closed) return;
-    for (const [path, was] of identity) {
+  /** `why`: for the debug line. */
+  private renewSoon(why: string): void {
+    this.start.log.debug(`watcher (chokidar): watching afresh (${why})${this.renewing ? ', after the renewal under way' : ''}`);
+    if (this.renewing) {
+      this.renewAgain = true;
+      return;
+    }
+    this.renewing = this.renew();
+  }
+
+  /** By identity, not presence: rm -rf and mkdir between two looks is a change too. */
+  private pollRoots(): void {
+    if (this.closed) return;
+    for (const [path, was] of this.identity) {
       const is = directoryIdentity(path);
       if (is === was) continue;
-      identity.set(path, is);
-      sink.changed(path);
+      this.identity.set(path, is);
+      this.start.sink.changed(path);
       // Back, or re-made: chokidar's watch of it is dead, whatever the index says of its identity.
-      if (is) renewSoon(`${path} back or re-made`);
+      if (is) this.renewSoon(`${path} back or re-made`);
     }
-  }, ROOT_RETURN_POLL_MS);
-  rootPoll.unref();
-  // A stalled walk may have left any directory unwatched, a served folder included: chokidar is opened afresh.
-  if (first.stalled) renewSoon('a directory replaced during its first walk');
-  return {
-    backend: 'chokidar',
-    rewatch(dir, reason) {
-      if (closed) return;
-      // While chokidar is opened afresh, `current` is the one being closed: a
-      // directory added to it was never watched (fuzzer seed 8197). One more
-      // fresh walk, after the one under way, covers it.
-      if (reason !== 'replaced' && !renewing) {
-        // chokidar walks the new directories it sees itself, but not always in
-        // time: one made while it was getting ready can stay unwatched for good.
-        // Adding one it already watches costs a listener and a readdir.
-        // Not a link (a folder swapped for one since the walk found it): for a
-        // link chokidar adds a listener to the parent's watch, and when the link
-        // goes, the parent's raw events go with it (chokidar keeps one raw
-        // listener per watch, shared by all its listeners there).
-        const adding = current;
-        lstat(dir, (error, st) => {
-          if (closed) return;
-          if (error || !st.isDirectory()) return log.debug(`watcher (chokidar): ${dir} is not a folder now, not added`);
-          // Opened afresh meanwhile: as below.
-          if (!renewing && adding === current) current.add(dir);
-          else renewSoon(`${dir} found while opening it afresh`);
-        });
-        return;
-      }
-      renewSoon(reason === 'replaced' ? `${dir} replaced by another directory` : `${dir} found while opening it afresh`);
-    },
-    async close() {
-      closed = true;
-      clearInterval(rootPoll);
-      await renewing;
-      await current.close();
-    },
-  };
-};
+  }
+}
 
 /** Whether no component of `path` is a link (true when it cannot be told: gone, unreadable). */
 function isRealPath(path: string): boolean {

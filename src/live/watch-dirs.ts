@@ -70,98 +70,197 @@ interface Watched {
 }
 
 async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirectory): Promise<DirsWatcher> {
-  const { roots, rules, sink, log } = start;
-  const watched = new Map<string, Watched>();
-  let ready = false;
-  let closed = false;
+  const watcher = new PerDirectoryWatcher(start, watchDirectory);
+  await watcher.begin();
+  return watcher;
+}
+
+/** Linux: one non-recursive fs.watch per served directory, kept in step with the tree (see dirsWatcher). */
+class PerDirectoryWatcher implements DirsWatcher {
+  readonly backend = 'dirs' as const;
+  private readonly watched = new Map<string, Watched>();
+  private ready = false;
+  private closed = false;
   /** Out of watches: before ready the start fails, after it the sync layer degrades to the next backend. */
-  let failure: Error | undefined;
-
-  const exhausted = (error: Error) => {
-    if (closed || failure) return;
-    failure = error;
-    if (ready) sink.fatal(error);
-  };
-
-  /** Watches `dir` (a directory as `st` says); false when it cannot (gone, unreadable, out of watches). */
-  const watchOne = (dir: string, st: Stats): boolean => {
-    if (closed || failure) return false;
-    let watcher: FSWatcher;
-    try {
-      watcher = watchDirectory(dir, (event, filename) => onEvent(dir, event, filename));
-    } catch (error) {
-      if (isResourceExhausted(error)) exhausted(error as Error);
-      else if (!isNoEntry(error)) log.warn(`watcher (dirs): cannot watch ${dir}: ${describeError(error)}`);
-      return false;
-    }
-    watcher.on('error', (error) => onError(dir, watcher, error));
-    watched.set(dir, { watcher, ino: st.ino, born: st.birthtimeMs, children: undefined });
-    link(dir);
-    return true;
-  };
-
-  const link = (dir: string) => {
-    const parent = watched.get(dirname(dir));
-    if (parent && dirname(dir) !== dir) (parent.children ??= new Set()).add(basename(dir));
-  };
-
-  /** Releases the watch of `dir` and of every watched directory beneath it. */
-  const unwatch = (dir: string) => {
-    const entry = watched.get(dir);
-    if (!entry) return;
-    watched.delete(dir);
-    entry.watcher.close();
-    watched.get(dirname(dir))?.children?.delete(basename(dir));
-    for (const name of entry.children ?? []) unwatch(join(dir, name));
-  };
+  private failure: Error | undefined;
 
   // New subtrees are read here, a few directories at once; each is watched before it is read,
   // so a subdirectory created after the read is reported by that watch.
-  const toRead: string[] = [];
+  private readonly toRead: string[] = [];
   /** Subtrees newly watched since the reads last ran dry (see watchTree). */
-  let watchedTops: string[] = [];
-  let reading = 0;
-  let idle: (() => void) | undefined;
-  const pump = () => {
-    while (reading < PARALLEL_READDIR && toRead.length > 0 && !closed) {
-      const dir = toRead.pop()!;
-      reading++;
+  private watchedTops: string[] = [];
+  private reading = 0;
+  /** Told when the reads run dry: the start's walk of the roots (without the index's list) is done. */
+  private idle: (() => void) | undefined;
+
+  private readonly rootPaths: Set<string>;
+  /** Served folders not there now (see ROOT_RETURN_POLL_MS), and the timer that looks for them. */
+  private readonly missingRoots = new Set<string>();
+  private rootPoll: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly start: WatchStart,
+    private readonly watchDirectory: WatchDirectory,
+  ) {
+    this.rootPaths = new Set(start.roots.map((root) => root.path));
+  }
+
+  get watching(): number {
+    return this.watched.size;
+  }
+
+  isWatching(dir: string): boolean {
+    return this.watched.has(dir);
+  }
+
+  rewatch(dir: string): void {
+    // Every reason means the same here: a directory that may have no watch yet.
+    if (!this.closed) this.check(dir);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.rootPoll);
+    for (const entry of this.watched.values()) entry.watcher.close();
+    this.watched.clear();
+    this.toRead.length = 0;
+  }
+
+  /**
+   * The start: the roots, then every directory the index holds (parents come
+   * before children in URI order), or, without a list, a walk of the roots.
+   * Resolves once all are watched; on any failure nothing stays watched.
+   */
+  async begin(): Promise<void> {
+    for (const root of this.start.roots) {
+      const st = lstatOrNull(root.path);
+      if (st?.isDirectory()) this.watchOne(root.path, st);
+      else this.rootMissing(root.path);
+    }
+    try {
+      if (this.start.directories) await this.watchIndexed(this.start.directories());
+      else await this.walkRoots();
+      if (this.failure) throw this.failure;
+      if (this.stopped()) throw new Error('closed while starting');
+    } catch (error) {
+      // Whatever ended the start (out of watches, the caller closed, the index's list failing): no watch outlives it.
+      await this.close();
+      throw error;
+    }
+    this.ready = true;
+  }
+
+  private stopped(): boolean {
+    return this.start.signal?.aborted === true;
+  }
+
+  /** Watches the index's directories, a slice per turn, telling the caller of each slice watched. */
+  private async watchIndexed(directories: Iterable<string>): Promise<void> {
+    const { rules } = this.start;
+    let count = 0;
+    let slice = this.start.roots.map((r) => r.path).filter((p) => this.watched.has(p));
+    for (const dir of directories) {
+      if (this.failure || this.closed || this.stopped()) break;
+      if (this.watched.has(dir) || rules.isIgnored(dir, true)) continue;
+      const st = lstatOrNull(dir);
+      if (st?.isDirectory() && this.watchOne(dir, st)) slice.push(dir);
+      if (++count % START_SLICE === 0) {
+        this.start.watching?.(slice);
+        slice = [];
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    }
+    if (!this.failure && !this.closed) this.start.watching?.(slice);
+  }
+
+  /** Without the index's list (the probe): the roots are read, every directory beneath watched. */
+  private async walkRoots(): Promise<void> {
+    const walked = new Promise<void>((resolve) => (this.idle = resolve));
+    this.toRead.push(...this.start.roots.map((r) => r.path).filter((p) => this.watched.has(p)));
+    this.pump();
+    await walked;
+    this.idle = undefined;
+  }
+
+  private exhausted(error: Error): void {
+    if (this.closed || this.failure) return;
+    this.failure = error;
+    if (this.ready) this.start.sink.fatal(error);
+  }
+
+  /** Watches `dir` (a directory as `st` says); false when it cannot (gone, unreadable, out of watches). */
+  private watchOne(dir: string, st: Stats): boolean {
+    if (this.closed || this.failure) return false;
+    let watcher: FSWatcher;
+    try {
+      watcher = this.watchDirectory(dir, (event, filename) => this.onEvent(dir, event, filename));
+    } catch (error) {
+      if (isResourceExhausted(error)) this.exhausted(error as Error);
+      else if (!isNoEntry(error)) this.start.log.warn(`watcher (dirs): cannot watch ${dir}: ${describeError(error)}`);
+      return false;
+    }
+    watcher.on('error', (error) => this.onError(dir, watcher, error));
+    this.watched.set(dir, { watcher, ino: st.ino, born: st.birthtimeMs, children: undefined });
+    this.link(dir);
+    return true;
+  }
+
+  private link(dir: string): void {
+    const parent = this.watched.get(dirname(dir));
+    if (parent && dirname(dir) !== dir) (parent.children ??= new Set()).add(basename(dir));
+  }
+
+  /** Releases the watch of `dir` and of every watched directory beneath it. */
+  private unwatch(dir: string): void {
+    const entry = this.watched.get(dir);
+    if (!entry) return;
+    this.watched.delete(dir);
+    entry.watcher.close();
+    this.watched.get(dirname(dir))?.children?.delete(basename(dir));
+    for (const name of entry.children ?? []) this.unwatch(join(dir, name));
+  }
+
+  /** Reads the subtrees waiting to be read, PARALLEL_READDIR at once; when they run dry, diffs what was newly watched. */
+  private pump(): void {
+    while (this.reading < PARALLEL_READDIR && this.toRead.length > 0 && !this.closed) {
+      const dir = this.toRead.pop()!;
+      this.reading++;
       // The scan's reader: a subdirectory whose name cannot be served is not watched either.
       readServableDir(dir).then(
         (listing) => {
-          reading--;
-          watchSubdirectories(dir, listing.entries);
-          pump();
+          this.reading--;
+          this.watchSubdirectories(dir, listing.entries);
+          this.pump();
         },
         () => {
           // A directory gone or unreadable since it was watched: its own events (or its parent's) say so.
-          reading--;
-          pump();
+          this.reading--;
+          this.pump();
         },
       );
     }
-    if (reading === 0 && toRead.length === 0) {
-      idle?.();
-      const tops = watchedTops;
-      watchedTops = [];
-      if (ready && !closed) for (const top of outermostDirs(tops)) void sink.rescan(top);
+    if (this.reading === 0 && this.toRead.length === 0) {
+      this.idle?.();
+      const tops = this.watchedTops;
+      this.watchedTops = [];
+      if (this.ready && !this.closed) for (const top of outermostDirs(tops)) void this.start.sink.rescan(top);
     }
-  };
+  }
 
-  const watchSubdirectories = (dir: string, entries: Dirent[]) => {
-    if (closed || !watched.has(dir)) return;
+  private watchSubdirectories(dir: string, entries: Dirent[]): void {
+    if (this.closed || !this.watched.has(dir)) return;
     for (const entry of entries) {
       if (!entry.isDirectory() || ALWAYS_EXCLUDED.has(entry.name)) continue;
       const path = join(dir, entry.name);
-      if (watched.has(path)) {
-        link(path); // watched before its parent (a hint came first): released with it from now on
+      if (this.watched.has(path)) {
+        this.link(path); // watched before its parent (a hint came first): released with it from now on
         continue;
       }
-      if (rules.isIgnored(path, true)) continue;
+      if (this.start.rules.isIgnored(path, true)) continue;
       const st = lstatOrNull(path);
-      if (st?.isDirectory() && watchOne(path, st)) toRead.push(path);
+      if (st?.isDirectory() && this.watchOne(path, st)) this.toRead.push(path);
     }
-  };
+  }
 
   /**
    * Watches `dir` and, once read, the subdirectories beneath it that are not
@@ -171,137 +270,75 @@ async function startPerDirectory(start: WatchStart, watchDirectory: WatchDirecto
    * written again in place, which moves no directory's mtime) was told by
    * no event.
    */
-  const watchTree = (dir: string, st: Stats) => {
-    if (!watchOne(dir, st)) return;
-    watchedTops.push(dir);
-    toRead.push(dir);
-    pump();
-  };
+  private watchTree(dir: string, st: Stats): void {
+    if (!this.watchOne(dir, st)) return;
+    this.watchedTops.push(dir);
+    this.toRead.push(dir);
+    this.pump();
+  }
 
-  const rootPaths = new Set(roots.map((root) => root.path));
-  /** Served folders not there now (see ROOT_RETURN_POLL_MS), and the timer that looks for them. */
-  const missingRoots = new Set<string>();
-  let rootPoll: NodeJS.Timeout | undefined;
-  const rootMissing = (root: string) => {
-    missingRoots.add(root);
-    rootPoll ??= setInterval(() => {
-      for (const path of missingRoots) {
-        const st = lstatOrNull(path);
-        if (!st?.isDirectory() || closed) continue;
-        missingRoots.delete(path);
-        watchTree(path, st); // and diffed once watched: whatever it holds came with no event of ours
-      }
-      if (missingRoots.size === 0 || closed) {
-        clearInterval(rootPoll);
-        rootPoll = undefined;
-      }
-    }, ROOT_RETURN_POLL_MS);
-    rootPoll.unref();
-  };
+  private rootMissing(root: string): void {
+    this.missingRoots.add(root);
+    this.rootPoll ??= setInterval(() => this.lookForMissingRoots(), ROOT_RETURN_POLL_MS);
+    this.rootPoll.unref();
+  }
+
+  private lookForMissingRoots(): void {
+    for (const path of this.missingRoots) {
+      const st = lstatOrNull(path);
+      if (!st?.isDirectory() || this.closed) continue;
+      this.missingRoots.delete(path);
+      this.watchTree(path, st); // and diffed once watched: whatever it holds came with no event of ours
+    }
+    if (this.missingRoots.size === 0 || this.closed) {
+      clearInterval(this.rootPoll);
+      this.rootPoll = undefined;
+    }
+  }
 
   /**
    * Makes the watch of `path` match what is there now: a new directory is
    * watched with its subtree, one that went away released, one replaced by
    * another directory of the same name (rm -rf, then mkdir) watched afresh.
    */
-  const check = (path: string) => {
+  private check(path: string): void {
     const st = lstatOrNull(path);
-    const known = watched.get(path);
+    const known = this.watched.get(path);
     if (st?.isDirectory()) {
       if (known && known.ino === st.ino && known.born === st.birthtimeMs) return;
-      if (known) unwatch(path);
+      if (known) this.unwatch(path);
       // The new directory's entries came with no event of ours: watchTree diffs it once watched.
-      if (!rules.isIgnored(path, true)) watchTree(path, st);
-      else if (known) void sink.rescan(path);
+      if (!this.start.rules.isIgnored(path, true)) this.watchTree(path, st);
+      else if (known) void this.start.sink.rescan(path);
     } else {
-      if (known) unwatch(path);
-      if (rootPaths.has(path)) rootMissing(path);
+      if (known) this.unwatch(path);
+      if (this.rootPaths.has(path)) this.rootMissing(path);
     }
-  };
+  }
 
-  const onEvent = (dir: string, event: string, filename: string | null) => {
-    if (closed || !watched.has(dir)) return;
+  private onEvent(dir: string, event: string, filename: string | null): void {
+    if (this.closed || !this.watched.has(dir)) return;
     if (filename === null) {
-      void sink.rescan(dir);
+      void this.start.sink.rescan(dir);
       return;
     }
     const path = join(dir, filename);
-    sink.changed(path);
+    this.start.sink.changed(path);
     // Only a 'rename' (create, delete, move) can make or unmake a directory; 'change' is content or attributes.
     if (event !== 'rename') return;
-    check(path);
+    this.check(path);
     // libuv names events on the watched directory itself (deleted, moved, its watch gone) by its own basename.
-    if (filename === basename(dir) && !watched.get(path)) check(dir);
-  };
-
-  const onError = (dir: string, watcher: FSWatcher, error: Error) => {
-    if (closed || watched.get(dir)?.watcher !== watcher) return;
-    if (isResourceExhausted(error)) return exhausted(error);
-    log.warn(`watcher (dirs): ${dir}: ${describeError(error)}`);
-    unwatch(dir);
-    check(dir); // still there: watched afresh
-    if (watched.has(dir)) void sink.rescan(dir);
-  };
-
-  const close = async () => {
-    closed = true;
-    clearInterval(rootPoll);
-    for (const entry of watched.values()) entry.watcher.close();
-    watched.clear();
-    toRead.length = 0;
-  };
-
-  // Start: the roots, then every directory the index holds (parents come before children in
-  // URI order), or, without a list, a walk of the roots.
-  let count = 0;
-  for (const root of roots) {
-    const st = lstatOrNull(root.path);
-    if (st?.isDirectory()) watchOne(root.path, st);
-    else rootMissing(root.path);
+    if (filename === basename(dir) && !this.watched.get(path)) this.check(dir);
   }
-  const stopped = () => start.stopped?.() === true;
-  try {
-    if (start.directories) {
-      let slice = roots.map((r) => r.path).filter((p) => watched.has(p));
-      for (const dir of start.directories()) {
-        if (failure || closed || stopped()) break;
-        if (watched.has(dir) || rules.isIgnored(dir, true)) continue;
-        const st = lstatOrNull(dir);
-        if (st?.isDirectory() && watchOne(dir, st)) slice.push(dir);
-        if (++count % START_SLICE === 0) {
-          start.watching?.(slice);
-          slice = [];
-          await new Promise((resolve) => setImmediate(resolve));
-        }
-      }
-      if (!failure && !closed) start.watching?.(slice);
-    } else {
-      const walked = new Promise<void>((resolve) => (idle = resolve));
-      toRead.push(...roots.map((r) => r.path).filter((p) => watched.has(p)));
-      pump();
-      await walked;
-      idle = undefined;
-    }
-    if (failure) throw failure;
-    if (stopped()) throw new Error('closed while starting');
-  } catch (error) {
-    // Whatever ended the start (out of watches, the caller closed, the index's list failing): no watch outlives it.
-    await close();
-    throw error;
+
+  private onError(dir: string, watcher: FSWatcher, error: Error): void {
+    if (this.closed || this.watched.get(dir)?.watcher !== watcher) return;
+    if (isResourceExhausted(error)) return this.exhausted(error);
+    this.start.log.warn(`watcher (dirs): ${dir}: ${describeError(error)}`);
+    this.unwatch(dir);
+    this.check(dir); // still there: watched afresh
+    if (this.watched.has(dir)) void this.start.sink.rescan(dir);
   }
-  ready = true;
-  return {
-    backend: 'dirs',
-    get watching() {
-      return watched.size;
-    },
-    isWatching: (dir) => watched.has(dir),
-    rewatch(dir) {
-      // Every reason means the same here: a directory that may have no watch yet.
-      if (!closed) check(dir);
-    },
-    close,
-  };
 }
 
 /** Off Linux: one native recursive watch per root (FSEvents on macOS, ReadDirectoryChangesW on Windows). */

@@ -39,8 +39,8 @@ export interface WatchStart {
    * Read once, at start.
    */
   directories?: () => Iterable<string>;
-  /** True once the caller has closed: a start still under way gives up (and releases what it set up). */
-  stopped?: () => boolean;
+  /** Aborted once the caller has closed: a start still under way gives up (and releases what it set up). */
+  signal?: AbortSignal;
   /**
    * Told during the start, a slice at a time, of directories the backend
    * watches now (`dirs`): the cold scan's own watches on them can go, instead

@@ -14,22 +14,22 @@ export class WriteQueue {
     private readonly options: {
       /** Tasks wait for this first (the index's first scan). */
       ready: () => Promise<unknown>;
-      /** Once true, tasks not yet started do nothing. */
-      closed: () => boolean;
+      /** Live's lifetime: once aborted, tasks not yet started do nothing. */
+      signal: AbortSignal;
       log: Logger;
     },
   ) {}
 
   /** Runs `task` after every task before it; a failure is logged, never thrown at the caller. */
   run(task: () => Promise<void>): Promise<void> {
-    const { ready, closed, log } = this.options;
+    const { ready, signal, log } = this.options;
     this.tail = this.tail.then(async () => {
-      if (closed()) return;
+      if (signal.aborted) return;
       try {
         await ready();
         await task();
       } catch (error) {
-        if (!closed()) log.warn(`live update failed: ${(error as Error).stack ?? String(error)}`);
+        if (!signal.aborted) log.warn(`live update failed: ${(error as Error).stack ?? String(error)}`);
       }
     });
     return this.tail;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
 import { FolderIndex } from '../../src/index/folder-index.ts';
-import { LiveSync } from '../../src/live/sync.ts';
+import { Live } from '../../src/live/live.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
 import { connect, diskUris, serveTree, shareWith, tempDir, unprivilegedUser, unreadableFoldersSkip, waitFor, type Connected } from '../helpers.ts';
@@ -146,7 +146,7 @@ describe('--watcher none: no look at the disk after the start-up catch-up', () =
     const dir = tempDir();
     writeFileSync(join(dir.path, 'a.md'), 'a\n');
     const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [], watchScan: linux });
-    const sync = new LiveSync({ index, log: silentLogger, watcher: 'none', starters: BACKEND_STARTERS });
+    const sync = new Live({ index, log: silentLogger, watcher: 'none', starters: BACKEND_STARTERS });
     try {
       await sync.start();
       assert.equal(index.takeScanChanges(), null, 'the scan watches were taken and closed');

@@ -33,9 +33,10 @@ import {
   rssFromPs,
 } from '../../src/content/isolate.ts';
 import { withinOutputBudget } from '../../src/content/worker.ts';
+import { builtScriptUrl } from '../../src/workers.ts';
 
-/** The built worker script: the conversion process does not load the .ts sources (npm test builds first). */
-const WORKER = new URL('../../dist/worker.js', import.meta.url);
+/** The built worker script: the conversion process does not load the .ts sources (npm test builds first; a stale one throws). */
+const WORKER = builtScriptUrl('worker');
 import { decodeText } from '../../src/content/read.ts';
 import { openDb } from '../../src/index/db.ts';
 import { EntryKind, type EntryRow } from '../../src/entry.ts';

@@ -10,7 +10,7 @@ import { FolderIndex } from '../../src/index/folder-index.ts';
 import type { EntryRow } from '../../src/entry.ts';
 import { BACKEND_STARTERS, planWatchers } from '../../src/live/choose.ts';
 import { Subscriptions } from '../../src/protocol/subscriptions.ts';
-import { LiveSync } from '../../src/live/sync.ts';
+import { Live } from '../../src/live/live.ts';
 import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
@@ -118,12 +118,12 @@ describe('Subscriptions.affectedBy', () => {
   }
 });
 
-describe('LiveSync degrades when a watcher runs out of watches', () => {
+describe('Live degrades when a watcher runs out of watches', () => {
   const enospc = () => Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
 
   async function withSync(
     starters: Partial<typeof BACKEND_STARTERS>,
-    run: (ctx: { root: string; index: FolderIndex; sync: LiveSync; logs: string[] }) => Promise<void>,
+    run: (ctx: { root: string; index: FolderIndex; sync: Live; logs: string[] }) => Promise<void>,
     watcher: 'chokidar' | 'dirs' = 'chokidar',
   ) {
     const dir = tempDir();
@@ -131,7 +131,7 @@ describe('LiveSync degrades when a watcher runs out of watches', () => {
     const logs: string[] = [];
     const log = createLogger('debug', (line) => logs.push(line));
     const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [] });
-    const sync = new LiveSync({ index, log, watcher, starters: { ...BACKEND_STARTERS, ...starters } });
+    const sync = new Live({ index, log, watcher, starters: { ...BACKEND_STARTERS, ...starters } });
     try {
       await sync.start();
       await run({ root: dir.path, index, sync, logs });
@@ -192,7 +192,7 @@ describe('LiveSync degrades when a watcher runs out of watches', () => {
   });
 });
 
-describe('LiveSync looks at reported paths again', () => {
+describe('Live looks at reported paths again', () => {
   test('the rest of a write seen half done by a trailing flush is indexed without another event, and the looks again stop', async () => {
     const dir = tempDir();
     writeTree(dir.path, { 'a.md': 'a\n' });
@@ -202,7 +202,7 @@ describe('LiveSync looks at reported paths again', () => {
       sink = start.sink;
       return { backend: 'chokidar', close: async () => {} };
     };
-    const sync = new LiveSync({ index, log: silentLogger, watcher: 'chokidar', starters: { ...BACKEND_STARTERS, chokidar: staged } });
+    const sync = new Live({ index, log: silentLogger, watcher: 'chokidar', starters: { ...BACKEND_STARTERS, chokidar: staged } });
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     try {
       await sync.start();

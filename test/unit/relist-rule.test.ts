@@ -159,7 +159,7 @@ describe('the re-list rule: the index equals the disk after the reported paths a
         await index.ready;
         assert.deepEqual(indexState(index), diskState(root), 'the scan indexed the tree');
         const reported = c.change(root).map((rel) => (rel === '' ? root : join(root, rel)));
-        await new Reconciler(index, silentLogger, () => false).paths(reported);
+        await new Reconciler(index, silentLogger, new AbortController().signal).paths(reported);
         assert.deepEqual(indexState(index), diskState(root));
       } finally {
         index.close();
@@ -179,7 +179,7 @@ describe('a served folder missing when the cold scan runs (found by the fuzzer, 
       await index.ready;
       assert.deepEqual(indexState(index), diskState(here));
       writeTree(missing, { 'z.txt': 'z', 'deeper/w.txt': 'w' });
-      await new Reconciler(index, silentLogger, () => false).paths([missing]);
+      await new Reconciler(index, silentLogger, new AbortController().signal).paths([missing]);
       assert.deepEqual(indexState(index), [...diskState(here), ...diskState(missing)].sort());
     } finally {
       index.close();
@@ -223,7 +223,7 @@ describe('a folder swapped for a link to an outside folder while the Reconciler 
 
   test('listed again (judged before the swap, listed after): nothing the link names is listed, and the folder goes', async () => {
     await swapped(async (index, root) => {
-      await new Reconciler(index, silentLogger, () => false).relist(join(root, 'sub'));
+      await new Reconciler(index, silentLogger, new AbortController().signal).relist(join(root, 'sub'));
       assert.deepEqual(indexState(index), diskState(root));
     });
   });

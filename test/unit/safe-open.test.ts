@@ -9,7 +9,8 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ContentError, readFileContent, readOpenedContent, representationSize } from '../../src/content/read.ts';
-import { judgeOpen, judgePath, openVerified, verifyDescriptor, type FileFacts, type FileKind, type OpenFacts } from '../../src/content/safe-open.ts';
+import type { FileFacts, FileKind } from '../../src/content/file-facts.ts';
+import { judgeOpen, judgePath, openVerified, verifyDescriptor, type OpenFacts } from '../../src/content/safe-open.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { tempDir } from '../basics.ts';
 

@@ -14,9 +14,9 @@ import {
   moveSafely,
   NEW_FILE_MODE,
   writeFileSafely,
-  type EntryKind,
   type WriteReason,
 } from '../../src/content/safe-write.ts';
+import type { FileKind } from '../../src/content/file-facts.ts';
 import { makeRoot, type Root } from '../../src/uri.ts';
 import { tempDir, writeReason as reason, writeSandbox } from '../basics.ts';
 
@@ -45,13 +45,15 @@ describe('judgeTarget: may this path be written', () => {
 });
 
 describe('judgeReplace: may an existing entry be replaced', () => {
-  const rows: Array<[EntryKind, number, 'ok' | RegExp]> = [
+  const rows: Array<[FileKind, number, 'ok' | RegExp]> = [
     ['file', 1, 'ok'],
     ['file', 2, /2 hard links/],
     ['symlink', 1, /symlink/],
     ['FIFO', 1, /FIFO/],
     ['socket', 1, /socket/],
-    ['device', 1, /device/],
+    ['character device', 1, /it is a device, not a regular file/],
+    ['block device', 1, /it is a device, not a regular file/],
+    ['unknown', 1, /not a regular file/],
     ['directory', 2, /folder/],
   ];
   for (const [kind, nlink, want] of rows) {

@@ -97,8 +97,7 @@ describe('scanInThread', () => {
   }
 
   test('the worker takes the walk over and hands over what a walk on this thread does', async () => {
-    const url = builtScriptUrl('scan-worker') ?? null;
-    assert.ok(url, 'dist/scan-worker.js is built (npm test builds first)');
+    const url = builtScriptUrl('scan-worker');
     const there = await collect(url);
     assert.ok(
       there.debug.some((line) => line.includes('the walk moves to its worker thread')),
@@ -159,7 +158,7 @@ describe('a whole-root check from the walk (Reconciler.tree of a root)', () => {
       rmSync(join(dir.path, 'd040'), { recursive: true });
       writeTree(dir.path, { 'dnew/sub/x.txt': 'x', 'd050/.gitignore': 'f50.txt\n' });
       debug.length = 0;
-      const reconciler = new Reconciler(index, log, () => false);
+      const reconciler = new Reconciler(index, log, new AbortController().signal);
       await reconciler.tree(root.path);
       assert.ok(debug.some((line) => line.includes('the walk moves to its worker thread')), 'the check was walked by the worker');
       const indexed = (index.db.prepare('SELECT uri FROM entries ORDER BY uri').all() as { uri: string }[]).map((r) => r.uri);

@@ -1,15 +1,14 @@
 // Red-team cases for the cold scan's watches (ScanWatch, ScanChangeRecord,
 // the hand-over to the dirs watcher): changes at awkward moments that must be
-// in the index once LiveSync.start() resolves. Real folders, real watchers.
+// in the index once Live.start() resolves. Real folders, real watchers.
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
-import { builtScriptUrl } from '../../src/workers.ts';
 import { ScanWatch } from '../../src/index/scan-watch.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
-import { LiveSync } from '../../src/live/sync.ts';
+import { Live } from '../../src/live/live.ts';
 import { startDirsWatcher } from '../../src/live/watch-dirs.ts';
 import type { StartWatcher } from '../../src/live/watcher.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -19,7 +18,6 @@ import { withScanIndex } from '../scan-helpers.ts';
 import { countInotifyWatches } from '../../bench/watch-probe.ts';
 
 const linuxOnly = process.platform === 'linux' ? {} : { skip: 'ScanWatch runs on Linux only' };
-const needsWorker = builtScriptUrl('scan-worker') === undefined ? { skip: 'no built worker (npm test builds it)' } : {};
 
 function indexedUris(index: FolderIndex): string[] {
   return ((index.db.prepare('SELECT uri FROM entries ORDER BY uri').all() as { uri: string }[]).map((r) => r.uri)).sort();
@@ -84,12 +82,12 @@ function threads(): number {
   return Number(/Threads:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
 }
 
-describe('red team: nothing left behind', { ...linuxOnly, ...needsWorker }, () => {
+describe('red team: nothing left behind', linuxOnly, () => {
   const cases: [string, (dir: string, index: FolderIndex) => Promise<void>][] = [
     ['the index closed once ready, no live sync', async () => {}],
     ['the index closed mid-scan (the worker walking)', async () => {}],
     ['a live sync started and closed', async (_dir, index) => {
-      const sync = new LiveSync({ index, log: silentLogger, watcher: 'dirs' });
+      const sync = new Live({ index, log: silentLogger, watcher: 'dirs' });
       await sync.start();
       await sync.close();
     }],
@@ -98,14 +96,14 @@ describe('red team: nothing left behind', { ...linuxOnly, ...needsWorker }, () =
         await new Promise((resolve) => setTimeout(resolve, 50));
         return startDirsWatcher(start);
       };
-      const sync = new LiveSync({ index, log: silentLogger, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: slow } });
+      const sync = new Live({ index, log: silentLogger, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: slow } });
       const started = sync.start();
       await new Promise((resolve) => setTimeout(resolve, 10));
       await sync.close();
       await started;
     }],
     ['a live sync closed while it took the scan\'s changes', async (_dir, index) => {
-      const sync = new LiveSync({ index, log: silentLogger, watcher: 'dirs' });
+      const sync = new Live({ index, log: silentLogger, watcher: 'dirs' });
       const started = sync.start();
       await new Promise((resolve) => setTimeout(resolve, 5));
       await sync.close();
@@ -177,7 +175,7 @@ async function coldStart(
   );
 }
 
-describe('red team: changes behind and after the walk, real watchers', { ...linuxOnly, ...needsWorker }, () => {
+describe('red team: changes behind and after the walk, real watchers', linuxOnly, () => {
   for (const backend of ['dirs', 'chokidar'] as const) {
     test(`${backend}: new nested trees, a directory moved in from outside, renames`, async () => {
       await coldStart(

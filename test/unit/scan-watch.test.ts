@@ -6,7 +6,6 @@ import { mkdirSync, rmSync, watch as fsWatch, writeFileSync, type FSWatcher } fr
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ScanChangeRecord, scanInThread } from '../../src/index/scan-thread.ts';
-import { builtScriptUrl } from '../../src/workers.ts';
 import { ScanWatch, mergeScanChanges, type ScanChanges } from '../../src/index/scan-watch.ts';
 import { SkipReport } from '../../src/index/servable.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
@@ -148,7 +147,7 @@ function scanTree(root: string): void {
 }
 
 describe("the scan's watches on both threads", linuxOnly, () => {
-  test('a change in a directory read by either thread is named, until finish()', { skip: builtScriptUrl('scan-worker') === undefined && 'no built worker (npm test builds it)' }, async () => {
+  test('a change in a directory read by either thread is named, until finish()', async () => {
     const dir = tempDir();
     try {
       scanTree(dir.path);
@@ -189,8 +188,8 @@ describe("the scan's watches on both threads", linuxOnly, () => {
   });
 });
 
-describe('LiveSync after a cold scan that watched', linuxOnly, () => {
-  test('what changed during the scan is indexed from the scan\'s watches, with no diff of the tree', { skip: builtScriptUrl('scan-worker') === undefined && 'no built worker (npm test builds it)' }, async () => {
+describe('Live after a cold scan that watched', linuxOnly, () => {
+  test('what changed during the scan is indexed from the scan\'s watches, with no diff of the tree', async () => {
     // A watcher that sees nothing: whatever the index learns comes from the scan's record.
     const blind: StartWatcher = async () => ({ backend: 'dirs', close: async () => {} });
     await withScanIndex(scanTree, async ({ dir, index, logs, sync }) => {

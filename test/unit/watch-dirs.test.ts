@@ -9,7 +9,7 @@ import { countInotifyWatches } from '../../bench/watch-probe.ts';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { IgnoreRules } from '../../src/index/ignore.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
-import { LiveSync } from '../../src/live/sync.ts';
+import { Live } from '../../src/live/live.ts';
 import type { WatchDirectory } from '../../src/index/scan-watch.ts';
 import { dirsWatcher, startDirsWatcher, type DirsWatcher } from '../../src/live/watch-dirs.ts';
 import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
@@ -235,11 +235,11 @@ describe('watcher dirs', () => {
   });
 });
 
-describe('watcher dirs under LiveSync', () => {
-  /** A LiveSync on a real index with the `dirs` backend (or `starter`), the watcher exposed. */
+describe('watcher dirs under Live', () => {
+  /** A Live on a real index with the `dirs` backend (or `starter`), the watcher exposed. */
   async function withSync(
     files: Record<string, string>,
-    run: (ctx: { root: string; index: FolderIndex; sync: LiveSync; watcher: () => DirsWatcher; logs: string[] }) => Promise<void>,
+    run: (ctx: { root: string; index: FolderIndex; sync: Live; watcher: () => DirsWatcher; logs: string[] }) => Promise<void>,
     options: { starter?: StartWatcher; dbFile?: string; root?: string } = {},
   ) {
     const dir = options.root ? { path: options.root, cleanup: () => {} } : tempDir();
@@ -250,7 +250,7 @@ describe('watcher dirs under LiveSync', () => {
     let watcher: DirsWatcher | undefined;
     const start = options.starter ?? startDirsWatcher;
     const capture: StartWatcher = async (s) => (watcher = (await start(s)) as DirsWatcher);
-    const sync = new LiveSync({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: capture } });
+    const sync = new Live({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: capture } });
     try {
       await sync.start();
       await run({ root: dir.path, index, sync, watcher: () => watcher!, logs });
@@ -331,7 +331,7 @@ describe('watcher dirs under LiveSync', () => {
     try {
       await index.ready;
       const before = countInotifyWatches();
-      const sync = new LiveSync({ index, log, watcher: 'dirs' });
+      const sync = new Live({ index, log, watcher: 'dirs' });
       const started = sync.start();
       await new Promise((resolve) => setImmediate(resolve));
       await new Promise((resolve) => setImmediate(resolve));
