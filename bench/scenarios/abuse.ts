@@ -18,6 +18,8 @@ export interface AttackResult {
   /** What it did, in one line. */
   what: string;
   peakRssMiB: number | null;
+  /** The documented bound the peak must stay under, for the attacks that have one. */
+  limitMiB?: number;
   /** Another client's pings during the attack (none for the stdio attack: its own process). */
   victimP50Ms: number | null;
   victimP99Ms: number | null;
@@ -222,11 +224,106 @@ async function stdioUnread(root: string): Promise<AttackResult> {
   };
 }
 
+/** The peak RSS the stdio read attacks (13-15) must stay under: docs/security.md, Bounds. */
+const STDIO_READS_LIMIT_MIB = 400;
+
+/**
+ * A stdio server sent `messages` all at once (after initialize and a first
+ * list, so the index is built), by a client that reads every answer as it
+ * comes: the server's peak RSS, and how many answers were errors. A normal
+ * client: the memory is what the server holds for answers in flight.
+ */
+async function stdioBurst(root: string, attack: string, what: string, messages: Record<string, unknown>[]): Promise<AttackResult> {
+  const child = spawn(process.execPath, [CLI, '--db', ':memory:', '--no-search', root], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+  const answers = new Map<unknown, Record<string, unknown>>();
+  let waiting: (() => void) | undefined;
+  let parts: Buffer[] = [];
+  child.stdout.on('data', (chunk: Buffer) => {
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      parts.push(chunk.subarray(start, nl));
+      const message = JSON.parse(Buffer.concat(parts).toString('utf8')) as Record<string, unknown>;
+      parts = [];
+      if ('id' in message) answers.set(message.id, message);
+      start = nl + 1;
+      waiting?.();
+    }
+    if (start < chunk.length) parts.push(chunk.subarray(start));
+  });
+  const answered = async (ids: unknown[], timeoutMs: number) => {
+    const deadline = performance.now() + timeoutMs;
+    while (!ids.every((id) => answers.has(id))) {
+      if (performance.now() > deadline || child.exitCode !== null) throw new Error(`${attack}: ${ids.filter((id) => !answers.has(id)).length} answers missing; stderr: ${stderr}`);
+      await new Promise<void>((resolve) => {
+        waiting = resolve;
+        setTimeout(resolve, 100);
+      });
+    }
+  };
+  const send = (message: Record<string, unknown>) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+  const pid = child.pid!;
+  let peak = 0;
+  let sampler: NodeJS.Timeout | undefined;
+  const t0 = performance.now();
+  let errors = 0;
+  try {
+    child.stdin.on('error', () => {});
+    send({ id: 'init', method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'abuse', version: '0' } } });
+    send({ method: 'notifications/initialized' });
+    send({ id: 'list', method: 'resources/list', params: {} });
+    await answered(['init', 'list'], 60_000);
+    peak = rssMiB(pid) ?? 0;
+    sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid) ?? 0)), 20);
+    for (const message of messages) send(message);
+    await answered(messages.map((m) => m.id), 300_000);
+    for (const m of messages) {
+      const answer = answers.get(m.id)!;
+      const result = answer.result as { isError?: boolean } | undefined;
+      if (answer.error !== undefined || result?.isError === true) errors++;
+    }
+  } finally {
+    clearInterval(sampler);
+    child.kill('SIGKILL');
+    await exited;
+  }
+  return {
+    attack,
+    what,
+    peakRssMiB: Math.round(peak),
+    limitMiB: STDIO_READS_LIMIT_MIB,
+    victimP50Ms: null,
+    victimP99Ms: null,
+    victimMaxMs: null,
+    victimErrors: 0,
+    requests: messages.length,
+    lost: errors,
+    wallMs: Math.round(performance.now() - t0),
+  };
+}
+
+/**
+ * 4 MiB of source-like text whose JSON is larger than it (quotes, backslashes
+ * and newlines are escaped: two characters each) and that is not Latin-1 (an
+ * em dash), so V8 keeps it as a two-byte string: 8 MiB per copy of the text.
+ */
+function largeText(seed: number): string {
+  const line = `const s${seed} = "a \\"quoted\\" \\\\path\\\\ — ${'x'.repeat(40)}";\n`;
+  return line.repeat(Math.floor((4 * MIB) / Buffer.byteLength(line)));
+}
+
 async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
   if (process.platform !== 'linux') return { skipped: 'needs /proc for RSS' };
   const root = mkdtempSync(join(ctx.work, 'abuse-'));
   try {
     writeFileSync(join(root, 'big.bin'), randomBytes(4 * MIB));
+    mkdirSync(join(root, 'large'));
+    for (let i = 0; i < 20; i++) {
+      writeFileSync(join(root, 'large', `b${i}.bin`), randomBytes(4 * MIB));
+      if (i < 16) writeFileSync(join(root, 'large', `t${i}.txt`), largeText(i));
+    }
     mkdirSync(join(root, 'notes'));
     for (let i = 0; i < 1500; i++) writeFileSync(join(root, 'notes', `n${i}.md`), `note ${i}\n`);
     const rootUri = pathToFileURL(root).href + '/';
@@ -234,7 +331,9 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
     const log = (r: AttackResult | null) => {
       if (!r) return;
       attacks.push(r);
-      ctx.log(`  abuse ${r.attack}: peak ${r.peakRssMiB} MiB, victim ping p99 ${fmtMs(r.victimP99Ms)}`);
+      const bound = r.limitMiB === undefined ? '' : ` (bound ${r.limitMiB} MiB)`;
+      const lost = r.requests === undefined ? '' : `, ${r.lost} of ${r.requests} without an answer`;
+      ctx.log(`  abuse ${r.attack}: peak ${r.peakRssMiB} MiB${bound}, victim ping p99 ${fmtMs(r.victimP99Ms)}${lost}`);
     };
 
     log(await onFreshServer(root, '6 listen spellings', '4 listen streams of 1,000 spellings of the root (the cap), 10 changes', async (server) => {
@@ -303,6 +402,23 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
     if (bursts) log({ ...bursts, ...burstCounts });
 
     if (wanted('11')) log(await stdioUnread(root));
+
+    // Issue 34: 16 such reads held 680 MiB (text) and 487 MiB (binary); 16 calls of read with 20 paths, 644 MiB.
+    const read = (id: number, file: string) => ({ id, method: 'resources/read', params: { uri: `${rootUri}large/${file}` } });
+    if (wanted('13')) {
+      log(await stdioBurst(root, '13 stdio reads, text', '16 concurrent resources/read of 16 text files of 4 MiB (escaped in JSON, two-byte in V8)', Array.from({ length: 16 }, (_, i) => read(i, `t${i}.txt`))));
+    }
+    if (wanted('14')) {
+      log(await stdioBurst(root, '14 stdio reads, binary', '16 concurrent resources/read of 16 binary files of 4 MiB (base64)', Array.from({ length: 16 }, (_, i) => read(i, `b${i}.bin`))));
+    }
+    if (wanted('15')) {
+      const paths = Array.from({ length: 20 }, (_, i) => `large/b${i}.bin`);
+      log(await stdioBurst(root, '15 stdio read tool, 20 paths', '16 concurrent calls of the read tool, each with paths of 20 binary files of 4 MiB (1 MiB windows)', Array.from({ length: 16 }, (_, i) => ({
+        id: i,
+        method: 'tools/call',
+        params: { name: 'read', arguments: { paths, length: 1024 * 1024 } },
+      }))));
+    }
     return { attacks };
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -327,7 +443,7 @@ export const abuse: Scenario<AbuseResult> = {
         rows.push([
           a.attack,
           a.what,
-          a.peakRssMiB === null ? 'n/a' : `${a.peakRssMiB} MiB`,
+          a.peakRssMiB === null ? 'n/a' : `${a.peakRssMiB} MiB${a.limitMiB === undefined ? '' : a.peakRssMiB <= a.limitMiB ? ` (<= ${a.limitMiB}: holds)` : ` (> ${a.limitMiB}: FAILS)`}`,
           a.victimPings === undefined || a.victimP50Ms === null ? 'n/a' : String(a.victimPings),
           fmtMs(a.victimP50Ms),
           fmtMs(a.victimP99Ms),
@@ -343,7 +459,7 @@ export const abuse: Scenario<AbuseResult> = {
         title: '16. Under abuse (issue 23): peak RSS of the server, and another client\'s ping round trip during each attack',
         header: ['attack', 'what', 'peak RSS', 'pings', 'ping p50', 'ping p99', 'ping max', 'ping errors', 'requests lost', 'wall'],
         rows,
-        note: 'Targets: peak RSS <= 400 MiB, ping p99 <= 50 ms (of fewer than 100 pings, p99 is the slowest). A fresh HTTP server (token set) on a tree of 1,500 notes and a 4 MiB file per attack; attack 11 is its own stdio server. Requests lost (attack 12): reset or closed unanswered, or 503 without Retry-After; target 0.',
+        note: 'Targets: peak RSS <= 400 MiB, ping p99 <= 50 ms (of fewer than 100 pings, p99 is the slowest). A fresh HTTP server (token set) on a tree of 1,500 notes and a 4 MiB file per attack; attack 11 is its own stdio server. Requests lost: (attack 12) reset or closed unanswered, or 503 without Retry-After; (13-15) answered with an error rather than the content; target 0.',
       },
     ];
   },
