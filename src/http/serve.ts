@@ -462,8 +462,9 @@ function refuseBody(req: IncomingMessage, res: ServerResponse, message: string):
   const body = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message } });
   res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' });
   res.write(body);
+  if (req.complete) return void res.end();
   let dropped = 0;
-  let timer: NodeJS.Timeout | undefined;
+  const timer = setTimeout(() => finish(), DISCARD_BODY_MS).unref();
   const finish = () => {
     clearTimeout(timer);
     req.off('data', drop);
@@ -475,8 +476,6 @@ function refuseBody(req: IncomingMessage, res: ServerResponse, message: string):
     dropped += chunk.length;
     if (dropped > MAX_DISCARDED_BODY_BYTES) finish();
   };
-  if (req.complete) return finish();
-  timer = setTimeout(finish, DISCARD_BODY_MS).unref();
   req.on('data', drop);
   req.once('end', finish);
   req.once('error', finish);
