@@ -28,6 +28,8 @@ export interface AttackResult {
   victimPings?: number;
   victimErrors: number;
   wallMs: number;
+  /** Attack 16: settled RSS before and after opening the sessions, and per session. */
+  session?: { sessions: number; beforeMiB: number; afterMiB: number; perSessionKiB: number; limitKiB?: number };
   /** Of an attack of whole requests: how many were sent, and how many got neither an answer nor a 503 with Retry-After. */
   requests?: number;
   lost?: number;
@@ -224,6 +226,56 @@ async function stdioUnread(root: string): Promise<AttackResult> {
   };
 }
 
+/**
+ * What a 2025 session may hold of the server's resident memory at the
+ * 1,000-session cap, its replay buffer (MAX_REPLAY_BYTES) included, that
+ * attack 16 checks: docs/security.md and docs/http.md state it, from that
+ * attack's measurement (244 KiB; 94 KiB for a session that read nothing).
+ */
+const SESSION_LIMIT_KIB = 256;
+
+/** RSS once it has stopped falling: sampled every 250 ms until two samples 1 s apart differ by under 1 MiB (10 s at most). */
+async function settledRssMiB(pid: number): Promise<number> {
+  let last = rssMiB(pid) ?? 0;
+  for (let i = 0; i < 10; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = rssMiB(pid) ?? 0;
+    if (Math.abs(now - last) < 1) return now;
+    last = now;
+  }
+  return last;
+}
+
+/**
+ * `sessions` 2025-era sessions opened and kept, each reading `reads` files of
+ * ~31 Ki characters (just under what a session keeps of one message, so each
+ * answer is kept for replay): the server's settled RSS before and after, per
+ * session. A session's answers go through its replay buffer.
+ */
+async function replaySessions(server: Server, sessions: number, reads: number, uris: string[]): Promise<{ beforeMiB: number; afterMiB: number; perSessionKiB: number }> {
+  const pid = server.child.pid!;
+  const beforeMiB = await settledRssMiB(pid);
+  const retried: string[] = [];
+  // 25 sessions at a time: opening 1,000 at once is the burst attack's (12), not this one's.
+  for (let first = 0; first < sessions; first += 25) {
+    await Promise.all(Array.from({ length: Math.min(25, sessions - first) }, async () => {
+      const post = await legacySession(server);
+      for (let id = 1; id <= reads; id++) {
+        const read = { jsonrpc: '2.0', id, method: 'resources/read', params: { uri: uris[id % uris.length] } };
+        // A keep-alive connection the server closed as idle as the client reused it fails the fetch: sent again, once.
+        const answer = await post(read).catch((error: Error) => {
+          retried.push(String((error.cause as Error | undefined)?.message ?? error.message));
+          return post(read);
+        });
+        await answer.arrayBuffer();
+      }
+    }));
+  }
+  const afterMiB = await settledRssMiB(pid);
+  if (retried.length > 0) process.stderr.write(`  (${retried.length} reads sent again: ${[...new Set(retried)].join('; ')})\n`);
+  return { beforeMiB: Math.round(beforeMiB), afterMiB: Math.round(afterMiB), perSessionKiB: Math.round(((afterMiB - beforeMiB) * 1024) / sessions) };
+}
+
 /** The peak RSS the stdio read attacks (13-15) must stay under: docs/security.md, Bounds. */
 const STDIO_READS_LIMIT_MIB = 400;
 
@@ -333,7 +385,8 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
       attacks.push(r);
       const bound = r.limitMiB === undefined ? '' : ` (bound ${r.limitMiB} MiB)`;
       const lost = r.requests === undefined ? '' : `, ${r.lost} of ${r.requests} without an answer`;
-      ctx.log(`  abuse ${r.attack}: peak ${r.peakRssMiB} MiB${bound}, victim ping p99 ${fmtMs(r.victimP99Ms)}${lost}`);
+      const session = r.session ? `, settled ${r.session.beforeMiB} -> ${r.session.afterMiB} MiB, ${r.session.perSessionKiB} KiB a session` : '';
+      ctx.log(`  abuse ${r.attack}: peak ${r.peakRssMiB} MiB${bound}, victim ping p99 ${fmtMs(r.victimP99Ms)}${lost}${session}`);
     };
 
     log(await onFreshServer(root, '6 listen spellings', '4 listen streams of 1,000 spellings of the root (the cap), 10 changes', async (server) => {
@@ -403,6 +456,19 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
 
     if (wanted('11')) log(await stdioUnread(root));
 
+    // Issue 34: 300 sessions of 30 such reads held 827 KiB each (78 -> 320 MiB settled), against 128 Ki characters documented.
+    mkdirSync(join(root, 'replay'));
+    for (let i = 0; i < 30; i++) writeFileSync(join(root, 'replay', `r${i}.txt`), `${'replay text, line of prose '.repeat(1150)}${i}\n`);
+    const replayUris = Array.from({ length: 30 }, (_, i) => `${rootUri}replay/r${i}.txt`);
+    for (const [sessions, reads] of [[100, 30], [300, 30], [1000, 30], [1000, 0]] as const) {
+      let measured = { beforeMiB: 0, afterMiB: 0, perSessionKiB: 0 };
+      const result = await onFreshServer(root, `16 replay buffers, ${sessions} sessions${reads === 0 ? ', no reads' : ''}`, `${sessions} 2025 sessions kept open, each ${reads === 0 ? 'reading nothing' : `reading ${reads} files of ~31 Ki characters`} (25 at a time)`, async (server) => {
+        measured = await replaySessions(server, sessions, reads, replayUris);
+      });
+      // The documented figure is at the cap: below it, what every server holds anyway is shared by fewer sessions.
+      if (result) log({ ...result, session: { ...measured, sessions, ...(sessions === 1000 && reads > 0 ? { limitKiB: SESSION_LIMIT_KIB } : {}) } });
+    }
+
     // Issue 34: 16 such reads held 680 MiB (text) and 487 MiB (binary); 16 calls of read with 20 paths, 644 MiB.
     const read = (id: number, file: string) => ({ id, method: 'resources/read', params: { uri: `${rootUri}large/${file}` } });
     if (wanted('13')) {
@@ -425,6 +491,14 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
   }
 }
 
+/** Attack 16's settled figures, and whether a session stays within the documented bound. */
+function sessionCell(a: AttackResult): string {
+  const s = a.session;
+  if (!s) return '';
+  const verdict = s.limitKiB === undefined ? '' : s.perSessionKiB <= s.limitKiB ? ` (<= ${s.limitKiB}: holds)` : ` (> ${s.limitKiB}: FAILS)`;
+  return `; settled ${s.beforeMiB} -> ${s.afterMiB} MiB, ${s.perSessionKiB} KiB a session${verdict}`;
+}
+
 let ran = false;
 
 export const abuse: Scenario<AbuseResult> = {
@@ -443,7 +517,7 @@ export const abuse: Scenario<AbuseResult> = {
         rows.push([
           a.attack,
           a.what,
-          a.peakRssMiB === null ? 'n/a' : `${a.peakRssMiB} MiB${a.limitMiB === undefined ? '' : a.peakRssMiB <= a.limitMiB ? ` (<= ${a.limitMiB}: holds)` : ` (> ${a.limitMiB}: FAILS)`}`,
+          a.peakRssMiB === null ? 'n/a' : `${a.peakRssMiB} MiB${a.limitMiB === undefined ? '' : a.peakRssMiB <= a.limitMiB ? ` (<= ${a.limitMiB}: holds)` : ` (> ${a.limitMiB}: FAILS)`}${sessionCell(a)}`,
           a.victimPings === undefined || a.victimP50Ms === null ? 'n/a' : String(a.victimPings),
           fmtMs(a.victimP50Ms),
           fmtMs(a.victimP99Ms),
