@@ -15,6 +15,7 @@ import { dbFileProblem } from './index/db-file.ts';
 import { chooseDriver, SqliteDriverError, type SqliteDriverName } from './sqlite.ts';
 import { defaultDbPath, isInsideRoots } from './index/location.ts';
 import type { Logger } from './log.ts';
+import { AnswerHolds } from './protocol/answer-holds.ts';
 import { StdioTransport } from './protocol/stdio-transport.ts';
 import { makeRoot, type Root } from './uri.ts';
 
@@ -121,7 +122,10 @@ export interface StdioServing {
  */
 export function serveStdioStreams(app: App, input: Readable, output: Writable, log: Logger, onEnd: (reason: string) => void): StdioServing {
   const session = app.openSession();
-  const transport = new StdioTransport(input, output, { onInbound: session.onInbound, onEnd });
+  // Answers keep their share of the read budget until written (src/protocol/answer-holds.ts).
+  const holds = new AnswerHolds();
+  session.connection.answerHolds = holds;
+  const transport = new StdioTransport(input, output, { onInbound: session.onInbound, onEnd, onAnswered: (id) => holds.answered(id) });
   const handle = serveStdio(() => session.createServer(), {
     legacy: 'serve',
     transport,

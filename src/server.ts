@@ -1,9 +1,9 @@
-import type { Server } from '@modelcontextprotocol/server';
+import type { RequestId, Server } from '@modelcontextprotocol/server';
 import { answerBlobsOf } from './protocol/answer-blobs.ts';
 import { CACHE_HINTS, SERVER_CAPABILITIES } from './protocol/capabilities.ts';
 import type { Connection } from './protocol/connection.ts';
 import type { ServerContext } from './protocol/context.ts';
-import { REQUEST_HANDLERS, type CatalogHandlers } from './protocol/handlers.ts';
+import { REQUEST_HANDLERS, type CatalogHandlers, type HoldAnswer } from './protocol/handlers.ts';
 import { progressSink, waitForIndex, whileScanning, type WaitExtra } from './protocol/progress.ts';
 import { LOOSE_PARAMS } from './protocol/sdk/loose-params.ts';
 import { ObservedServer, type RequestObserver } from './protocol/observe.ts';
@@ -53,7 +53,8 @@ export function createServer(services: () => HandlerServices, connection: Connec
       };
       const progress = progressSink(extra);
       const blobs = answerBlobsOf(request.http?.req);
-      const scope = { ctx, catalog, connection, ...(progress ? { progress } : {}), ...(blobs ? { blobs } : {}) };
+      const holdAnswer = answerHolder(connection, request.mcpReq.id, request.mcpReq.signal);
+      const scope = { ctx, catalog, connection, ...(progress ? { progress } : {}), ...(blobs ? { blobs } : {}), ...(holdAnswer ? { holdAnswer } : {}) };
       const handle = () => handler.handle(scope, params as Record<string, unknown>);
       // The one place requests wait for the index (the table says what each needs): handlers and tools do not wait again.
       if (handler.waitsFor === 'nothing') return handle();
@@ -67,4 +68,19 @@ export function createServer(services: () => HandlerServices, connection: Connec
   }
   connection.server = server;
   return server;
+}
+
+/**
+ * A request's HoldAnswer, where the transport tells when answers are written
+ * (stdio). A cancelled request's answer is never sent: its shares go back
+ * on the abort.
+ */
+function answerHolder(connection: Connection, id: RequestId, signal: AbortSignal): HoldAnswer | undefined {
+  const holds = connection.answerHolds;
+  if (holds === undefined) return undefined;
+  return (release) => {
+    holds.hold(id, release);
+    if (signal.aborted) holds.answered(id);
+    else signal.addEventListener('abort', () => holds.answered(id), { once: true });
+  };
 }

@@ -7,7 +7,7 @@ import { echo } from '../protocol/errors.ts';
 import { z } from 'zod';
 import { formatListing } from '../content/collection.ts';
 import { ContentError, readOpenedContent, type FileContent } from '../content/read.ts';
-import { ReadBusyError } from '../content/read-budget.ts';
+import { jsonTextBytes, ReadBusyError, wireBytes } from '../content/read-budget.ts';
 import { openVerified, type OpenedFile } from '../content/safe-open.ts';
 import { detectTextEncoding, SNIFF_BYTES } from '../content/sniff.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
@@ -15,11 +15,13 @@ import type { ServerContext } from '../protocol/context.ts';
 import { toResource } from '../resource.ts';
 import { uriToPath } from '../uri.ts';
 import { displayPath, resolveTarget } from './paths.ts';
-import { formatSize, ToolFailure, type ContentBlock, type ToolDefinition, type ToolResult } from './tool.ts';
+import { formatSize, ToolFailure, type ContentBlock, type ToolContext, type ToolDefinition, type ToolResult } from './tool.ts';
 
 export const READ_DEFAULT_LENGTH = 64 * 1024;
 export const READ_MAX_LENGTH = 1024 * 1024;
 const LISTING_ENTRIES = 1000;
+/** What a folder's listing of LISTING_ENTRIES names may weigh, for the read budget (names of 100 bytes or so). */
+const LISTING_BYTES = 128 * 1024;
 /** Files one call may name in `paths`. */
 export const READ_MAX_PATHS = 20;
 /**
@@ -113,58 +115,96 @@ export const readTool: ToolDefinition<z.infer<typeof input>> = {
   input,
   output,
   async run(tc, args) {
-    if (args.paths !== undefined) return readMany(tc.ctx, args.paths, args.length);
-    const read = await budgeted(tc.ctx, () => readOne(tc.ctx, args.uri!, args.offset, args.length, READ_MAX_TOTAL_BYTES));
+    if (args.paths !== undefined) return readMany(tc, args.paths, args.length);
+    const entry = await resolveOrFail(tc.ctx, args.uri!);
+    const read = await budgeted(tc, [entry], args.length, () => readOne(tc.ctx, entry, args.offset, args.length, READ_MAX_TOTAL_BYTES));
     return { content: read.blocks, structuredContent: read.result };
   },
 };
 
 /** `paths`: each file on its own (a failure is that file's, not the call's), within READ_MAX_TOTAL_BYTES in all. */
-async function readMany(ctx: ServerContext, paths: readonly string[], length: number): Promise<ToolResult> {
-  const content: ContentBlock[] = [];
-  const results: (FileResult | { path: string; error: string })[] = [];
-  let budget = READ_MAX_TOTAL_BYTES;
-  // One at a time: at most one file's window is held beyond what is already answered.
-  for (const path of paths) {
-    if (budget <= 0) {
-      const error = `left out: this call already returns ${formatSize(READ_MAX_TOTAL_BYTES)}; read it in another call`;
-      results.push({ path, error });
-      content.push({ type: 'text', text: `${String(echo(path))}: ${error}` });
-      continue;
+async function readMany(tc: ToolContext, paths: readonly string[], length: number): Promise<ToolResult> {
+  const ctx = tc.ctx;
+  const found = await Promise.all(paths.map((path) => resolveOrFail(ctx, path).catch((error: unknown) => error)));
+  const entries = found.filter((f): f is EntryRow => !(f instanceof Error));
+  // One share of the read budget for the whole call, taken before any file is read: a call that held the
+  // windows it read while waiting for more could wait for ever on others doing the same.
+  return budgeted(tc, entries, length, async () => {
+    const content: ContentBlock[] = [];
+    const results: (FileResult | { path: string; error: string })[] = [];
+    let budget = READ_MAX_TOTAL_BYTES;
+    // One at a time: at most one file's window is held beyond what is already answered.
+    for (const [i, path] of paths.entries()) {
+      if (budget <= 0) {
+        const error = `left out: this call already returns ${formatSize(READ_MAX_TOTAL_BYTES)}; read it in another call`;
+        results.push({ path, error });
+        content.push({ type: 'text', text: `${String(echo(path))}: ${error}` });
+        continue;
+      }
+      try {
+        const entry = found[i];
+        if (entry instanceof Error) throw entry;
+        const read = await readOne(ctx, entry as EntryRow, 0, Math.min(length, budget), budget);
+        budget -= read.bytes;
+        results.push(read.result);
+        content.push(...read.blocks);
+      } catch (error) {
+        if (!(error instanceof ToolFailure)) throw error;
+        results.push({ path, error: error.message });
+        content.push({ type: 'text', text: error.message });
+      }
     }
-    try {
-      const read = await budgeted(ctx, () => readOne(ctx, path, 0, Math.min(length, budget), budget));
-      budget -= read.bytes;
-      results.push(read.result);
-      content.push(...read.blocks);
-    } catch (error) {
-      if (!(error instanceof ToolFailure)) throw error;
-      results.push({ path, error: error.message });
-      content.push({ type: 'text', text: error.message });
-    }
-  }
-  const failed = results.filter((r) => 'error' in r).length;
-  return { content, structuredContent: { results }, ...(failed === results.length ? { isError: true } : {}) };
+    const failed = results.filter((r) => 'error' in r).length;
+    return { content, structuredContent: { results }, ...(failed === results.length ? { isError: true } : {}) };
+  });
 }
 
 /**
- * A read within the process's read budget (src/content/read-budget.ts), at
- * what a whole-file read may hold (a file that is not UTF-8 text is read
- * whole, up to --max-read-bytes, to be decoded or converted).
+ * A call within the process's read budget (src/content/read-budget.ts): what
+ * its answer may weigh on the wire (base64 of at most READ_MAX_TOTAL_BYTES,
+ * and of at most `length` of each file that is not an image), plus one
+ * whole-file read at a time (a file that is not UTF-8 text is read whole, up
+ * to --max-read-bytes, to be decoded or converted). On stdio the share is
+ * kept until the answer is written; it grows to the answer's exact size.
  */
-async function budgeted<T>(ctx: ServerContext, read: () => Promise<T>): Promise<T> {
+async function budgeted<T extends { blocks: ContentBlock[] } | ToolResult>(tc: ToolContext, entries: readonly EntryRow[], length: number, read: () => Promise<T>): Promise<T> {
+  const { ctx } = tc;
+  const documents = entries.filter((e) => e.kind === EntryKind.document);
+  const wholeRead = Math.max(0, ...documents.map((e) => Math.min(e.size, ctx.maxReadBytes)));
+  const returned = entries.reduce((sum, e) => sum + (e.kind === EntryKind.document ? Math.min(e.size, IMAGE_SIGNATURES[e.mime] ? READ_MAX_IMAGE_BYTES : length) : LISTING_BYTES), 0);
   try {
-    return await ctx.readBudget.run(ctx.maxReadBytes, read);
+    return await ctx.readBudget.run(wholeRead + wireBytes(Math.min(returned, READ_MAX_TOTAL_BYTES)), async (share) => {
+      if (tc.holdAnswer) tc.holdAnswer(share.hold());
+      const answer = await read();
+      share.grow(blocksWireBytes((answer as { blocks?: ContentBlock[] }).blocks ?? (answer as ToolResult).content));
+      return answer;
+    });
   } catch (error) {
     if (error instanceof ReadBusyError) throw new ToolFailure(error.message);
     throw error;
   }
 }
 
-/** One file or folder: an image whole when it is one (and `imageBudget` allows), else a window. Throws ToolFailure. */
-async function readOne(ctx: ServerContext, given: string, offset: number, length: number, imageBudget: number): Promise<FileRead> {
+/** What content blocks weigh on the wire: text JSON-escaped, base64 as it is (names and fields are small, not counted). */
+function blocksWireBytes(blocks: readonly ContentBlock[]): number {
+  let bytes = 0;
+  for (const block of blocks) {
+    const resource = block.resource as { text?: unknown; blob?: unknown } | undefined;
+    for (const value of [block.text, block.data, resource?.text, resource?.blob]) {
+      if (typeof value === 'string') bytes += block.type === 'image' || value === resource?.blob ? value.length : jsonTextBytes(value);
+    }
+  }
+  return bytes;
+}
+
+async function resolveOrFail(ctx: ServerContext, given: string): Promise<EntryRow> {
   const entry = await resolveTarget(ctx, given);
   if (!entry) throw new ToolFailure(`Not found: ${String(echo(given))} (not a file or folder in the served folders)`);
+  return entry;
+}
+
+/** One file or folder: an image whole when it is one (and `imageBudget` allows), else a window. Throws ToolFailure. */
+async function readOne(ctx: ServerContext, entry: EntryRow, offset: number, length: number, imageBudget: number): Promise<FileRead> {
   const resource = toResource(entry, ctx.roots);
   // The path as every tool prints it (with several folders, the folder's label first), not the resource's title.
   const shown = displayPath(entry, ctx.roots);

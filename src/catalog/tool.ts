@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import type { ServerContext } from '../protocol/context.ts';
 import type { ProgressSink } from '../protocol/progress.ts';
+import type { HoldAnswer } from '../protocol/handlers.ts';
 import { toResource, type ResourceRow } from '../resource.ts';
 import type { ContentSearch } from '../search/content-search.ts';
 
@@ -18,6 +19,8 @@ export interface ToolContext {
   search: ContentSearch | null;
   /** The call's progress sink, when the client sent a progress token. */
   progress?: ProgressSink;
+  /** On stdio: keeps a share of the read budget until the call's answer is written (HandlerScope.holdAnswer). */
+  holdAnswer?: HoldAnswer;
 }
 
 export type ContentBlock = Record<string, unknown> & { type: string };

@@ -9,52 +9,57 @@ import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
 /** Events a session keeps for replay, newest kept: a client away longer than this many events starts over. */
 export const MAX_REPLAY_EVENTS = 100;
 /**
- * Characters of messages a session keeps for replay (their JSON, estimated:
- * MAX_REPLAY_EVENTS is the other bound), oldest dropped first. With the
- * session cap (1,000) the replay buffers of a server hold at most ~128 MB.
+ * Bytes a session keeps for replay, oldest dropped first: each message is
+ * kept as its JSON's UTF-8 bytes (off the JavaScript heap), and each event
+ * counts EVENT_OVERHEAD_BYTES more for what holds it. Counted characters of
+ * the message objects before: those were a bound on an estimate, and a
+ * session held 827 KiB (the issue's 300 sessions of 30 reads) to 1,179 KiB
+ * (100 such sessions) of resident memory against 128 Ki characters.
  */
-export const MAX_REPLAY_CHARS = 128 * 1024;
+export const MAX_REPLAY_BYTES = 128 * 1024;
 /**
- * A message larger than this (a file's content, a long page) is not kept:
- * a client that missed it is told to start over (the resumption fails), and
- * asks again.
+ * A message whose JSON is larger than this (a file's content, a long page)
+ * is not kept: a client that missed it is told to start over (the
+ * resumption fails), and asks again.
  */
-export const MAX_REPLAY_MESSAGE_CHARS = 32 * 1024;
+export const MAX_REPLAY_MESSAGE_BYTES = 32 * 1024;
+/** What one kept event costs besides its message's bytes (its record, ids, the Buffer's own object), counted in MAX_REPLAY_BYTES. */
+export const EVENT_OVERHEAD_BYTES = 256;
 /** How long a client that lost its stream waits before it reconnects (the SSE `retry:` field). */
 export const SSE_RETRY_MS = 3000;
 
 interface Stored {
   id: string;
   streamId: string;
-  /** Null for a priming event: it marks a place in the stream and carries nothing. */
-  message: JSONRPCMessage | null;
-  /** Its estimated size, counted against MAX_REPLAY_CHARS. */
-  chars: number;
+  /** The message's JSON; null for a priming event (it marks a place in the stream and carries nothing), or one too large. */
+  json: Buffer | null;
+  /** What it counts against MAX_REPLAY_BYTES. */
+  bytes: number;
   /** A message too large to keep: sent, not replayable. */
   tooLarge: boolean;
 }
 
 export class BoundedEventStore implements EventStore {
   private readonly events: Stored[] = [];
-  private chars = 0;
+  private bytes = 0;
   private next = 0;
 
   constructor(
     private readonly max = MAX_REPLAY_EVENTS,
-    private readonly maxChars = MAX_REPLAY_CHARS,
-    private readonly maxMessageChars = MAX_REPLAY_MESSAGE_CHARS,
+    private readonly maxBytes = MAX_REPLAY_BYTES,
+    private readonly maxMessageBytes = MAX_REPLAY_MESSAGE_BYTES,
   ) {}
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
     const id = String(++this.next);
     const carries = typeof message === 'object' && message !== null && 'jsonrpc' in message;
-    const size = carries ? estimateChars(message, this.maxMessageChars) : 0;
-    const tooLarge = size > this.maxMessageChars;
-    const chars = tooLarge ? 0 : size;
-    this.events.push({ id, streamId, message: carries && !tooLarge ? message : null, chars, tooLarge });
-    this.chars += chars;
+    const json = carries ? jsonWithin(message, this.maxMessageBytes) : null;
+    const tooLarge = carries && json === null;
+    const bytes = EVENT_OVERHEAD_BYTES + (json?.length ?? 0);
+    this.events.push({ id, streamId, json, bytes, tooLarge });
+    this.bytes += bytes;
     let drop = 0;
-    while (this.events.length - drop > this.max || this.chars > this.maxChars) this.chars -= this.events[drop++]!.chars;
+    while (this.events.length - drop > this.max || this.bytes > this.maxBytes) this.bytes -= this.events[drop++]!.bytes;
     if (drop > 0) this.events.splice(0, drop);
     return id;
   }
@@ -70,9 +75,9 @@ export class BoundedEventStore implements EventStore {
     const missed = this.events.slice(at + 1).filter((e) => e.streamId === streamId);
     const lost = missed.find((e) => e.tooLarge);
     if (lost) {
-      throw new Error(`event ${lost.id} was too large to keep for replay (over ${this.maxMessageChars} characters): start a new stream and ask again`);
+      throw new Error(`event ${lost.id} was too large to keep for replay (over ${this.maxMessageBytes} bytes): start a new stream and ask again`);
     }
-    for (const event of missed) if (event.message !== null) await send(event.id, event.message);
+    for (const event of missed) if (event.json !== null) await send(event.id, JSON.parse(event.json.toString('utf8')) as JSONRPCMessage);
     return streamId;
   }
 
@@ -80,10 +85,26 @@ export class BoundedEventStore implements EventStore {
     return this.events.length;
   }
 
-  /** Characters kept (estimated), for tests. */
-  get keptChars(): number {
-    return this.chars;
+  /** Bytes counted against MAX_REPLAY_BYTES now, for tests. */
+  get keptBytes(): number {
+    return this.bytes;
   }
+}
+
+/**
+ * `message`'s JSON as UTF-8 bytes, or null when they are over `limit`. The
+ * estimate first (a 4 MiB read's answer is not serialised again to be
+ * refused), then the exact bytes, in a Buffer of their own (a small one from
+ * Node's shared pool would keep its whole 8 KiB slab alive).
+ */
+function jsonWithin(message: unknown, limit: number): Buffer | null {
+  if (estimateChars(message, 2 * limit) > 2 * limit) return null;
+  const text = JSON.stringify(message);
+  const length = Buffer.byteLength(text);
+  if (length > limit) return null;
+  const json = Buffer.allocUnsafeSlow(length);
+  json.write(text, 'utf8');
+  return json;
 }
 
 /**

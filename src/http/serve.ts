@@ -362,7 +362,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
       const text = await readBody(req, limits.maxBodyBytes);
       if (text === null) {
         metrics?.refused('body_too_large');
-        return refuse(res, 413, `Payload Too Large: request bodies are limited to ${limits.maxBodyBytes} bytes`, { connection: 'close' });
+        return refuseBody(req, res, `Payload Too Large: request bodies are limited to ${limits.maxBodyBytes} bytes`);
       }
       if (nestedDeeperThan(text, MAX_JSON_DEPTH)) return rpcError(res, 400, -32600, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
       bodyBytes = text.length;
@@ -476,6 +476,45 @@ function readBody(req: IncomingMessage, max: number): Promise<string | null> {
     req.once('end', () => resolve(Buffer.concat(chunks, size).toString('utf8')));
     req.once('error', reject);
   });
+}
+
+/** Of a body refused as too large, what is read and dropped before its connection closes (see refuseBody). */
+export const MAX_DISCARDED_BODY_BYTES = 64 * 1024 * 1024;
+/** ...and for how long at most. */
+const DISCARD_BODY_MS = 5_000;
+
+/**
+ * 413 for a body over the limit, and the connection closed without a reset.
+ * Closing a socket whose client is still sending resets it (RST), and a
+ * client busy sending a 1 GB body then saw EPIPE or ECONNRESET instead of the
+ * answer. So the whole answer goes out at once (with its length, and
+ * `Connection: close`), and the rest of the body is read and dropped until it
+ * ends, up to MAX_DISCARDED_BODY_BYTES or DISCARD_BODY_MS; only then does the
+ * response end and Node close the connection. A client that sends more than
+ * that still has had the whole answer long before its connection closes.
+ */
+function refuseBody(req: IncomingMessage, res: ServerResponse, message: string): void {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message } });
+  res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' });
+  res.write(body);
+  if (req.complete) return void res.end();
+  let dropped = 0;
+  const timer = setTimeout(() => finish(), DISCARD_BODY_MS).unref();
+  const finish = () => {
+    clearTimeout(timer);
+    req.off('data', drop);
+    req.off('end', finish);
+    req.off('error', finish);
+    if (!res.writableEnded) res.end();
+  };
+  const drop = (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > MAX_DISCARDED_BODY_BYTES) finish();
+  };
+  req.on('data', drop);
+  req.once('end', finish);
+  req.once('error', finish);
+  req.resume();
 }
 
 function rpcError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {

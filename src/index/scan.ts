@@ -239,6 +239,17 @@ export class Walk {
         skips.add('deep', escapeName(path));
         continue;
       }
+      // Listable but not searchable (mode r--): its names are known, nothing else, and nothing in it can be read.
+      // It is an unreadable folder (its row kept, its entries unknown, re-listed once its mode changes), not an
+      // empty one: as empty, giving it back its x bit changed its ctime only, and nothing listed it again.
+      if (st === 'denied') {
+        const dropped = new Set(batch.opened.slice(openedBefore));
+        batch.rows.length = rowsBefore;
+        batch.opened.length = openedBefore;
+        this.pending = this.pending!.filter((d) => !dropped.has(d.uri));
+        log.warn(`skipping unsearchable directory ${escapeName(dir.path)} (its names can be listed, not its entries)`);
+        return { ...dir, gitignore: null, failed: 'unreadable' };
+      }
       // Gone since readdir, or not a regular file or directory (symlinks, sockets, fifos, devices).
       if (st === null) continue;
       const isDirectory = st.isDirectory();
@@ -284,7 +295,7 @@ function statRoot(path: string): Stats | null {
 /** Whether `path` is a folder now (not a link, not gone); a path too long to lstat counts as one (it was just read). */
 function isFolderNow(path: string): boolean {
   const st = lstatEntrySync(path);
-  return st === 'deep' || (st !== null && st.isDirectory());
+  return st === 'deep' || (st !== null && st !== 'denied' && st.isDirectory());
 }
 
 /** Inserts `item` into `list`, kept sorted by descending URI (so that pop() is the smallest). */

@@ -201,11 +201,16 @@ export function lstatEntry(path: string): Promise<Stats | null | 'deep'> {
   );
 }
 
-/** lstatEntry, synchronous (for the scan's worker thread). */
-export function lstatEntrySync(path: string): Stats | null | 'deep' {
+/**
+ * lstatEntry, synchronous (for the scan's worker thread), with a refusal for
+ * want of permission told apart (`denied`: the folder holding it can be
+ * listed but not searched, mode r--).
+ */
+export function lstatEntrySync(path: string): Stats | null | 'deep' | 'denied' {
   try {
     return lstatSync(path, { throwIfNoEntry: false }) ?? null;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ENAMETOOLONG' ? 'deep' : null;
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'ENAMETOOLONG' ? 'deep' : code === 'EACCES' || code === 'EPERM' ? 'denied' : null;
   }
 }

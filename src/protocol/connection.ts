@@ -1,4 +1,5 @@
 import type { Server } from '@modelcontextprotocol/server';
+import type { AnswerHolds } from './answer-holds.ts';
 import type { McpLogLevel } from './logging.ts';
 import { Subscriptions } from './subscriptions.ts';
 
@@ -14,8 +15,11 @@ export class Connection {
   server: (Pick<Server, 'sendResourceUpdated' | 'sendResourceListChanged'> & Partial<Pick<Server, 'sendLoggingMessage' | 'getNegotiatedProtocolVersion'>>) | undefined;
   /** Set by `logging/setLevel`: the least severe log line this client hears (see src/protocol/logging.ts). */
   logLevel: McpLogLevel | undefined;
+  /** On stdio: the read budget's shares kept until answers are written (the transport says when). */
+  answerHolds: AnswerHolds | undefined;
 
   close(): void {
+    this.answerHolds?.releaseAll();
     this.subscriptions.clear();
     this.server = undefined;
   }

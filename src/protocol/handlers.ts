@@ -20,8 +20,11 @@ type Result = Promise<Record<string, unknown>>;
  */
 export interface CatalogHandlers {
   listTools(params: unknown): Result;
-  /** `progress`: the request's, when it sent a progress token (a tool that waits says how far it got). */
-  callTool(params: unknown, progress?: ProgressSink): Result;
+  /**
+   * `progress`: the request's, when it sent a progress token (a tool that
+   * waits says how far it got); `holdAnswer`: see HandlerScope.
+   */
+  callTool(params: unknown, progress?: ProgressSink, holdAnswer?: HoldAnswer): Result;
   listPrompts(params: unknown): Result;
   getPrompt(params: unknown): Result;
   complete(params: unknown): Result;
@@ -44,7 +47,16 @@ export interface HandlerScope {
   progress?: ProgressSink;
   /** Over HTTP: large binary contents are written as the answer is sent (src/protocol/answer-blobs.ts). */
   blobs?: AnswerBlobs;
+  /**
+   * On stdio: keeps a share of the read budget until this request's answer
+   * is written (src/protocol/answer-holds.ts). Absent, a share goes back
+   * when the handler returns.
+   */
+  holdAnswer?: HoldAnswer;
 }
+
+/** Keeps `release` until the request's answer has left the process (or never will), then calls it. */
+export type HoldAnswer = (release: () => void) => void;
 
 export interface RequestHandler {
   /**
@@ -64,14 +76,16 @@ export const REQUEST_HANDLERS: Readonly<Record<string, RequestHandler>> = {
   'resources/list': handler('keys', ({ ctx }, p) => listResources(ctx, p)),
   'resources/templates/list': handler('nothing', async ({ ctx }, p) => listResourceTemplates(ctx, p)),
   // Reserved mcp: URIs are dispatched first: never a file.
-  'resources/read': handler('index', ({ ctx, catalog, blobs }, p) => (isReservedUri(p.uri) ? catalog.readReserved(p.uri) : readResource(ctx, p, blobs))),
+  'resources/read': handler('index', ({ ctx, catalog, blobs, holdAnswer }, p) =>
+    isReservedUri(p.uri) ? catalog.readReserved(p.uri) : readResource(ctx, p, blobs, holdAnswer),
+  ),
   'resources/metadata': handler('index', ({ ctx, catalog }, p) =>
     isReservedUri(p.uri) ? catalog.reservedMetadata(p.uri) : resourceMetadata(ctx, p),
   ),
   'resources/subscribe': handler('index', ({ ctx, connection }, p) => subscribeResource(ctx, connection.subscriptions, p)),
   'resources/unsubscribe': handler('nothing', ({ ctx, connection }, p) => unsubscribeResource(ctx, connection.subscriptions, p)),
   'tools/list': handler('nothing', ({ catalog }, p) => catalog.listTools(p)),
-  'tools/call': handler('index', ({ catalog, progress }, p) => catalog.callTool(p, progress)),
+  'tools/call': handler('index', ({ catalog, progress, holdAnswer }, p) => catalog.callTool(p, progress, holdAnswer)),
   'prompts/list': handler('nothing', ({ catalog }, p) => catalog.listPrompts(p)),
   'prompts/get': handler('index', ({ catalog }, p) => catalog.getPrompt(p)),
   'completion/complete': handler('nothing', ({ catalog }, p) => catalog.complete(p)),

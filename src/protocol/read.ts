@@ -1,7 +1,7 @@
 import { ALTERNATIVES_META_KEY, alternativeMimeTypes } from '../content/converters/index.ts';
 import { DEFAULT_COLLECTION_LIMITS, formatListing, mayBeText, type CollectionReadLimits } from '../content/collection.ts';
 import { ContentError, readFileContent, representationSize } from '../content/read.ts';
-import { ReadBusyError } from '../content/read-budget.ts';
+import { jsonTextBytes, ReadBusyError, wireBytes, type ReadShare } from '../content/read-budget.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
 import { lookupEntry } from '../index/lookup.ts';
 import { toResource, type ResourceObject } from '../resource.ts';
@@ -9,6 +9,7 @@ import { uriToPath } from '../uri.ts';
 import { DEFER_BLOB_BYTES, type AnswerBlobs } from './answer-blobs.ts';
 import type { ServerContext } from './context.ts';
 import { ErrorCode, internalError, invalidParams, ProtocolError, resourceNotFound } from './errors.ts';
+import type { HoldAnswer } from './handlers.ts';
 
 export type ContentItem = ResourceObject & ({ text: string } | { blob: string });
 
@@ -32,16 +33,22 @@ export async function resourceMetadata(ctx: ServerContext, params: unknown): Pro
   return { resource };
 }
 
-/** `resources/read`: a document with its format alternatives, or a collection (docs/resources.md, Reading). */
-export async function readResource(ctx: ServerContext, params: unknown, blobs?: AnswerBlobs): Promise<{ contents: ContentItem[] }> {
+/**
+ * `resources/read`: a document with its format alternatives, or a collection (docs/resources.md, Reading).
+ * `holdAnswer` (stdio): the answer keeps its share of the read budget until it is written.
+ */
+export async function readResource(ctx: ServerContext, params: unknown, blobs?: AnswerBlobs, holdAnswer?: HoldAnswer): Promise<{ contents: ContentItem[] }> {
   const uri = uriParam(params);
   const entry = await findEntry(ctx, uri);
-  // The file's bytes (and its alternatives) are held until the answer is built: within the process's read budget.
-  const bytes = entry.kind === EntryKind.collection ? DEFAULT_COLLECTION_LIMITS.childBytes : Math.min(entry.size, ctx.maxReadBytes);
+  // The answer's bytes on the wire, within the process's read budget: base64's until read, then exactly.
+  const bytes = wireBytes(entry.kind === EntryKind.collection ? DEFAULT_COLLECTION_LIMITS.childBytes : Math.min(entry.size, ctx.maxReadBytes));
   try {
-    return await ctx.readBudget.run(bytes, async (hold) => ({
-      contents: entry.kind === EntryKind.collection ? await readCollection(ctx, entry) : await readDocument(ctx, entry, blobs, hold),
-    }));
+    return await ctx.readBudget.run(bytes, async (share) => {
+      if (holdAnswer) holdAnswer(share.hold());
+      const contents = entry.kind === EntryKind.collection ? await readCollection(ctx, entry) : await readDocument(ctx, entry, blobs, share);
+      share.grow(contentsWireBytes(contents));
+      return { contents };
+    });
   } catch (error) {
     if (error instanceof ReadBusyError) throw new ProtocolError(ErrorCode.ServerBusy, error.message, { uri: entry.uri });
     throw error;
@@ -75,8 +82,15 @@ function largeAnswerTurn(): Promise<void> {
   return turn;
 }
 
-/** `hold`: keeps the file's share of the read budget until the caller gives it back (a deferred blob, once written). */
-async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerBlobs, hold?: () => () => void): Promise<ContentItem[]> {
+/** What `contents` weigh on the wire: their text JSON-escaped, their base64 (resource fields are small, not counted). */
+function contentsWireBytes(contents: readonly ContentItem[]): number {
+  let bytes = 0;
+  for (const item of contents) bytes += typeof item.text === 'string' ? jsonTextBytes(item.text) : typeof item.blob === 'string' ? item.blob.length : 0;
+  return bytes;
+}
+
+/** `share`: the read's share of the budget, kept by a deferred blob until it is written. */
+async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerBlobs, share?: ReadShare): Promise<ContentItem[]> {
   const resource = toResource(entry, ctx.roots);
   let content;
   try {
@@ -92,7 +106,7 @@ async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerB
   const primary: ContentItem =
     content.text !== undefined
       ? { ...resource, size: representationSize(content), text: content.text }
-      : { ...resource, size: representationSize(content), blob: deferred ? blobs.defer(content.bytes, hold?.()) : content.bytes.toString('base64') };
+      : { ...resource, size: representationSize(content), blob: deferred ? blobs.defer(content.bytes, share?.hold()) : content.bytes.toString('base64') };
   const alternatives = await ctx.convert(entry, content);
   return [primary, ...alternatives.map((alt) => ({ ...resource, ...alt }))];
 }

@@ -29,6 +29,12 @@ export interface StdioTransportOptions {
   endGraceMs?: number;
   /** Called once when the input ends or fails, or the transport closes: the connection is over. */
   onEnd?: (reason: string) => void;
+  /**
+   * Called once the answer to request `id` has been written to the output
+   * (handed to the OS), or failed to be: what it held may go
+   * (src/protocol/answer-holds.ts).
+   */
+  onAnswered?: (id: string | number) => void;
   /** Sees every well-formed inbound message before the SDK does (the modern era's listen streams, src/live). */
   /** An error returned is sent as the answer, and the message is not passed on (a listen over its bound). */
   onInbound?: (message: Record<string, unknown>, era: Era) => ErrorResponse | undefined | void;
@@ -93,12 +99,15 @@ export class StdioTransport implements Transport {
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) throw new Error('stdio transport is closed');
     const out = this.era === 'legacy' ? toLegacyError(message) : message;
+    const answered = message as { id?: unknown; result?: unknown; error?: unknown };
+    const answer = (answered.result !== undefined || answered.error !== undefined) && isRequestId(answered.id) ? answered.id : undefined;
     try {
-      await this.write(`${JSON.stringify(out)}\n`);
+      // The JSON and its newline apart: `${json}\n` made a third copy of a large answer (the joined string, flattened).
+      const json = JSON.stringify(out);
+      await this.write(json, '\n', answer === undefined ? undefined : () => this.options.onAnswered?.(answer));
     } finally {
-      const answered = message as { id?: unknown; result?: unknown; error?: unknown };
-      if ((answered.result !== undefined || answered.error !== undefined) && isRequestId(answered.id)) {
-        this.inFlight.delete(idKey(answered.id));
+      if (answer !== undefined) {
+        this.inFlight.delete(idKey(answer));
         this.updateFlow();
         if (this.inputEnded && this.inFlight.size === 0) this.end('stdin closed');
       }
@@ -197,10 +206,16 @@ export class StdioTransport implements Transport {
     void this.write(`${JSON.stringify(response)}\n`).catch((error: unknown) => this.onerror?.(error as Error));
   }
 
-  /** Writes in order; under back-pressure every write waits on the one `drain`. */
-  private async write(line: string): Promise<void> {
+  /**
+   * Writes in order; under back-pressure every write waits on the one
+   * `drain`. `written` is called once the last part has been handed to the
+   * OS, or has failed (the output closed).
+   */
+  private async write(line: string, end = '', written?: () => void): Promise<void> {
     while (this.drained) await this.drained;
-    if (!this.output.write(line)) {
+    // Each part written as it is (a stream destroyed meanwhile calls `written` with its error).
+    const room = end === '' ? this.output.write(line, written) : [this.output.write(line), this.output.write(end, written)].every(Boolean);
+    if (!room) {
       this.drained = new Promise<void>((resolve) => {
         const done = () => {
           this.output.off('drain', done);

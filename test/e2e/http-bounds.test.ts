@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { allowedHostsFor, checkRequest } from '../../src/http/guard.ts';
-import { MAX_BATCH_MESSAGES } from '../../src/http/serve.ts';
+import { MAX_BATCH_MESSAGES, MAX_DISCARDED_BODY_BYTES } from '../../src/http/serve.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 import { rawPost, serveInProcess, startHttp, type HttpProcess } from '../http-helpers.ts';
 
@@ -223,5 +223,54 @@ describe('a 2025 session\'s streams can resume (2025-11-25 transport)', () => {
     assert.equal(resumed.status, 200);
     assert.equal(resumed.first, ': resumed\n\n');
     resumed.end();
+  });
+});
+
+/**
+ * A raw client that sends a request head and then `bodyBytes` of body at once,
+ * without waiting for an answer (as a client uploading a large file does):
+ * what it was answered, and whether its connection ended cleanly or with an
+ * error (EPIPE, ECONNRESET).
+ */
+function sendLargeBody(port: number, bodyBytes: number, chunked: boolean): Promise<{ answer: string; error: string | undefined }> {
+  return new Promise((resolve) => {
+    let answer = '';
+    let error: string | undefined;
+    const socket = connectSocket(port, '127.0.0.1', () => {
+      const length = chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${bodyBytes}`;
+      socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n${length}\r\n\r\n`);
+      const body = Buffer.alloc(bodyBytes, 0x20);
+      if (chunked) socket.write(`${bodyBytes.toString(16)}\r\n`);
+      socket.write(body);
+      if (chunked) socket.write('\r\n0\r\n\r\n');
+    });
+    socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+    socket.on('error', (e: NodeJS.ErrnoException) => (error ??= e.code ?? e.message));
+    socket.on('close', () => resolve({ answer, error }));
+  });
+}
+
+describe('a body over the limit is answered 413, also while the client is still sending it (issue 34)', () => {
+  // A 1 GB body sometimes reached its client as EPIPE instead of 413: the server closed while the client was sending.
+  const served = serveInProcess();
+
+  for (const chunked of [false, true]) {
+    test(`${MAX_DISCARDED_BODY_BYTES / 1024 / 1024} MiB sent at once (${chunked ? 'chunked' : 'Content-Length'}): 413, then the connection ends cleanly`, async () => {
+      const { answer, error } = await sendLargeBody(served.port, MAX_DISCARDED_BODY_BYTES, chunked);
+      assert.match(answer, /^HTTP\/1\.1 413 /);
+      assert.match(answer, /connection: close/i);
+      assert.match(answer, /request bodies are limited to 1048576 bytes/);
+      assert.equal(error, undefined);
+    });
+  }
+
+  test('past what is read and dropped, the client still has its whole 413 before the connection closes', async () => {
+    const { answer } = await sendLargeBody(served.port, MAX_DISCARDED_BODY_BYTES + 32 * 1024 * 1024, false);
+    assert.match(answer, /^HTTP\/1\.1 413 [\s\S]*\r\n\r\n\{"jsonrpc":"2\.0","id":null,"error":\{"code":-32000,"message":"Payload Too Large: [^"]*"\}\}$/);
+  });
+
+  test('the server answers the next client', async () => {
+    const answer = await rawPost(served.endpoint.url, {});
+    assert.equal(answer.status, 200);
   });
 });

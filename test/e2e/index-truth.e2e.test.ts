@@ -141,6 +141,64 @@ for (const backend of ['dirs', 'chokidar'] as const) {
   });
 }
 
+describe('a folder listable but not searchable (mode r--)', { skip: linux ? unreadableFoldersSkip() : 'the watchers are tested on Linux' }, () => {
+  // Its names can be read, nothing else: no entry in it can be stat'ed or read. The index records it as an
+  // unreadable folder (its row, its entries unknown: as last seen, none at a cold start), not as an empty one,
+  // and lists it again once its mode changes. As empty, giving it back its x bit moved its ctime only, and
+  // nothing listed it again until the 60 s safety diff.
+  const dir = tempDir('folder-mcp-unsearchable-');
+  const root = join(dir.path, 'tree');
+  const servers: Connected[] = [];
+  before(() => {
+    shareWith(dir.path, user);
+    mkdirSync(join(root, 'open'), { recursive: true });
+    mkdirSync(join(root, 'shut/inner'), { recursive: true });
+    writeFileSync(join(root, 'open/a.txt'), 'a\n');
+    writeFileSync(join(root, 'shut/b.txt'), 'b\n');
+    writeFileSync(join(root, 'shut/inner/c.txt'), 'c\n');
+  });
+  after(async () => {
+    for (const folder of ['shut', 'open']) chmodSync(join(root, folder), 0o755);
+    for (const conn of servers) await conn.close();
+    dir.cleanup();
+  });
+
+  test('r-- at a cold start: the folder listed, nothing in it; all of it once it is searchable again', async () => {
+    chmodSync(join(root, 'shut'), 0o444);
+    const conn = await connect(['--db', join(dir.path, 'cold.db'), '--watcher', 'dirs', '--no-search', root], user ? { user } : {});
+    servers.push(conn);
+    await waitFor(() => conn.stderr().includes('index checked against the disk'), TIMEOUT, 'the start-up catch-up');
+    assert.match(conn.stderr(), /skipping unsearchable directory .*shut/);
+    const listed = (await conn.request('resources/list', {})).resources as { uri: string }[];
+    const under = (rel: string) => listed.filter((r) => r.uri.startsWith(pathToUri(join(root, rel), true)));
+    assert.deepEqual(under('shut').map((r) => r.uri), [pathToUri(join(root, 'shut'), true)], 'the folder, and nothing in it');
+    assert.equal(under('open').length, 2);
+    chmodSync(join(root, 'shut'), 0o755); // its ctime moves, nothing in it does
+    try {
+      await waitFor(() => listingEqualsDisk(conn, () => diskUris(root)), TIMEOUT, 'the listing to equal the disk once shut is searchable');
+    } catch (error) {
+      throw new Error(`${(error as Error).message}: ${await listingDiff(conn, () => diskUris(root))}\n${conn.stderr()}`);
+    }
+  });
+
+  test('made r-- while served: what it held stays listed as last seen, and changes made meanwhile show once it is searchable', async () => {
+    const conn = await connect(['--db', join(dir.path, 'live.db'), '--watcher', 'dirs', '--no-search', root], user ? { user } : {});
+    servers.push(conn);
+    await waitFor(() => conn.stderr().includes('index checked against the disk'), TIMEOUT, 'the start-up catch-up');
+    chmodSync(join(root, 'open'), 0o444);
+    writeFileSync(join(root, 'open/new.txt'), 'new\n'); // root writes it; the server cannot stat it
+    await waitFor(() => conn.stderr().includes(`cannot read directory ${join(root, 'open')}`), TIMEOUT, 'the server to meet the lock');
+    const kept = await conn.request('resources/metadata', { uri: pathToUri(join(root, 'open/a.txt'), false) });
+    assert.ok(kept.resource, 'what it held is still listed');
+    chmodSync(join(root, 'open'), 0o755);
+    try {
+      await waitFor(() => listingEqualsDisk(conn, () => diskUris(root)), TIMEOUT, 'the listing to equal the disk once open is searchable again');
+    } catch (error) {
+      throw new Error(`${(error as Error).message}: ${await listingDiff(conn, () => diskUris(root))}\n${conn.stderr()}`);
+    }
+  });
+});
+
 describe('--watcher none: no look at the disk after the start-up catch-up', () => {
   test('a folder found new at start-up is not walked again later (and the scan watches are released)', async () => {
     const dir = tempDir();

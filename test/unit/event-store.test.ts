@@ -1,9 +1,9 @@
 // src/http/event-store.ts: what a 2025-era session keeps for Last-Event-ID replay, bounded in events and in
-// characters; a message too large to keep is sent and not replayable, and a resumption that needs it fails clearly.
+// bytes; a message too large to keep is sent and not replayable, and a resumption that needs it fails clearly.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
-import { BoundedEventStore, estimateChars, MAX_REPLAY_CHARS, MAX_REPLAY_MESSAGE_CHARS } from '../../src/http/event-store.ts';
+import { BoundedEventStore, estimateChars, EVENT_OVERHEAD_BYTES, MAX_REPLAY_BYTES, MAX_REPLAY_MESSAGE_BYTES } from '../../src/http/event-store.ts';
 
 const note = (n: number, text = ''): JSONRPCMessage => ({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: `${n}${text}` } });
 const read = (id: number, blobChars: number): JSONRPCMessage =>
@@ -11,8 +11,8 @@ const read = (id: number, blobChars: number): JSONRPCMessage =>
 
 async function replay(store: BoundedEventStore, after: string): Promise<string[]> {
   const sent: string[] = [];
-  await store.replayEventsAfter(after, { send: async (id) => void sent.push(id) });
-  return sent;
+  await store.replayEventsAfter(after, { send: async (id, message) => void sent.push(id, JSON.stringify(message)) });
+  return sent.filter((_, i) => i % 2 === 0);
 }
 
 test('the estimate is about the JSON length, and stops counting past the limit', () => {
@@ -39,16 +39,20 @@ test('at most MAX events are kept: a client away longer is told to start over', 
   assert.deepEqual(await replay(store, ids[4]!), ids.slice(5));
 });
 
-test('what is kept is bounded in characters: the oldest go first', async () => {
+test('what is kept is bounded in bytes, as the JSON the client gets: the oldest go first', async () => {
   const store = new BoundedEventStore(1000);
   const ids: string[] = [];
-  // 60 answers of ~10,000 characters: 600,000 in all, over the bound many times.
-  for (let n = 0; n < 60; n++) ids.push(await store.storeEvent('s', read(n, 10_000)));
-  assert.ok(store.keptChars <= MAX_REPLAY_CHARS, `${store.keptChars} characters kept`);
-  assert.ok(store.size >= 10 && store.size < 60, `${store.size} events kept`);
-  // What is kept still replays, newest last.
+  // 60 answers of ~10,000 characters, each two-byte (UTF-8: 3 bytes a character): 1.8 MB in all, over the bound many times.
+  for (let n = 0; n < 60; n++) ids.push(await store.storeEvent('s', { ...read(n, 0), result: { contents: [{ uri: 'file:///r/t.txt', text: '—'.repeat(10_000) }] } } as JSONRPCMessage));
+  assert.ok(store.keptBytes <= MAX_REPLAY_BYTES, `${store.keptBytes} bytes kept`);
+  const one = Buffer.byteLength(JSON.stringify(read(0, 0))) + 30_000;
+  assert.equal(store.size, Math.floor(MAX_REPLAY_BYTES / (one + EVENT_OVERHEAD_BYTES)), 'as many as fit, counted exactly');
+  // What is kept still replays, newest last, as it was sent.
   const kept = ids.slice(ids.length - store.size);
   assert.deepEqual(await replay(store, kept[0]!), kept.slice(1));
+  const replayed: JSONRPCMessage[] = [];
+  await store.replayEventsAfter(kept.at(-2)!, { send: async (_, message) => void replayed.push(message) });
+  assert.deepEqual(replayed, [{ jsonrpc: '2.0', id: 59, result: { contents: [{ uri: 'file:///r/t.txt', text: '—'.repeat(10_000) }] } }]);
 });
 
 test('a message over the per-message bound is sent, not kept: a resumption that needs it fails, one after it works', async () => {
@@ -58,7 +62,7 @@ test('a message over the per-message bound is sent, not kept: a resumption that 
   const after = await store.storeEvent('post-1', note(2));
   const later = await store.storeEvent('post-1', note(3));
   // The 4 MiB answer counts for nothing: 40 of them held 383 MiB in a session before the bound.
-  assert.ok(store.keptChars < MAX_REPLAY_MESSAGE_CHARS, `${store.keptChars} characters kept`);
+  assert.ok(store.keptBytes < MAX_REPLAY_MESSAGE_BYTES, `${store.keptBytes} bytes kept`);
   await assert.rejects(replay(store, before), new RegExp(`event ${big} was too large to keep for replay`));
   assert.deepEqual(await replay(store, after), [later]);
   // Another stream's events are not its concern.

@@ -3,7 +3,7 @@
 // the queue's bound a read is refused as busy.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ReadBudget, ReadBusyError } from '../../src/content/read-budget.ts';
+import { jsonTextBytes, ReadBudget, ReadBusyError, wireBytes } from '../../src/content/read-budget.ts';
 
 /** A read that takes `bytes` and finishes when told. */
 function gatedRead(budget: ReadBudget, bytes: number, log: { peak: number }) {
@@ -70,7 +70,7 @@ describe('ReadBudget', () => {
   test('a read that holds its share keeps it past its end, until it gives it back (twice is harmless)', async () => {
     const budget = new ReadBudget(10, 10);
     let giveBack!: () => void;
-    await budget.run(8, async (hold) => void (giveBack = hold()));
+    await budget.run(8, async (share) => void (giveBack = share.hold()));
     assert.equal(budget.inUse, 8, 'the share went back when the read ended');
     const next = gatedRead(budget, 8, { peak: 0 });
     await turns();
@@ -83,5 +83,41 @@ describe('ReadBudget', () => {
     next.finish();
     await next.done;
     assert.equal(budget.inUse, 0);
+  });
+
+  test('a share grows to the answer\'s exact size at once, past the budget, and later reads wait for it', async () => {
+    const budget = new ReadBudget(10, 10);
+    let giveBack!: () => void;
+    await budget.run(4, async (share) => {
+      giveBack = share.hold();
+      share.grow(12);
+      share.grow(6); // never shrinks
+    });
+    assert.equal(budget.inUse, 12);
+    const next = gatedRead(budget, 1, { peak: 0 });
+    await turns();
+    assert.equal(next.started(), false, 'a read started while the budget was over');
+    giveBack();
+    await turns();
+    assert.equal(next.started(), true);
+    next.finish();
+    await next.done;
+    assert.equal(budget.inUse, 0);
+  });
+});
+
+describe('wire bytes', () => {
+  test('base64 is 4/3 of the bytes, rounded up to whole quanta', () => {
+    assert.equal(wireBytes(0), 0);
+    assert.equal(wireBytes(1), 4);
+    assert.equal(wireBytes(3), 4);
+    assert.equal(wireBytes(4 * 1024 * 1024), Buffer.from(new Uint8Array(4 * 1024 * 1024)).toString('base64').length);
+  });
+
+  test('text counts as JSON.stringify writes it, in UTF-8', () => {
+    const samples = ['', 'plain', 'a "quoted" \\path\\\n\t\r\b\f', '\u0000\u0001\u001f\u007f', 'café — 日本 😀', '\ud800 lone \udfff', '\u2028\u2029'];
+    for (const text of samples) {
+      assert.equal(jsonTextBytes(text), Buffer.byteLength(JSON.stringify(text)) - 2, JSON.stringify(text));
+    }
   });
 });

@@ -10,22 +10,25 @@ import { waitFor } from '../basics.ts';
 
 const ping = (id: number) => `${JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' })}\n`;
 
+/** The whole lines in what was written (a message may be written in more than one chunk). */
+const linesOf = (chunks: string[]) => chunks.join('').split('\n').slice(0, -1);
+
 /** stdout of a client that reads nothing until `read()` is called: its buffer fills, then writes wait. */
 function stalledOutput() {
-  const lines: string[] = [];
+  const chunks: string[] = [];
   let release: (() => void) | null = null;
   let reading = false;
   const output = new Writable({
     highWaterMark: 1024,
     write(chunk: Buffer, _encoding, callback) {
-      lines.push(chunk.toString());
+      chunks.push(chunk.toString());
       if (reading) callback();
       else release = callback;
     },
   });
   return {
     output,
-    lines,
+    lines: () => linesOf(chunks),
     read() {
       reading = true;
       release?.();
@@ -54,7 +57,7 @@ describe('stdio back-pressure', () => {
     for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
     assert.ok(received <= MAX_REQUESTS_IN_FLIGHT, `read ${received} requests while none could be answered`);
     out.read();
-    await waitFor(() => out.lines.length >= total, 20_000, 'every answer');
+    await waitFor(() => out.lines().length >= total, 20_000, 'every answer');
     assert.equal(received, total);
     await transport.close();
   });
@@ -79,7 +82,7 @@ describe('the end of stdin', () => {
     await transport.start();
     input.end(ping(1).trim()); // no newline
     await waitFor(() => ended !== '', 10_000, 'the end');
-    assert.deepEqual(written.map((l) => JSON.parse(l).id), [1]);
+    assert.deepEqual(linesOf(written).map((l) => JSON.parse(l).id), [1]);
     assert.equal(ended, 'stdin closed');
   });
 
