@@ -16,6 +16,7 @@ import { MeaningReader } from '../../src/search/meaning-reader.ts';
 import { openDb, setMeta } from '../../src/index/db.ts';
 import { openDatabase } from '../../src/sqlite.ts';
 import { silentLogger } from '../../src/log.ts';
+import { rng as seeded } from '../../bench/tree.ts';
 import { tempDir } from '../basics.ts';
 import { join } from 'node:path';
 
@@ -145,17 +146,6 @@ describe('embedding provider answers', () => {
   });
 });
 
-/** A seeded generator (mulberry32), so that a failure repeats. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomBytes(r: () => number, dimension: number): Int8Array {
   const out = new Int8Array(dimension);
