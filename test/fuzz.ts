@@ -9,7 +9,8 @@
 // mode 000),
 // restarted, SIGKILLed at random moments (mid-scan among them) and changed
 // behind its back between runs. At each check the server gets a
-// few seconds to settle (far less than its 60 s safety diff, which would
+// few seconds to settle (8 s, times the load average per core on a busy
+// machine, at most 40 s: far less than its 60 s safety diff, which would
 // hide a lost change), then every page of resources/list must equal a walk
 // of the disk (URI, and size for documents), and resources/read of the
 // files written since the last check must return what the disk holds.
@@ -21,6 +22,7 @@
 // shrunk to fewer that still fail. test/e2e/fuzz.e2e.test.ts runs a few
 // seeds per backend in npm test.
 import { appendFileSync, chmodSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { rng } from '../bench/tree.ts';
@@ -408,14 +410,14 @@ async function settle(server: Connected, place: Place, written: Set<string>, set
   // A locked folder's entries are listed as last seen (docs/live-updates.md): every folder is made readable
   // again first, and the listing must then catch up with what changed while it was not.
   await unlockFolders(place.root);
-  const deadline = Date.now() + settleMs;
+  const deadline = Date.now() + scaledSettle(settleMs);
   let difference: string | null = null;
   let onDisk: Map<string, number | null>;
   for (;;) {
     onDisk = expected(place);
     difference = compare(await listAll(server), onDisk);
     if (!difference) break;
-    if (Date.now() > deadline) return difference;
+    if (Date.now() > deadline) return `${difference} (after ${scaledSettle(settleMs)} ms at load ${loadavg()[0]!.toFixed(1)})`;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   for (const rel of written) {
@@ -435,6 +437,20 @@ async function settle(server: Connected, place: Place, written: Set<string>, set
     if (text !== disk) return `resources/read ${rel}: ${JSON.stringify(text)} where the disk holds ${JSON.stringify(disk)}`;
   }
   return null;
+}
+
+/** Longest settle, however busy the machine: well below the 60 s safety diff, which would hide a lost change. */
+const SETTLE_CAP_MS = 40_000;
+
+/**
+ * The settle time, scaled by how busy the machine is: with more runnable
+ * processes than cores the server's timers, watcher callbacks and polls
+ * (whose pause grows with what the last one cost) run that much later, and a
+ * fixed 8 s failed correct servers at a load of 15-20 on 2 cores.
+ */
+function scaledSettle(settleMs: number): number {
+  const busy = loadavg()[0]! / availableParallelism();
+  return Math.min(SETTLE_CAP_MS, Math.round(settleMs * Math.max(1, busy)));
 }
 
 async function listAll(server: Connected): Promise<Map<string, number | null>> {
