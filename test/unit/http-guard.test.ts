@@ -155,10 +155,11 @@ test('legacy JSON answers are searched as bytes: a not-found split over chunks i
 test('legacy SSE answers are rewritten line by line as bytes: a not-found event split anywhere is found, other events pass byte for byte', async () => {
   const notFound = { jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'Resource not found', data: { uri: 'file:///café' } } };
   const progress = { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1, message: 'Resource not found is only text here' } };
-  const large = { jsonrpc: '2.0', id: 1, result: { contents: [{ blob: 'QUJD'.repeat(20_000), text: 'é' }] } };
   const event = (message: unknown, id: string) => `event: message\nid: ${id}\ndata: ${JSON.stringify(message)}\n\n`;
-  const stream = event(large, 'a') + event(progress, 'b') + event(notFound, 'c');
-  for (const size of [1, 5, 64, 4096, 1 << 20]) {
+  // Cut every byte or five, a 2 KB event already spans hundreds of chunks (an 80 KB one took a minute on a loaded machine).
+  for (const [size, blobBytes] of [[1, 2_000], [5, 2_000], [64, 80_000], [4096, 80_000], [1 << 20, 80_000]] as const) {
+    const large = { jsonrpc: '2.0', id: 1, result: { contents: [{ blob: 'QUJD'.repeat(blobBytes / 4), text: 'é' }] } };
+    const stream = event(large, 'a') + event(progress, 'b') + event(notFound, 'c');
     const text = await (await toLegacyResponse(chunked(stream, size, 'text/event-stream'))).text();
     const events = text.split('\n\n').filter(Boolean);
     assert.equal(events.length, 3, `chunks of ${size}`);
