@@ -6,15 +6,15 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { App } from '../app.ts';
 import type { HttpListen } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { AnswerBlobs } from '../protocol/answer-blobs.ts';
+import { AnswerBlobs } from '../protocol/sdk/answer-blobs.ts';
 import { Connection } from '../protocol/connection.ts';
-import { MAX_REQUEST_LINE_BYTES } from '../protocol/stdio-transport.ts';
+import { MAX_REQUEST_LINE_BYTES } from '../protocol/sdk/stdio-transport.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../protocol/wire.ts';
 import { createServer, type ServerInfo } from '../server.ts';
 import { ArrivalGate, TurnBudget } from '../turns.ts';
 import { checkRequest, type GuardPolicy } from './guard.ts';
 import { HealthProbes } from './health.ts';
-import { toLegacyResponse } from './legacy.ts';
+import { toLegacyResponse } from '../protocol/sdk/legacy-not-found-http.ts';
 import { HttpListeners } from './listeners.ts';
 import type { Metrics } from './metrics.ts';
 import { answerMetrics } from './metrics-serve.ts';
@@ -199,7 +199,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
   /**
    * A request outside any session: its answers go out on its own response
    * only, so a read's large binary content is written as that response is
-   * sent (src/protocol/answer-blobs.ts). Never in a 2025 session, where an
+   * sent (src/protocol/sdk/answer-blobs.ts). Never in a 2025 session, where an
    * answer may go out on another stream (one resumed with Last-Event-ID, or
    * a duplicate id's) or be dropped (cancelled) with the request's still open.
    */
