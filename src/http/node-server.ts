@@ -98,7 +98,11 @@ export class HttpListenError extends Error {
 
 /** What the Node server serves, seen from the sockets (./endpoint.ts is the one). */
 export interface ServedEndpoint {
-  /** Answers a request that is answered whatever the server's state (health probes, metrics): true when it did. */
+  /**
+   * Answers a request that is answered whatever the server's state (health
+   * probes, metrics): true when it did. Sees every request first (it names the
+   * replica on each response), but none that was evicted.
+   */
   answerAlways(req: IncomingMessage, res: ServerResponse): boolean;
   /** Answers any other request, once the server has admitted it (not draining, within the connection cap). */
   answer(req: IncomingMessage, res: ServerResponse): void;
