@@ -16,7 +16,7 @@ import { chooseDriver, SqliteDriverError, type SqliteDriverName } from './sqlite
 import { defaultDbPath, isInsideRoots } from './index/location.ts';
 import type { Logger } from './log.ts';
 import { AnswerHolds } from './protocol/answer-holds.ts';
-import { StdioTransport } from './protocol/stdio-transport.ts';
+import { StdioTransport } from './protocol/sdk/stdio-transport.ts';
 import { makeRoot, type Root } from './uri.ts';
 
 /** What to do with a command line. */
@@ -117,7 +117,7 @@ export interface StdioServing {
 /**
  * Serves one client over a pair of byte streams: both protocol eras from one
  * factory (2026-07-28's server/discover and listen; 2025-11-25 and older's
- * initialize), on our StdioTransport (src/protocol/stdio-transport.ts says
+ * initialize), on our StdioTransport (src/protocol/sdk/stdio-transport.ts says
  * why not the SDK's). `onEnd` is called once when the input ends or fails.
  */
 export function serveStdioStreams(app: App, input: Readable, output: Writable, log: Logger, onEnd: (reason: string) => void): StdioServing {

@@ -1,5 +1,5 @@
 import type { RequestId, Server } from '@modelcontextprotocol/server';
-import { answerBlobsOf } from './protocol/answer-blobs.ts';
+import { answerBlobsOf } from './protocol/sdk/answer-blobs.ts';
 import { CACHE_HINTS, SERVER_CAPABILITIES } from './protocol/capabilities.ts';
 import type { Connection } from './protocol/connection.ts';
 import type { ServerContext } from './protocol/context.ts';

@@ -41,7 +41,7 @@ export const REFUSAL_BOUNDS = [
 ] as const;
 export type RefusalBound = (typeof REFUSAL_BOUNDS)[number];
 
-/** What the HTTP endpoint shows the metrics (src/http/serve.ts). */
+/** What the HTTP endpoint shows the metrics (src/http/endpoint.ts). */
 export interface EndpointGauges {
   /** 2025-era sessions open, and how many new ones were refused because all were busy. */
   readonly sessions: { readonly size: number; readonly refusals: number };

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { App, ClientSession } from '../app.ts';
 import { BoundedEventStore, SSE_RETRY_MS } from './event-store.ts';
 import { whenAnswered } from './streams.ts';
-import { toLegacyResponse } from './legacy.ts';
+import { toLegacyResponse } from '../protocol/sdk/legacy-not-found-http.ts';
 import { openResumedStream, primeGetStream } from '../protocol/sdk/get-stream-priming.ts';
 
 /** What the 2025-era sessions may hold of the process. */

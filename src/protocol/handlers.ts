@@ -1,7 +1,7 @@
 // Every request the server answers, in one table: the method, whether it
 // waits for the first scan, and the handler. src/server.ts registers the
 // table on an SDK server; every transport and both protocol eras share it.
-import type { AnswerBlobs } from './answer-blobs.ts';
+import type { AnswerBlobs } from './sdk/answer-blobs.ts';
 import type { Connection } from './connection.ts';
 import type { ServerContext } from './context.ts';
 import { listResources, listResourceTemplates } from './list.ts';
@@ -45,7 +45,7 @@ export interface HandlerScope {
   connection: Connection;
   /** Present when the request sent a progress token. */
   progress?: ProgressSink;
-  /** Over HTTP: large binary contents are written as the answer is sent (src/protocol/answer-blobs.ts). */
+  /** Over HTTP: large binary contents are written as the answer is sent (src/protocol/sdk/answer-blobs.ts). */
   blobs?: AnswerBlobs;
   /**
    * On stdio: keeps a share of the read budget until this request's answer

@@ -6,7 +6,7 @@ import { EntryKind, type EntryRow } from '../entry.ts';
 import { lookupEntry } from '../index/lookup.ts';
 import { toResource, type ResourceObject } from '../resource.ts';
 import { uriToPath } from '../uri.ts';
-import { DEFER_BLOB_BYTES, type AnswerBlobs } from './answer-blobs.ts';
+import { DEFER_BLOB_BYTES, type AnswerBlobs } from './sdk/answer-blobs.ts';
 import type { ServerContext } from './context.ts';
 import { ErrorCode, internalError, invalidParams, ProtocolError, resourceNotFound } from './errors.ts';
 import type { HoldAnswer } from './handlers.ts';

@@ -1,10 +1,10 @@
-// Large binary contents over HTTP are written as the answer is sent (src/protocol/answer-blobs.ts): whatever the
+// Large binary contents over HTTP are written as the answer is sent (src/protocol/sdk/answer-blobs.ts): whatever the
 // era, the transport's answer shape (JSON, an SSE stream, a 2025 session's stream, a batch), the client gets the
 // file's bytes, and never a placeholder. In process: a real App and the endpoint on 127.0.0.1.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { DEFER_BLOB_BYTES } from '../../src/protocol/answer-blobs.ts';
+import { DEFER_BLOB_BYTES } from '../../src/protocol/sdk/answer-blobs.ts';
 import { waitFor } from '../helpers.ts';
 import { connectHttp, rawPost, serveInProcess } from '../http-helpers.ts';
 

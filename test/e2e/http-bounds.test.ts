@@ -8,7 +8,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { allowedHostsFor, checkRequest } from '../../src/http/guard.ts';
-import { MAX_BATCH_MESSAGES, MAX_DISCARDED_BODY_BYTES } from '../../src/http/serve.ts';
+import { MAX_DISCARDED_BODY_BYTES } from '../../src/http/body.ts';
+import { MAX_BATCH_MESSAGES } from '../../src/http/endpoint.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 import { rawPost, serveInProcess, startHttp, type HttpProcess } from '../http-helpers.ts';
 

@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { leadingRequestId, lifecycleStep, malformedReply, readLine, type Era } from '../../src/protocol/wire.ts';
-import { MAX_REQUEST_LINE_BYTES } from '../../src/protocol/stdio-transport.ts';
+import { MAX_REQUEST_LINE_BYTES } from '../../src/protocol/sdk/stdio-transport.ts';
 import { CLI, tempDir, waitFor, writeTree } from '../helpers.ts';
 
 describe('malformedReply', () => {

@@ -1,10 +1,10 @@
-// src/protocol/answer-blobs.ts: an HTTP answer's placeholders replaced by their content's base64 as the answer is
+// src/protocol/sdk/answer-blobs.ts: an HTTP answer's placeholders replaced by their content's base64 as the answer is
 // read, wherever the SDK's chunks cut it; nothing held back that cannot be a placeholder; nothing sent for a
 // placeholder that is not the request's own.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { AnswerBlobs, answerBlobsOf, BLOB_CHUNK_BYTES } from '../../src/protocol/answer-blobs.ts';
+import { AnswerBlobs, answerBlobsOf, BLOB_CHUNK_BYTES } from '../../src/protocol/sdk/answer-blobs.ts';
 import { waitFor } from '../helpers.ts';
 
 /** A Response whose body comes in the chunks given (as the SDK's stream gives them), and whether it was cancelled. */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseCliArgs, parseHttpListen, UsageError } from '../../src/config.ts';
 import { allowedHostsFor, bearerToken, checkRequest, isLoopbackHost, tokenMatches, type GuardPolicy } from '../../src/http/guard.ts';
-import { rewriteJson, toLegacyResponse } from '../../src/http/legacy.ts';
+import { rewriteJson, toLegacyResponse } from '../../src/protocol/sdk/legacy-not-found-http.ts';
 import { loadSecrets } from '../../src/http/secrets.ts';
 import { tempDir } from '../basics.ts';
 

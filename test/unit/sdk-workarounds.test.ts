@@ -3,7 +3,9 @@
 // fails after an SDK upgrade, the SDK changed, and the workaround it names
 // may go (then delete the workaround and its test here). Each also shows the
 // workaround doing its job, for contrast. In process: the SDK's Server on an
-// in-memory transport, spoken to in raw JSON-RPC.
+// in-memory transport, spoken to in raw JSON-RPC. The two larger
+// replacements there (stdio-transport.ts, answer-blobs.ts) are not pinned
+// here: each says at its head why it is there.
 import { InMemoryTransport, ProtocolError, Server, WebStandardStreamableHTTPServerTransport, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

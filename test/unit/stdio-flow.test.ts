@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
-import { MAX_REQUESTS_IN_FLIGHT, StdioTransport } from '../../src/protocol/stdio-transport.ts';
+import { MAX_REQUESTS_IN_FLIGHT, StdioTransport } from '../../src/protocol/sdk/stdio-transport.ts';
 import { nestedDeeperThan } from '../../src/protocol/wire.ts';
 import { waitFor } from '../basics.ts';
 

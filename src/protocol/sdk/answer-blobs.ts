@@ -1,5 +1,8 @@
+// SDK workaround (@modelcontextprotocol/server 2.4): a result is turned into bytes whole (JSON.stringify, then
+// TextEncoder), so a large binary content held the event loop in one piece (AnswerBlobs below says how much). Not
+// pinned by test/unit/sdk-workarounds.test.ts: it goes when the SDK can write an answer as a stream.
 import { randomBytes } from 'node:crypto';
-import type { TurnBudget } from '../turns.ts';
+import type { TurnBudget } from '../../turns.ts';
 
 /**
  * A binary content larger than this, read over HTTP outside a session, is

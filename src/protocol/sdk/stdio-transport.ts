@@ -1,8 +1,11 @@
+// SDK replacement (@modelcontextprotocol/server 2.4): the stdio transport, in place of StdioServerTransport, for the
+// reasons listed at StdioTransport below. Not pinned by test/unit/sdk-workarounds.test.ts: each reason would need an
+// SDK upgrade to fix it and this file to drop it (only the legacy not-found rewrite is pinned, by "legacy not found").
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import type { Readable, Writable } from 'node:stream';
-import { ErrorCode } from './errors.ts';
-import { toLegacyError } from './sdk/legacy-not-found.ts';
-import { errorResponse, leadingRequestId, lifecycleStep, readLine, type Era, type ErrorResponse } from './wire.ts';
+import { ErrorCode } from '../errors.ts';
+import { toLegacyError } from './legacy-not-found.ts';
+import { errorResponse, leadingRequestId, lifecycleStep, readLine, type Era, type ErrorResponse } from '../wire.ts';
 
 /**
  * The longest request line read, in bytes. MCP requests are small (a list
