@@ -96,7 +96,7 @@ export const DEFAULT_MAX_WRITE_BYTES = 4 * 1024 * 1024;
  */
 export const DEFAULT_PAGE_SIZE = 2000;
 export const MAX_PAGE_SIZE = 10_000;
-/** `--search-budget-ms`: the time one search may take (src/search/content-search.ts). */
+/** `--search-budget-ms`: the time one search may take (src/search/content-query.ts). */
 export const DEFAULT_SEARCH_BUDGET_MS = 2000;
 /** `--search-wait-ms`: how long an early search on a small folder waits for the first build, and a search by meaning for the embeddings (src/search/content-search.ts). */
 export const DEFAULT_SEARCH_WAIT_MS = 5000;

@@ -69,7 +69,7 @@ export function bigTree(root: string, count: number, pathOf: (i: number) => stri
 }
 
 /** Waits until `condition` returns a truthy value, polling; throws after `timeoutMs`. */
-export async function waitFor<T>(condition: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(condition: () => T | Promise<T>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const started = performance.now();

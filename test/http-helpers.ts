@@ -137,7 +137,7 @@ export async function startHttp(args: string[], env: Record<string, string> = {}
   let stderr = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL on stderr within 20 s:\n${stderr}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`no URL on stderr within 60 s:\n${stderr}`)), 60_000);
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
       const match = /http:\/\/127\.0\.0\.1:\d+\/mcp/.exec(stderr);

@@ -134,7 +134,7 @@ describe('start-up under a probing client', () => {
       child,
       stderr: () => stderr,
       send: (message: LooseResult) => child.stdin.write(`${JSON.stringify(message)}\n`),
-      answer: (id: unknown) => waitFor(() => answers.get(id), 15_000, `answer ${String(id)}`),
+      answer: (id: unknown) => waitFor(() => answers.get(id), 60_000, `answer ${String(id)}`),
     };
   }
 
@@ -156,7 +156,7 @@ describe('start-up under a probing client', () => {
 });
 
 describe('live updates on 2026-07-28 listen streams (--watcher chokidar)', () => {
-  const TIMEOUT = 20_000;
+  const TIMEOUT = 30_000;
   const tree = serveTree(
     { 'sub/a.md': 'a\n', 'sub/inner/b.md': 'b\n', 'other/c.md': 'c\n', 'docs/café.md': 'x\n' },
     ({ root }) => ['--db', ':memory:', '--watcher', 'chokidar', root],

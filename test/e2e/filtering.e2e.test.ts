@@ -675,8 +675,8 @@ describe('pagination under concurrent changes', () => {
         const newcomers = [`d0/a${step}.txt`, `d2/z${step}.txt`];
         for (const rel of newcomers) writeFileSync(join(dir.path, rel), 'new\n');
         for (const u of victims) rmSync(new URL(u));
-        for (const rel of newcomers) await waitFor(() => indexed(rel), 10_000, `index sees ${rel}`);
-        for (const u of victims) await waitFor(() => indexed(u.slice(R.length)).then((x) => !x), 10_000, `index drops ${u}`);
+        for (const rel of newcomers) await waitFor(() => indexed(rel), 30_000, `index sees ${rel}`);
+        for (const u of victims) await waitFor(() => indexed(u.slice(R.length)).then((x) => !x), 30_000, `index drops ${u}`);
         for (const rel of newcomers) added.add(R + rel);
         for (const rel of newcomers) if (R + rel > last) mustSee.add(R + rel);
         for (const u of victims) removed.add(u);

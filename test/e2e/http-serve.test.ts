@@ -26,11 +26,11 @@ describe('listen streams and sessions over HTTP, in process', () => {
     const two = await client.listen({ resourceSubscriptions: [`${rootUri}a.txt`] });
     assert.deepEqual(endpoint.listeners.size, { streams: 2, uris: 2 });
     await one.close();
-    await waitFor(() => endpoint.listeners.size.streams === 1, 5_000, 'the first stream released');
+    await waitFor(() => endpoint.listeners.size.streams === 1, 30_000, 'the first stream released');
     assert.deepEqual(endpoint.listeners.size, { streams: 1, uris: 1 }, 'a.txt is still held by the second stream');
     // No close of the listen itself: the client just goes.
     await conn.close();
-    await waitFor(() => endpoint.listeners.size.streams === 0, 5_000, 'the second stream released on disconnect');
+    await waitFor(() => endpoint.listeners.size.streams === 0, 30_000, 'the second stream released on disconnect');
     assert.deepEqual(endpoint.listeners.size, { streams: 0, uris: 0 });
     void two;
   });
@@ -39,7 +39,7 @@ describe('listen streams and sessions over HTTP, in process', () => {
     const conn = await connectHttp(endpoint.url, 'legacy');
     await conn.request('resources/subscribe', { uri: `${rootUri}a.txt` });
     assert.equal(endpoint.sessions.size, 1);
-    await waitFor(() => endpoint.sessions.busy === 1, 10_000, 'the session\'s GET stream open');
+    await waitFor(() => endpoint.sessions.busy === 1, 30_000, 'the session\'s GET stream open');
     // Past the idle time and the gone time, and a sweep: its GET stream is open, so it is not idle.
     clock.advance(idleMs + goneMs);
     assert.equal(endpoint.sessions.size, 1);
@@ -59,10 +59,10 @@ describe('listen streams and sessions over HTTP, in process', () => {
       if (i % 4 === 0) await ((conn.client as V1Client).transport as V1Transport).terminateSession();
       await conn.close();
     }
-    await waitFor(() => endpoint.listeners.size.streams === 0, 5_000, 'every stream released');
+    await waitFor(() => endpoint.listeners.size.streams === 0, 30_000, 'every stream released');
     assert.deepEqual(endpoint.listeners.size, { streams: 0, uris: 0 });
     // The clients that just went: once nothing of theirs is open, the idle time closes their sessions.
-    await waitFor(() => endpoint.sessions.busy === 0, 10_000, 'every GET stream ended');
+    await waitFor(() => endpoint.sessions.busy === 0, 30_000, 'every GET stream ended');
     clock.advance(idleMs + 1);
     assert.equal(endpoint.sessions.size, 0, 'every session closed (ended, or idle once its client went)');
   });
@@ -80,7 +80,7 @@ describe('2025-era sessions whose client went away', () => {
     assert.equal(served.endpoint.sessions.size, 2);
     // The client goes without DELETE, as most do: its GET stream ends with it.
     await conn.close();
-    await waitFor(() => served.endpoint.sessions.busy === 0, 10_000, 'the gone client\'s GET stream ended');
+    await waitFor(() => served.endpoint.sessions.busy === 0, 30_000, 'the gone client\'s GET stream ended');
     clock.advance(DEFAULT_SESSION_LIMITS.goneMs + 1);
     assert.equal(served.endpoint.sessions.size, 1, 'the gone client\'s session closed');
     const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'resources/list', params: {} });
@@ -112,7 +112,7 @@ describe('2025-era sessions past the cap', () => {
     const b = await connectHttp(served.endpoint.url, 'legacy');
     try {
       // Both GET streams open (each client opens its own after initialize; under load that comes later).
-      await waitFor(() => served.endpoint.sessions.busy === 2, 10_000, 'two sessions with their GET streams open');
+      await waitFor(() => served.endpoint.sessions.busy === 2, 30_000, 'two sessions with their GET streams open');
       const refused = await rawPost(served.endpoint.url, {});
       assert.equal(refused.status, 503);
       assert.equal(refused.headers['retry-after'], '5');

@@ -11,7 +11,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { CLI, eraNeutral, rejectsWith, tempDir, waitFor, writeTree, type LooseResult } from '../helpers.ts';
 import { collectNotes, connectHttp, rawPost, startHttp, type HttpClient, type HttpProcess } from '../http-helpers.ts';
 
-const TIMEOUT = 20_000;
+const TIMEOUT = 30_000;
 const TOKEN = 'test-token-0123456789abcdef';
 
 describe('both eras over HTTP from one process', () => {

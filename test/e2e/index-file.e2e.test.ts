@@ -44,9 +44,9 @@ describe('the index file', () => {
       await first.request('resources/list', {});
       second = await connect([tree.root, '--db', db, '--watcher', 'chokidar']);
       await second.request('resources/list', {});
-      await waitFor(() => /in use by another folder-mcp/.test(second!.stderr()), 10_000, 'the second server to say so');
+      await waitFor(() => /in use by another folder-mcp/.test(second!.stderr()), 30_000, 'the second server to say so');
       writeFileSync(join(tree.root, 'new.txt'), 'zebracorn\n');
-      for (const conn of [first, second]) await waitFor(async () => (await search(conn, 'zebracorn')) === 1, 20_000, 'search to see the new file');
+      for (const conn of [first, second]) await waitFor(async () => (await search(conn, 'zebracorn')) === 1, 30_000, 'search to see the new file');
       assert.doesNotMatch(first.stderr() + second.stderr(), /database is locked/);
     } finally {
       await second?.close();

@@ -98,7 +98,7 @@ describe('a listen of a thousand spellings of the root hears one updated per cha
     const stream = await client.listen({ resourceSubscriptions: spellings });
     try {
       writeFileSync(join(tree.root, 'notes.md'), 'two, longer\n');
-      await waitFor(() => heard.length > 0, 20_000, 'the updated notification');
+      await waitFor(() => heard.length > 0, 30_000, 'the updated notification');
       // Anything published with it went out before a later answer on the same pipe.
       await tree.conn.request('resources/list', {});
       assert.deepEqual(heard, [tree.rootUri]);

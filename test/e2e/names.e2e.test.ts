@@ -43,7 +43,7 @@ describe('names that are not valid UTF-8, and newlines', () => {
       assert.equal(((read.contents as LooseResult[])[0]!).text, 'newline');
 
       const utf8 = /not valid UTF-8/;
-      await waitFor(() => warningsAbout(conn.stderr(), utf8).length === 1, 5000, 'the scan warning');
+      await waitFor(() => warningsAbout(conn.stderr(), utf8).length === 1, 30_000, 'the scan warning');
       const [warning] = warningsAbout(conn.stderr(), utf8);
       assert.match(warning!, /scan: skipped 2 entries with names that are not valid UTF-8/);
       assert.match(warning!, /\\xff\.txt|caf\\xe9/);
@@ -52,9 +52,9 @@ describe('names that are not valid UTF-8, and newlines', () => {
       writeRawName(join(dir.path, 'sub'), bad('late', [0xc3]));
       writeFileSync(join(dir.path, 'sub', 'late.txt'), 'late');
       const late = pathToFileURL(join(dir.path, 'sub', 'late.txt')).href;
-      await waitFor(async () => (await listedUris(conn)).includes(late), 15_000, 'the poll to add sub/late.txt');
+      await waitFor(async () => (await listedUris(conn)).includes(late), 30_000, 'the poll to add sub/late.txt');
       assert.deepEqual(await listedUris(conn), servableDiskUris(dir.path));
-      await waitFor(() => warningsAbout(conn.stderr(), utf8).length === 2, 5000, 'the rescan warning');
+      await waitFor(() => warningsAbout(conn.stderr(), utf8).length === 2, 30_000, 'the rescan warning');
       assert.match(warningsAbout(conn.stderr(), utf8)[1]!, /rescan: skipped 3 entries .*late\\xc3/);
     } finally {
       await conn.close();
@@ -74,7 +74,7 @@ describe('names that are not valid UTF-8, and newlines', () => {
       writeRawName(join(dir.path, 'new'), bad('z', [0xff]));
       writeFileSync(join(dir.path, 'new', 'c.txt'), 'c');
       const c = pathToFileURL(join(dir.path, 'new', 'c.txt')).href;
-      await waitFor(async () => (await listedUris(conn)).includes(c), 15_000, 'the watcher to add new/c.txt');
+      await waitFor(async () => (await listedUris(conn)).includes(c), 30_000, 'the watcher to add new/c.txt');
       assert.deepEqual(await listedUris(conn), servableDiskUris(dir.path));
       // No flood: a walk warns only with an example not reported before, so at most one line per bad name.
       const lines = warningsAbout(conn.stderr(), /not valid UTF-8/);
@@ -102,7 +102,7 @@ describe('a folder chain deeper than PATH_MAX', () => {
       assert.ok(listed.some((uri) => uri.includes('/aaaa')), 'the part of the chain within the limit is listed');
       const read = await conn.request('resources/read', { uri: top });
       assert.equal(((read.contents as LooseResult[])[0]!).text, 'top');
-      await waitFor(() => warningsAbout(conn.stderr(), /ENAMETOOLONG/).length === 1, 5000, 'the warning');
+      await waitFor(() => warningsAbout(conn.stderr(), /ENAMETOOLONG/).length === 1, 30_000, 'the warning');
       assert.match(warningsAbout(conn.stderr(), /ENAMETOOLONG/)[0]!, /skipped 1 entry with paths longer than the OS path limit/);
     } finally {
       await conn.close();

@@ -110,7 +110,7 @@ describe('stdio: answers hold the read budget until written, counted as on the w
     const answers = out.answers();
     assert.equal((answers.get(1)!.result as { contents: { text: string }[] }).contents[0]!.text, quoted);
     assert.equal((answers.get(2)!.result as { contents: { blob: string }[] }).contents[0]!.blob, binary.toString('base64'));
-    await waitFor(() => budget.inUse === 0, 10_000, 'the budget given back once both are written');
+    await waitFor(() => budget.inUse === 0, 30_000, 'the budget given back once both are written');
   });
 
   test('the read tool with paths holds one share for the call until its answer is written', async () => {
@@ -126,6 +126,6 @@ describe('stdio: answers hold the read budget until written, counted as on the w
     await waitFor(() => out.answers().has(4) && out.answers().has(3), 30_000, 'both answers');
     const result = out.answers().get(3)!.result as { structuredContent: { results: { path: string; error?: string; length?: number }[] } };
     assert.deepEqual(result.structuredContent.results.map((r) => r.length ?? r.error?.slice(0, 10)), [MIB, MIB, 6, 'Not found:']);
-    await waitFor(() => budget.inUse === 0, 10_000, 'the budget given back');
+    await waitFor(() => budget.inUse === 0, 30_000, 'the budget given back');
   });
 });

@@ -123,7 +123,7 @@ class RawServer {
   }
 
   async answer(id: unknown) {
-    return (await waitFor(() => this.answers.get(id), 15_000, `the answer to ${String(id)}`))!;
+    return (await waitFor(() => this.answers.get(id), 60_000, `the answer to ${String(id)}`))!;
   }
 
   initialize(id: number, protocolVersion = '2025-11-25'): void {
@@ -250,7 +250,7 @@ describe('the stdio wire', () => {
     server.initialize(1);
     await server.answer(1);
     server.child.stdin.end();
-    await waitFor(() => server.exit !== undefined, 10_000, 'the server to exit');
+    await waitFor(() => server.exit !== undefined, 30_000, 'the server to exit');
     assert.equal(server.exit, 0);
     assert.match(server.stderr, /stdin closed/);
   });

@@ -243,12 +243,12 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
     test('follows edits on disk: added, changed and deleted files (needs the watcher)', async () => {
       const paths = async (query: string) => ((await search({ query })).structuredContent!.results as LooseResult[]).map((r) => r.path);
       writeFileSync(join(tree.root, 'src/added.ts'), 'export const zebracorn = 1;\n');
-      await waitFor(async () => (await paths('zebracorn')).includes('src/added.ts'), 20_000, 'the added file in search');
+      await waitFor(async () => (await paths('zebracorn')).includes('src/added.ts'), 30_000, 'the added file in search');
       writeFileSync(join(tree.root, 'src/added.ts'), 'export const unicornzebra = 2;\n');
-      await waitFor(async () => (await paths('unicornzebra')).includes('src/added.ts'), 20_000, 'the changed file in search');
+      await waitFor(async () => (await paths('unicornzebra')).includes('src/added.ts'), 30_000, 'the changed file in search');
       assert.deepEqual(await paths('zebracorn'), [], 'the old text is gone');
       rmSync(join(tree.root, 'src/added.ts'));
-      await waitFor(async () => (await paths('unicornzebra')).length === 0, 20_000, 'the deleted file out of search');
+      await waitFor(async () => (await paths('unicornzebra')).length === 0, 30_000, 'the deleted file out of search');
     });
   });
 

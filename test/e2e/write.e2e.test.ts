@@ -72,7 +72,7 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
     assert.equal(link?.resourceType, 'document');
     // In the index before the call returned: no wait for the watcher.
     assert.deepEqual(await found('notes/new.md'), ['notes/new.md']);
-    await waitFor(() => listChanged > 0, 10_000, 'list_changed');
+    await waitFor(() => listChanged > 0, 30_000, 'list_changed');
   });
 
   test('write replaces a file: updated goes out to its subscriber, the mode is kept, create_only refuses', async () => {
@@ -85,7 +85,7 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
     assert.equal(result.structuredContent?.created, false);
     assert.match(text(result), /^Replaced src\/main\.ts/);
     assert.equal(statSync(join(tree.root, 'src/main.ts')).mode & 0o777, 0o754);
-    await waitFor(() => updated.includes(uri), 10_000, 'updated for src/main.ts');
+    await waitFor(() => updated.includes(uri), 30_000, 'updated for src/main.ts');
     await tree.conn.unsubscribe(uri);
     const refused = await call('write', { path: 'src/main.ts', content: 'no\n', create_only: true });
     assert.equal(refused.isError, true);

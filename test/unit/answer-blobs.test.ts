@@ -148,7 +148,7 @@ test('a client that takes no piece for the stall time lets the share go; one tha
   const reader = stalled.splice(chunked([Buffer.from(answer(stalled.defer(randomBytes(BLOB_CHUNK_BYTES * 3), () => given++)))]).response).body!.getReader();
   await reader.read();
   await reader.read();
-  await waitFor(() => given === 1, 10_000, 'the stalled share to be given back');
+  await waitFor(() => given === 1, 30_000, 'the stalled share to be given back');
   // Reading on afterwards does not give it back twice.
   for (;;) if ((await reader.read()).done) break;
   assert.equal(given, 1);

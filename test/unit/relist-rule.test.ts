@@ -196,7 +196,7 @@ function indexedUris(index: FolderIndex): string[] {
 /** Waits until the index lists what the disk holds under every root (`what` names the step on a timeout). */
 function settles(index: FolderIndex, roots: string[], what: string): Promise<unknown> {
   const disk = () => roots.flatMap((root) => (existsSync(root) ? diskUris(root) : [])).sort();
-  return waitFor(() => JSON.stringify(indexedUris(index)) === JSON.stringify(disk()), 20_000, what).catch((error: Error) => {
+  return waitFor(() => JSON.stringify(indexedUris(index)) === JSON.stringify(disk()), 30_000, what).catch((error: Error) => {
     throw new Error(`${error.message}\nindex: ${indexedUris(index).join(' ')}\ndisk:  ${disk().join(' ')}`);
   });
 }

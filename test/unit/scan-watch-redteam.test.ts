@@ -72,7 +72,8 @@ describe('red team: the cold scan\'s watches', { ...linuxOnly }, () => {
       const live = sync({ watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: racing } });
       await live.start();
       assert.equal(live.backend, 'dirs');
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      // Well before the 60 s safety diff, which would hide the loss.
+      await waitFor(() => JSON.stringify(indexedUris(index)) === JSON.stringify(diskUris(dir)), 30_000, 'the index to equal the disk').catch(() => {});
       assert.deepEqual(indexedUris(index), diskUris(dir), logs.join(''));
     });
   });
@@ -131,8 +132,8 @@ describe('red team: nothing left behind', linuxOnly, () => {
         await act(dir.path, index);
         index.close();
         await index.ready.catch(() => {});
-        await waitFor(() => countInotifyWatches() === before, 5000, `the watches to go (${countInotifyWatches()} left, ${before} before)`);
-        await waitFor(() => threads() <= threadsBefore, 5000, `the worker to end (${threads()} threads, ${threadsBefore} before)`);
+        await waitFor(() => countInotifyWatches() === before, 30_000, `the watches to go (${countInotifyWatches()} left, ${before} before)`);
+        await waitFor(() => threads() <= threadsBefore, 30_000, `the worker to end (${threads()} threads, ${threadsBefore} before)`);
       } finally {
         index?.close();
         dir.cleanup();
@@ -163,12 +164,12 @@ async function coldStart(
       await live.start();
       assert.equal(live.backend, backend);
       const expected = roots(dir).flatMap((r) => diskUris(r, skip)).sort();
-      await waitFor(() => JSON.stringify(indexedUris(index)) === JSON.stringify(expected), 3000, 'the index to equal the disk').catch(() => {});
+      await waitFor(() => JSON.stringify(indexedUris(index)) === JSON.stringify(expected), 30_000, 'the index to equal the disk').catch(() => {});
       assert.deepEqual(indexedUris(index), expected, `after the start\n${logs.join('')}`);
       assert.doesNotMatch(logs.join(''), /diffing the tree/);
       afterTheStart(dir);
       const expectedLater = roots(dir).flatMap((r) => diskUris(r, skip)).sort();
-      await waitFor(() => JSON.stringify(indexedUris(index)) === JSON.stringify(expectedLater), 5000, 'the index to equal the disk').catch(() => {});
+      await waitFor(() => JSON.stringify(indexedUris(index)) === JSON.stringify(expectedLater), 30_000, 'the index to equal the disk').catch(() => {});
       assert.deepEqual(indexedUris(index), expectedLater, `after changes once started\n${logs.join('')}`);
     },
     { roots, scanSlicesHere: 1 },

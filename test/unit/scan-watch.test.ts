@@ -106,7 +106,7 @@ describe('ScanWatch', linuxOnly, () => {
       // Before the drain is over: still named.
       watch.release([join(dir.path, 'released')]);
       writeFileSync(join(dir.path, 'released', 'before.txt'), 'x');
-      await waitFor(() => watch.watching === 1, 5000, 'the release');
+      await waitFor(() => watch.watching === 1, 30_000, 'the release');
       writeFileSync(join(dir.path, 'released', 'after.txt'), 'x');
       writeFileSync(join(dir.path, 'kept', 'after.txt'), 'x');
       assert.deepEqual(pathsOf(await watch.finish()), [join(dir.path, 'kept', 'after.txt'), join(dir.path, 'released', 'before.txt')].sort());
@@ -257,7 +257,7 @@ describe('Live after a cold scan that watched', linuxOnly, () => {
       await index.ready;
       writeFileSync(join(dir, 'b.txt'), 'b\n');
       await sync({ watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: blind } }).start();
-      await waitFor(() => index.store.get(pathToUri(join(dir, 'b.txt'), false)), 10_000, 'b.txt from the diff');
+      await waitFor(() => index.store.get(pathToUri(join(dir, 'b.txt'), false)), 30_000, 'b.txt from the diff');
       assert.match(logs.join(''), /index checked against the disk in \d+ ms\n/);
     }, { watchScan: false });
   });

@@ -52,12 +52,12 @@ describe('stdio back-pressure', () => {
     const total = 2000;
     // In pieces of 200 lines, as a pipe delivers them (a 64 KiB chunk holds hundreds of requests).
     for (let i = 0; i < total; i += 200) input.write(Array.from({ length: 200 }, (_, k) => ping(i + k)).join(''));
-    await waitFor(() => received >= MAX_REQUESTS_IN_FLIGHT, 10_000, 'the first requests');
+    await waitFor(() => received >= MAX_REQUESTS_IN_FLIGHT, 30_000, 'the first requests');
     // Give the loop many turns: nothing more is read while the output is stuck.
     for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
     assert.ok(received <= MAX_REQUESTS_IN_FLIGHT, `read ${received} requests while none could be answered`);
     out.read();
-    await waitFor(() => out.lines().length >= total, 20_000, 'every answer');
+    await waitFor(() => out.lines().length >= total, 30_000, 'every answer');
     assert.equal(received, total);
     await transport.close();
   });
@@ -81,7 +81,7 @@ describe('the end of stdin', () => {
     };
     await transport.start();
     input.end(ping(1).trim()); // no newline
-    await waitFor(() => ended !== '', 10_000, 'the end');
+    await waitFor(() => ended !== '', 30_000, 'the end');
     assert.deepEqual(linesOf(written).map((l) => JSON.parse(l).id), [1]);
     assert.equal(ended, 'stdin closed');
   });
@@ -98,7 +98,7 @@ describe('the end of stdin', () => {
     await transport.start();
     input.end(Array.from({ length: 40 }, (_, i) => ping(i)).join(''));
     // Never read: the answers fill the output, the transport pauses stdin, and stdin's end comes while paused.
-    await waitFor(() => ended !== '', 10_000, 'the end of the connection');
+    await waitFor(() => ended !== '', 30_000, 'the end of the connection');
     assert.equal(ended, 'stdin closed');
   });
 

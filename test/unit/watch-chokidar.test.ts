@@ -16,7 +16,7 @@ import { createLogger, silentLogger, type Logger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { tempDir, waitFor, writeTree } from '../basics.ts';
 
-const TIMEOUT = 10_000;
+const TIMEOUT = 30_000;
 /** Short, so a stalled start costs the test little; the server's is 2 s. */
 const STALLED_MS = 200;
 

@@ -17,7 +17,7 @@ import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
 import { tempDir, waitFor, writeTree } from '../basics.ts';
 
-const TIMEOUT = 10_000;
+const TIMEOUT = 30_000;
 
 /** A sink that records what the watcher reports. */
 function recordingSink() {
@@ -339,7 +339,7 @@ describe('watcher dirs under Live', () => {
       await sync.close();
       index.close();
       await started;
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await waitFor(() => countInotifyWatches() === before, 30_000, 'the watches to go').catch(() => {});
       assert.equal(countInotifyWatches() - before, 0, 'watches left after close');
       assert.doesNotMatch(logs.join(''), /could not start/);
     } finally {

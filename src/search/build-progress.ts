@@ -1,0 +1,78 @@
+// How far the content index's build got, and the searches waiting for it to
+// finish (content-index-builder.ts moves it; the search tool reads it).
+
+export interface SearchProgress {
+  /** Documents checked (read or converted, or found up to date) since the build started. */
+  done: number;
+  /** Documents to check in this build (text files and documents with a converted text). */
+  total: number;
+  /** True once the first build finished; later edits are indexed as they come. */
+  complete: boolean;
+}
+
+export class BuildProgress {
+  private readonly state: SearchProgress = { done: 0, total: 0, complete: false };
+  /** True once state.total is the count of this build (on a warm start, a few moments after start). */
+  private counted = false;
+  private closed = false;
+  private readonly waiters = new Set<{ maxDocs: number; done: () => void }>();
+
+  /** A copy: the caller may keep it. */
+  get current(): SearchProgress {
+    return { ...this.state };
+  }
+
+  get complete(): boolean {
+    return this.state.complete;
+  }
+
+  /** `n` more documents checked. */
+  checked(n = 1): void {
+    this.state.done += n;
+  }
+
+  /**
+   * The build has counted the documents it checks; `complete` when it
+   * answers from an index a former build finished (a warm start). Then the
+   * waiters for a small folder give up when this one is larger.
+   */
+  setTotal(total: number, complete: boolean): void {
+    this.state.total = total;
+    this.counted = true;
+    if (complete) this.markComplete();
+    for (const waiter of [...this.waiters]) if (total > waiter.maxDocs) waiter.done();
+  }
+
+  markComplete(): void {
+    this.state.complete = true;
+    for (const waiter of [...this.waiters]) waiter.done();
+  }
+
+  /**
+   * Resolves true once the first build is complete, or false after
+   * `timeoutMs` (or on close), or as soon as the build has counted more than
+   * `maxDocs` documents to check: not worth the wait.
+   */
+  whenComplete(timeoutMs: number, maxDocs = Infinity): Promise<boolean> {
+    if (this.state.complete) return Promise.resolve(true);
+    if (this.closed || (this.counted && this.state.total > maxDocs)) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiter = {
+        maxDocs,
+        done: () => {
+          clearTimeout(timer);
+          this.waiters.delete(waiter);
+          resolve(this.state.complete);
+        },
+      };
+      const timer = setTimeout(waiter.done, timeoutMs);
+      this.waiters.add(waiter);
+    });
+  }
+
+  /** Every waiter is answered now, and later ones at once. */
+  close(): void {
+    this.closed = true;
+    for (const waiter of [...this.waiters]) waiter.done();
+  }
+}
