@@ -296,7 +296,7 @@ export class Reconciler {
       roots: this.roots,
       onlyRoot: rootIndex,
       ignore: { gitignore: options.gitignore, exclude: options.exclude },
-      log: this.log,
+      log: walkLog(this.log),
       skips: this.skips,
       dbFile: null,
       ...(options.scanSlicesHere ? { slicesHere: options.scanSlicesHere } : {}),
@@ -609,6 +609,24 @@ export class Reconciler {
     if (this.signal.aborted) return;
     if (this.index.apply(change)) this.written += change.upserted.length + change.removed.length;
   }
+}
+
+/** The scan's warning for a folder it cannot read or search (src/index/scan.ts). */
+const SCAN_UNREADABLE_WARNING = /^skipping (unreadable|unsearchable) directory /;
+
+/**
+ * The log of a walk of a whole root: the scan's warning for an unreadable
+ * folder goes to debug, since markLocked says it once per lock (the walk
+ * said it again each time it ran: every 2 s with the poll watcher, every
+ * periodic diff with the others, for as long as the folder stayed locked).
+ */
+function walkLog(log: Logger): Logger {
+  return {
+    error: (message) => log.error(message),
+    warn: (message) => (SCAN_UNREADABLE_WARNING.test(message) ? log.debug(message) : log.warn(message)),
+    info: (message) => log.info(message),
+    debug: (message) => log.debug(message),
+  };
 }
 
 /** Whether two rows of one path name the same file on disk (inode and device). */
