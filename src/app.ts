@@ -12,6 +12,7 @@ import { FolderIndex } from './index/folder-index.ts';
 import { acquireDbLock } from './index/lock.ts';
 import { HintBus } from './live/bus.ts';
 import { Live } from './live/live.ts';
+import { ScanChangeRecord } from './live/scan-changes.ts';
 import type { Logger, RelayingLogger } from './log.ts';
 import { Connection } from './protocol/connection.ts';
 import { CATALOG_METHODS } from './protocol/handlers.ts';
@@ -173,6 +174,8 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     );
     dbFile = ':memory:';
   }
+  // The live sync takes what changed behind a cold scan from its watches instead of diffing the tree again (Linux only).
+  const scanChanges = process.platform === 'linux' ? new ScanChangeRecord() : undefined;
   let index: FolderIndex;
   try {
     index = new FolderIndex({
@@ -181,13 +184,13 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
       log,
       gitignore: config.gitignore,
       exclude: config.exclude,
-      // The live sync takes what changed behind a cold scan from its watches instead of diffing the tree again.
-      watchScan: process.platform === 'linux',
+      ...(scanChanges ? { scanObserver: scanChanges } : {}),
       dbInOwnCache: config.db === undefined && dbFile === requestedDb,
       sqliteDriver: chooseDriver(config.sqliteDriver),
     });
   } catch (error) {
     // No index, no server: the lock must not outlive this attempt.
+    scanChanges?.close();
     if (lock?.acquired) lock.release();
     throw error;
   }
@@ -227,7 +230,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     : null;
   if (!search) contentIndexUnfollowed(index.db);
   const catalog = lazyCatalog(async () => (await import('./catalog/catalog.ts')).createCatalog(ctx, search));
-  const live = new Live({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs });
+  const live = new Live({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs, ...(scanChanges ? { scanChanges } : {}) });
   const bus = config.bus === undefined ? null : startHintBus(config.bus, config.replicaId ?? randomBytes(8).toString('hex'), roots, index, live, log);
   // In the background: requests wait on index.ready themselves.
   const started = live.start();

@@ -4,7 +4,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isNoEntry } from './errno.ts';
 
 /** The scripts a worker thread or child process runs: scripts/build.mjs's entry points besides the server's. */
-export type BuiltScript = 'worker' | 'search-worker' | 'scan-worker';
+export type BuiltScript = 'worker' | 'search-worker' | 'scan-worker' | 'scan-watch';
 
 /** dist/ lacks a worker script, or holds one built before a source it bundles last changed. */
 export class StaleBuildError extends Error {

@@ -1,8 +1,10 @@
-// Shared by the tests of the cold scan's watches (src/index/scan-watch.ts): a
-// temp folder, an in-memory index of it that watches as it scans, a debug
-// log, and the live sync a test starts; all closed and removed after.
+// Shared by the tests of the cold scan's watches (src/live/scan-watch.ts): a
+// temp folder, an in-memory index of it that watches as it scans (the
+// record handed to it as app.ts does), a debug log, and the live sync a
+// test starts; all closed and removed after.
 import { FolderIndex, type FolderIndexOptions } from '../src/index/folder-index.ts';
 import { Live, type LiveOptions } from '../src/live/live.ts';
+import { ScanChangeRecord } from '../src/live/scan-changes.ts';
 import { createLogger, type Logger } from '../src/log.ts';
 import { makeRoot } from '../src/uri.ts';
 import { tempDir } from './basics.ts';
@@ -14,8 +16,8 @@ export interface ScanIndexContext {
   log: Logger;
   /** Every line logged so far. */
   logs: string[];
-  /** Makes the live sync of this index (closed after the test). */
-  sync(options: Omit<LiveOptions, 'index' | 'log'>): Live;
+  /** Makes the live sync of this index (closed after the test); it takes the scan's record, if any. */
+  sync(options: Omit<LiveOptions, 'index' | 'log' | 'scanChanges'>): Live;
 }
 
 /**
@@ -25,27 +27,29 @@ export interface ScanIndexContext {
 export async function withScanIndex(
   prepare: (dir: string) => void,
   run: (ctx: ScanIndexContext) => Promise<void>,
-  options: Partial<Pick<FolderIndexOptions, 'watchScan' | 'scanSlicesHere'>> & { roots?: (dir: string) => string[] } = {},
+  options: Partial<Pick<FolderIndexOptions, 'scanSlicesHere'>> & { roots?: (dir: string) => string[]; watchScan?: boolean } = {},
 ): Promise<void> {
   const dir = tempDir();
   const logs: string[] = [];
   const log = createLogger('debug', (line) => logs.push(line));
   let index: FolderIndex | undefined;
   let live: Live | undefined;
+  const { roots = (d: string) => [d], watchScan = true, ...rest } = options;
+  const scanChanges = watchScan ? new ScanChangeRecord() : undefined;
   try {
     prepare(dir.path);
-    const { roots = (d: string) => [d], watchScan = true, ...rest } = options;
-    index = new FolderIndex({ roots: roots(dir.path).map((p) => makeRoot(p)), dbFile: ':memory:', log, gitignore: true, exclude: [], watchScan, ...rest });
+    index = new FolderIndex({ roots: roots(dir.path).map((p) => makeRoot(p)), dbFile: ':memory:', log, gitignore: true, exclude: [], ...(scanChanges ? { scanObserver: scanChanges } : {}), ...rest });
     const made = index;
     await run({
       dir: dir.path,
       index,
       log,
       logs,
-      sync: (syncOptions) => (live = new Live({ index: made, log, ...syncOptions })),
+      sync: (syncOptions) => (live = new Live({ index: made, log, ...syncOptions, ...(scanChanges ? { scanChanges } : {}) })),
     });
   } finally {
     await live?.close();
+    scanChanges?.close();
     index?.close();
     dir.cleanup();
   }

@@ -2,6 +2,7 @@ import fg from 'fast-glob';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FolderIndex } from '../../src/index/folder-index.ts';
+import { ScanChangeRecord } from '../../src/live/scan-changes.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { peakRssMiB, settled, settleTimeout, spawnFolderMcp, type Settled } from '../client.ts';
@@ -56,10 +57,12 @@ export const cold: Scenario<ColdResult> = {
       const dbFile = join(ctx.work, `inproc-${ctx.tree.size}.db`);
       removeDb(dbFile);
       t0 = performance.now();
-      // As the server builds it: on Linux the scan also watches each directory it reads (see ScanWatch).
-      const fi = new FolderIndex({ roots: [makeRoot(ctx.root)], dbFile, log: silentLogger, gitignore: true, exclude: [], watchScan: process.platform === 'linux' });
+      // As the server builds it: on Linux the scan also watches each directory it reads (see ScanChangeRecord).
+      const scanChanges = process.platform === 'linux' ? new ScanChangeRecord() : undefined;
+      const fi = new FolderIndex({ roots: [makeRoot(ctx.root)], dbFile, log: silentLogger, gitignore: true, exclude: [], ...(scanChanges ? { scanObserver: scanChanges } : {}) });
       await fi.ready;
       index.push(performance.now() - t0);
+      scanChanges?.close();
       fi.close();
       removeDb(dbFile);
 

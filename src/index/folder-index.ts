@@ -4,8 +4,8 @@ import { chooseDriver, type SqliteDriverName } from '../sqlite.ts';
 import { BULK_INDEXES, SCAN_INDEXES, createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta, type Db } from './db.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { ScanFrontier } from './scan.ts';
-import { ScanChangeRecord, scanInThread } from './scan-thread.ts';
-import type { ScanChanges } from './scan-watch.ts';
+import type { ScanObserver } from './scan-observer.ts';
+import { scanInThread } from './scan-thread.ts';
 import { SkipReport, SkipWarnings } from './servable.ts';
 import { EntryKind, type EntryRow, type IndexChange } from '../entry.ts';
 import { Store } from './store.ts';
@@ -37,11 +37,12 @@ export interface FolderIndexOptions extends IgnoreOptions {
   /** See ScanThreadOptions.slicesHere (tests). */
   scanSlicesHere?: number;
   /**
-   * A cold scan watches each directory before it reads it, so that what
-   * changes behind it is known (takeScanChanges) and the tree need not be
-   * diffed again once a watcher is up. Linux only (see ScanWatch).
+   * Told of each directory a cold scan reads, just before it reads it (on
+   * whichever thread walks). The live layer watches them, so that what
+   * changes behind the scan is known and the tree need not be diffed again
+   * once a watcher is up (src/live/scan-changes.ts); its owner closes it.
    */
-  watchScan?: boolean;
+  scanObserver?: ScanObserver;
   /** The index file is at its default place in our own cache folder: whatever is there is ours to rebuild (see openDb). */
   dbInOwnCache?: boolean;
   /** The SQLite driver (see src/sqlite.ts); default: node:sqlite where the runtime has it, else better-sqlite3. */
@@ -76,8 +77,6 @@ export class FolderIndex {
   /** During the cold scan: the subtrees not yet all committed. */
   private readonly frontier = new ScanFrontier();
   private committedWaiters: (() => void)[] = [];
-  /** The cold scan's watches, until takeScanChanges(). */
-  private scanChanges: ScanChangeRecord | null;
   /** See holdUntilCaughtUp. */
   private catchUp: Promise<void> | undefined;
   private writeCount = 0;
@@ -90,7 +89,6 @@ export class FolderIndex {
     this.skipWarnings = new SkipWarnings(options.log);
     const rootsKey = JSON.stringify(options.roots.map((r) => r.path));
     this.warm = opened.warm && getMeta(this.db, 'roots') === rootsKey;
-    this.scanChanges = !this.warm && options.watchScan ? new ScanChangeRecord() : null;
     this.ready = this.warm ? Promise.resolve() : this.coldScan(rootsKey);
     // A failed scan is reported to every waiting request; this keeps it from
     // also being an unhandled rejection when nothing is waiting.
@@ -98,12 +96,7 @@ export class FolderIndex {
       this.scanDone = true;
       this.wakeWaiters();
     };
-    this.ready.then(settle, () => {
-      // Nobody takes what a failed scan recorded.
-      this.scanChanges?.close();
-      this.scanChanges = null;
-      settle();
-    });
+    this.ready.then(settle, settle);
     if (this.warm) this.scanDone = true;
   }
 
@@ -162,40 +155,6 @@ export class FolderIndex {
     return this.scanDone || this.frontier.settled(from, to);
   }
 
-  /**
-   * After a cold scan that watched (watchScan), and once a watcher is up:
-   * closes the scan's watches and says what changed since each directory was
-   * read. Null when there is no such record (a warm index, or no watchScan):
-   * then only a diff of the tree can tell.
-   */
-  takeScanChanges(): Promise<ScanChanges> | null {
-    const record = this.scanChanges;
-    this.scanChanges = null;
-    return record?.finish() ?? null;
-  }
-
-  /** A watcher now watches `dirs`: the cold scan's own watches on them can go. */
-  releaseScanWatches(dirs: readonly string[]): void {
-    this.scanChanges?.release(dirs);
-  }
-
-  /**
-   * Closes the cold scan's watches and forgets what they recorded (a watcher
-   * needs the watches they hold): takeScanChanges then says nothing, and the
-   * tree is diffed. False when there were none.
-   */
-  dropScanWatches(): boolean {
-    const record = this.scanChanges;
-    this.scanChanges = null;
-    record?.close();
-    return record !== null;
-  }
-
-  /** What the cold scan's watches recorded no longer says everything (a watcher they were released to failed): takeScanChanges says so. */
-  spoilScanChanges(reason: string): void {
-    this.scanChanges?.giveUp(reason);
-  }
-
   /** Resolves after the scan's next committed batch, or once the scan is over (done or failed). */
   nextCommit(): Promise<void> {
     if (this.scanDone) return Promise.resolve();
@@ -228,8 +187,8 @@ export class FolderIndex {
     for (const root of this.roots) this.frontier.add(root.uri);
     const dbFile = this.db.memory ? null : { path: this.db.file, driver: this.db.driver };
     const slicesHere = this.options.scanSlicesHere;
-    const changes = this.scanChanges ?? undefined;
-    const batches = scanInThread({ roots: this.roots, ignore: { gitignore, exclude }, log, skips, dbFile, ...(slicesHere ? { slicesHere } : {}), ...(changes ? { changes } : {}) });
+    const observer = this.options.scanObserver;
+    const batches = scanInThread({ roots: this.roots, ignore: { gitignore, exclude }, log, skips, dbFile, ...(slicesHere ? { slicesHere } : {}), ...(observer ? { observer } : {}) });
     for await (const batch of batches) {
       if (this.closed) throw new Error('index closed during the scan');
       // Directories found by this batch hold entries still to come; those
@@ -336,8 +295,6 @@ export class FolderIndex {
 
   close(): void {
     this.closed = true;
-    this.scanChanges?.close();
-    this.scanChanges = null;
     if (this.db.open) this.db.close();
   }
 }

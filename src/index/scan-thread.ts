@@ -5,7 +5,7 @@ import type { Root } from '../uri.ts';
 import type { SqliteDriverName } from '../sqlite.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
 import { Walk, type ScanBatch, type WalkState } from './scan.ts';
-import { ScanWatch, mergeScanChanges, type ScanChanges } from './scan-watch.ts';
+import type { ObservedThread, ScanObserver } from './scan-observer.ts';
 import { SkipReport, type SkipReason } from './servable.ts';
 import { builtScriptUrl } from '../workers.ts';
 
@@ -28,8 +28,8 @@ export interface ScanThreadOptions {
    * batch is committed; null (an index in memory): the caller builds them.
    */
   dbFile: IndexFile | null;
-  /** Where the walk records what changes behind it (see ScanChangeRecord); none: nothing is watched. */
-  changes?: ScanChangeRecord;
+  /** Told of each directory before the walk reads it, on either thread (see ScanObserver); none: nothing is. */
+  observer?: ScanObserver;
 }
 
 /** The index file and the driver it was opened with (the worker opens it with the same). */
@@ -58,8 +58,8 @@ const WORKER_AFTER_SLICES = 10;
 
 /**
  * What the worker posts: it is up; a batch; a log line; the end (with its
- * skips) or failure of the walk; and, when told to finish its watches, what
- * they recorded.
+ * skips) or failure of the walk; and, once the walk is done, what its
+ * observer sends to the main thread's (ObservedThread.next).
  */
 export type ScanMessage =
   | { type: 'ready' }
@@ -67,10 +67,13 @@ export type ScanMessage =
   | { type: 'log'; level: keyof Logger; message: string }
   | { type: 'done'; skips: Pick<SkipReport, 'counts' | 'examples'> }
   | { type: 'error'; message: string; code?: string }
-  | { type: 'changes'; changes: ScanChanges };
+  | ToObserver;
 
-/** Told to a worker that watched as it walked: these directories are watched by the watcher proper now; or it is up. */
-export type ScanWatchOrder = { type: 'release'; dirs: readonly string[] } | { type: 'finish' };
+/** A message between the two threads' observers, once the worker's walk is done (see ScanObserver). */
+export interface ToObserver {
+  type: 'observer';
+  message: unknown;
+}
 
 /** What the worker is told once it is up: go on with the walk from here. */
 export interface ScanHandover {
@@ -83,64 +86,8 @@ export interface ScanHandover {
   dbFile: IndexFile | null;
   /** Int32Array over it: [0] = batches the consumer has taken (flow control). */
   taken: SharedArrayBuffer;
-  /** Watch each directory before reading it, and keep the watches until told to finish (see ScanWatch). */
-  watch: boolean;
-}
-
-/**
- * What changed behind a cold scan, as its ScanWatch records on both threads
- * say: this thread's (the walk's first slices) and the worker's, which
- * stays up once its walk is done, idle, holding its watches until finish().
- */
-export class ScanChangeRecord {
-  readonly here = new ScanWatch();
-  private worker: ScanWorker | null = null;
-  private finished = false;
-  /** Why what the watches recorded no longer says everything (see giveUp). */
-  private spoiled: string | null = null;
-
-  /** Keeps the worker, its walk done, for its watches. */
-  adopt(worker: ScanWorker): void {
-    if (this.finished) worker.end();
-    else this.worker = worker;
-  }
-
-  /** The watcher proper watches `dirs` now: the scan's watches on them can go (see ScanWatch.release). */
-  release(dirs: readonly string[]): void {
-    if (this.finished) return;
-    this.here.release(dirs);
-    this.worker?.post({ type: 'release', dirs });
-  }
-
-  /** What the watches record no longer covers every change, for `reason` (a watcher that took over from them failed). */
-  giveUp(reason: string): void {
-    this.spoiled ??= reason;
-  }
-
-  /** Closes every watch of both threads (call it once the watcher proper is up) and says what they recorded. */
-  async finish(): Promise<ScanChanges> {
-    if (this.finished) return { unknown: 'the record was closed' };
-    this.finished = true;
-    const worker = this.worker;
-    this.worker = null;
-    try {
-      const [here, there] = await Promise.all([this.here.finish(), worker ? worker.finishWatching() : { paths: [] }]);
-      return this.spoiled !== null ? { unknown: this.spoiled } : mergeScanChanges(here, there);
-    } catch (error) {
-      this.here.close();
-      return { unknown: `the scan's worker thread failed (${(error as Error).message})` };
-    } finally {
-      worker?.end();
-    }
-  }
-
-  /** Drops the record (the scan failed, or the index closed). */
-  close(): void {
-    this.finished = true;
-    this.here.close();
-    this.worker?.end();
-    this.worker = null;
-  }
+  /** The module whose observer is told of each directory before the walk reads it (ScanObserver.threadModule); null: none. */
+  observer: string | null;
 }
 
 /**
@@ -161,7 +108,7 @@ export class ScanChangeRecord {
  * early (a break, or a throw in the consumer) ends the worker.
  */
 export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<ColumnBatch> {
-  const { roots, ignore, log, skips, changes } = options;
+  const { roots, ignore, log, skips, observer } = options;
   const batchSize = options.batchSize ?? 2000;
   const { onlyRoot } = options;
   const walk = new Walk({
@@ -170,7 +117,7 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
     log,
     skips,
     ...(onlyRoot === undefined ? {} : { onlyRoot }),
-    ...(changes ? { beforeRead: (dir: string) => changes.here.watch(dir) } : {}),
+    ...(observer ? { beforeRead: (dir: string) => observer.beforeRead(dir) } : {}),
   });
   let batchRows = Math.min(FIRST_BATCH, batchSize);
   let url = options.workerUrl === undefined ? builtScriptUrl('scan-worker') : options.workerUrl;
@@ -213,7 +160,7 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
       batchSize,
       dbFile: options.dbFile,
       taken: taken.buffer,
-      watch: changes !== undefined,
+      observer: observer?.threadModule.href ?? null,
     });
     for (;;) {
       const message = await worker.next();
@@ -225,9 +172,9 @@ export async function* scanInThread(options: ScanThreadOptions): AsyncGenerator<
         log[message.level](message.message);
       } else if (message.type === 'done') {
         addSkips(skips, message.skips);
-        // Its watches stay until the watcher proper is up.
-        if (changes) {
-          changes.adopt(worker);
+        // What its observer holds (the scan's watches) stays until the observer has no more use for it.
+        if (observer) {
+          observer.adopt(worker.observed());
           worker = null;
         }
         return;
@@ -273,17 +220,22 @@ export class ScanWorker {
     while (!this.ready && !this.failure) await new Promise<void>((resolve) => (this.wake = resolve));
   }
 
-  post(message: ScanHandover | ScanWatchOrder): void {
+  post(message: ScanHandover | ToObserver): void {
     this.worker.postMessage(message);
   }
 
-  /** Once its walk is done: closes the worker's watches and resolves to what they recorded. */
-  async finishWatching(): Promise<ScanChanges> {
-    this.post({ type: 'finish' });
-    for (;;) {
-      const message = await this.next();
-      if (message.type === 'changes') return message.changes;
-    }
+  /** Once its walk is done: the worker as its observer's adopter talks to it (see ScanObserver.adopt). */
+  observed(): ObservedThread {
+    return {
+      post: (message) => this.post({ type: 'observer', message }),
+      next: async () => {
+        for (;;) {
+          const message = await this.next();
+          if (message.type === 'observer') return message.message;
+        }
+      },
+      end: () => this.end(),
+    };
   }
 
   async next(): Promise<ScanMessage> {

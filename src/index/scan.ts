@@ -28,7 +28,7 @@ export interface ScanOptions {
   skips: SkipReport;
   /** Walk only this root (its position in `roots`, which rows record); default: every root. */
   onlyRoot?: number;
-  /** Called with each directory just before it is read (the scan's watches, see ScanWatch). */
+  /** Called with each directory just before it is read (its ScanObserver: the live layer's watches). */
   beforeRead?: (dir: string) => void;
 }
 

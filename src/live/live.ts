@@ -8,6 +8,7 @@ import { planWatchers } from './choose.ts';
 import { DEFAULT_NOTIFY_TIMINGS, ResourceNotifier, type NotifyTimings } from './notify.ts';
 import { Rechecks } from './rechecks.ts';
 import { Reconciler } from './reconcile.ts';
+import type { ScanChangeRecord } from './scan-changes.ts';
 import { WatcherSupervisor } from './supervisor.ts';
 import { outermostDirs, type StartWatcher, type WatcherBackend, type WatchSink } from './watcher.ts';
 import { WriteQueue } from './write-queue.ts';
@@ -33,6 +34,12 @@ export interface LiveOptions {
   starters?: Record<WatcherBackend, StartWatcher>;
   /** How the notifications of committed changes are coalesced (notify.ts). */
   timings?: NotifyTimings;
+  /**
+   * The record the index's cold scan kept (the index's scanObserver):
+   * taken once the watcher is up, instead of a diff of the tree. Live owns
+   * it from here: it closes it, unused when the index was warm.
+   */
+  scanChanges?: ScanChangeRecord;
 }
 
 /**
@@ -65,9 +72,16 @@ export class Live {
   private lockedTimer: NodeJS.Timeout | undefined;
   private readonly notifiers = new Set<ResourceNotifier>();
   private readonly stopListening: () => void;
+  /** What changed behind the cold scan, until taken; null for a warm index (nothing scanned) or none kept. */
+  private readonly scanChanges: ScanChangeRecord | null;
 
   constructor(private readonly options: LiveOptions) {
     const { index, log } = options;
+    this.scanChanges = options.scanChanges ?? null;
+    if (index.warm && this.scanChanges) {
+      this.scanChanges.close();
+      this.scanChanges = null;
+    }
     this.stopListening = index.onChange((change) => {
       for (const notifier of this.notifiers) notifier.onCommitted(change);
     });
@@ -107,6 +121,7 @@ export class Live {
       sink,
       signal,
       diffRoots: () => this.diffRoots(),
+      scanChanges: this.scanChanges,
       ...(options.starters ? { starters: options.starters } : {}),
       ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
     });
@@ -153,7 +168,7 @@ export class Live {
    * on its worker thread, each directory's entries compared with the index's
    * (type, size, mtime), in the background. A cold one starts it after the
    * first scan (whose size `auto` needs), then looks at what changed behind
-   * the scan: the paths its watches named (see ScanWatch), or, without them,
+   * the scan: the paths its watches named (see ScanChangeRecord), or, without them,
    * a diff of the roots. Watcher events gathered meanwhile are applied after.
    * Resolves once the watcher runs and the catch-up is done.
    *
@@ -167,13 +182,14 @@ export class Live {
     try {
       await index.ready;
     } catch {
+      this.scanChanges?.close(); // nobody takes what a failed scan recorded
       return; // the scan failed (or the index closed): requests report it
     }
     if (this.closed) return;
     await this.supervisor.start(planWatchers(this.options.watcher));
     const asked = performance.now();
     // Taken now that the watcher is up: between the two, every change is seen by one or the other.
-    const scanChanges = index.warm ? null : await index.takeScanChanges();
+    const scanChanges = await this.scanChanges?.take();
     if (this.closed) return;
     let ms: number;
     if (scanChanges && 'paths' in scanChanges) {
@@ -239,6 +255,7 @@ export class Live {
       this.batcher.close();
       this.rechecks.close();
       clearInterval(this.lockedTimer);
+      this.scanChanges?.close();
       await this.supervisor.close();
       // Tasks still waiting for the first scan would wait for all of it: the
       // caller closes the index next, which ends the scan, and they then see

@@ -91,126 +91,146 @@ export class Reconciler {
    * New directories, and directories whose `.gitignore` changed, are walked.
    */
   async paths(paths: Iterable<string>, otherNames = true): Promise<void> {
-    const { store, rules } = this.index;
-    /** Other indexed names of files seen with more than one link: a write through one name changes them all. */
-    const linked = new Set<string>();
-    const trees = new Set<string>();
-    /** Indexed directories of the same identity whose mtime moved: their entries changed (see relist). */
-    const relists = new Set<string>();
-    /** Of `trees`, directories of another identity than the indexed one (see Watcher.rewatch). */
-    const replaced = new Set<string>();
-    const ignoreEdits = new Set<string>();
-    const looked = new Set<string>();
-    /**
-     * An indexed directory as it is now against its row: of another identity
-     * (a build output swapped in with mv dist.new dist, a folder re-made), it
-     * is walked whole; the same one with its mtime moved (entries made,
-     * removed or renamed that no event may have named), listed again.
-     */
-    const judgeDirectory = (path: string, known: EntryRow, row: EntryRow, st: Stats) => {
-      if (this.locked.has(path) && this.locked.get(path) !== st.ctimeMs) {
-        trees.add(path); // its permission changed: what is inside may have changed unseen
-      } else if (!sameIdentity(known, row)) {
-        trees.add(path);
-        replaced.add(path);
-      } else if (known.mtime !== row.mtime) relists.add(path);
-    };
-    for (const path of new Set(paths)) {
-      const root = findRoot(this.roots, path);
-      if (!root) continue;
-      if (path !== root.path) looked.add(dirname(path));
-      if (basename(path) === '.gitignore' && this.index.options.gitignore) {
-        // What is ignored beneath this directory may have changed either way:
-        // forget its rules and diff the subtree (which reads them again).
-        rules.invalidate(dirname(path));
-        trees.add(dirname(path));
-        ignoreEdits.add(dirname(path));
-      } else {
-        looked.add(path);
-      }
-    }
-    const files = [...looked];
+    const check = this.pathsToLook(paths, otherNames);
+    const files = [...check.looked];
     const stats = await mapLimited(files, lstatOrDenied);
     const statOf = new Map(files.map((path, i) => [path, stats[i]!]));
     for (let i = 0; i < files.length; i++) {
       if (this.signal.aborted) return;
-      const path = files[i]!;
-      const st = stats[i]!;
-      const root = findRoot(this.roots, path)!;
-      // Its folder, looked at in this batch, is not one now (a link, a file, gone): an lstat of the
-      // path went through a link to whatever it names, or found nothing. The folder's own check
-      // removes it, or finds it replaced and walks it. (A folder not in the batch, the parent of a
-      // reported path's folder, was not looked at: that path is judged as before.)
-      const folder = statOf.get(dirname(path));
-      if (path !== root.path && folder !== undefined && (folder === null || folder === DENIED || !folder.isDirectory())) continue;
-      if (st === DENIED) {
-        // Beneath a folder that cannot be searched now: not gone, unknown. Its rows stay as they are.
-        await this.lockedAbove(path, root);
-        continue;
-      }
-      const rootIndex = this.roots.indexOf(root);
-      const isDir = st?.isDirectory() ?? false;
-      const isFile = st?.isFile() ?? false;
-      if (path === root.path) {
-        if (!isDir) {
-          this.rootGone(root);
-          continue;
-        }
-        const row = rootRow(root, rootIndex, st);
-        const known = store.get(row.uri);
-        // Re-made (rm -rf and mkdir, a checkout that replaced it): nothing the index knows of it holds.
-        if (known) judgeDirectory(path, known, row, st!);
-        else trees.add(path); // not indexed: gone during the scan, or since, and back
-        this.consider(row, path, known ?? null);
-        continue;
-      }
-      const fileUri = pathToUri(path, false);
-      const dirUri = pathToUri(path, true);
-      if (!(isDir || isFile) || rules.isIgnored(path, isDir)) {
-        this.removeIfIndexed(fileUri);
-        this.removeIfIndexed(dirUri);
-        continue;
-      }
-      const parentUri = pathToUri(dirname(path), true);
-      if (!store.get(parentUri)) {
-        trees.add(this.highestUnindexedAncestor(dirname(path), root));
-        continue;
-      }
-      const knownDir = isFile ? undefined : store.get(dirUri);
-      if (isFile) {
-        this.removeIfIndexed(dirUri); // a directory replaced by a file of the same name
-        this.consider(entryRow(path, basename(path), false, st!, parentUri, rootIndex), path);
-        // A hard link's other names: no event names them (inotify reports the name written through), yet
-        // their size and mtime are this file's. Looked up only when the file has other links.
-        if (otherNames && st!.nlink > 1) {
-          for (const uri of store.sameFile(st!.ino, st!.dev, MAX_OTHER_NAMES)) if (uri !== fileUri) linked.add(uriToPath(uri));
-        }
-        await this.limitSniffs();
-      } else if (knownDir) {
-        const row = entryRow(path, basename(path), true, st!, parentUri, rootIndex);
-        judgeDirectory(path, knownDir, row, st!);
-        this.consider(row, path, knownDir);
-      } else {
-        this.removeIfIndexed(fileUri);
-        trees.add(path); // new directory (created, moved in, or un-ignored): walk it
-      }
-      if (this.pendingCount() >= BATCH) await this.flush();
+      await this.lookAt(files[i]!, stats[i]!, statOf, check);
     }
     await this.flush();
-    for (const path of looked) linked.delete(path);
-    if (linked.size > 0 && !this.signal.aborted) await this.paths(linked, false);
-    for (const dir of relists) {
-      if (this.signal.aborted) return;
-      if (![...trees].some((tree) => dir === tree || dir.startsWith(tree + sep))) await this.relist(dir);
+    for (const path of check.looked) check.linked.delete(path);
+    if (check.linked.size > 0 && !this.signal.aborted) await this.paths(check.linked, false);
+    if (!(await this.relistChanged(check))) return;
+    if (!(await this.walkTrees(check))) return;
+    this.reportSkips();
+  }
+
+  /**
+   * The paths to lstat: each one inside a root, and the directory holding
+   * it. A `.gitignore` is not looked at itself: what is ignored beneath its
+   * directory may have changed either way, so its rules are forgotten and
+   * the subtree diffed (which reads them again).
+   */
+  private pathsToLook(paths: Iterable<string>, otherNames: boolean): PathCheck {
+    const check: PathCheck = { looked: new Set(), trees: new Set(), replaced: new Set(), ignoreEdits: new Set(), relists: new Set(), linked: new Set(), otherNames };
+    for (const path of new Set(paths)) {
+      const root = findRoot(this.roots, path);
+      if (!root) continue;
+      if (path !== root.path) check.looked.add(dirname(path));
+      if (basename(path) === '.gitignore' && this.index.options.gitignore) {
+        this.index.rules.invalidate(dirname(path));
+        check.trees.add(dirname(path));
+        check.ignoreEdits.add(dirname(path));
+      } else {
+        check.looked.add(path);
+      }
     }
-    for (const dir of outermostDirs(trees)) {
-      if (this.signal.aborted) return;
-      if (!ignoreEdits.has(dir)) this.rewatch(dir, replaced.has(dir) ? 'replaced' : 'found');
+    return check;
+  }
+
+  /**
+   * One looked-at path as its lstat (`st`) says it is now: its row written
+   * or removed, or the path noted for a walk or relist after the batch.
+   * `statOf` holds the lstat of every path of the batch.
+   */
+  private async lookAt(path: string, st: LstatResult, statOf: ReadonlyMap<string, LstatResult>, check: PathCheck): Promise<void> {
+    const root = findRoot(this.roots, path)!;
+    // Its folder, looked at in this batch, is not one now (a link, a file, gone): an lstat of the
+    // path went through a link to whatever it names, or found nothing. The folder's own check
+    // removes it, or finds it replaced and walks it. (A folder not in the batch, the parent of a
+    // reported path's folder, was not looked at: that path is judged as before.)
+    const folder = statOf.get(dirname(path));
+    if (path !== root.path && folder !== undefined && (folder === null || folder === DENIED || !folder.isDirectory())) return;
+    if (st === DENIED) {
+      // Beneath a folder that cannot be searched now: not gone, unknown. Its rows stay as they are.
+      await this.lockedAbove(path, root);
+      return;
+    }
+    if (path === root.path) return this.lookAtRoot(root, st, check);
+    const { store, rules } = this.index;
+    const rootIndex = this.roots.indexOf(root);
+    const isDir = st?.isDirectory() ?? false;
+    const isFile = st?.isFile() ?? false;
+    const fileUri = pathToUri(path, false);
+    const dirUri = pathToUri(path, true);
+    if (!(isDir || isFile) || rules.isIgnored(path, isDir)) {
+      this.removeIfIndexed(fileUri);
+      this.removeIfIndexed(dirUri);
+      return;
+    }
+    const parentUri = pathToUri(dirname(path), true);
+    if (!store.get(parentUri)) {
+      check.trees.add(this.highestUnindexedAncestor(dirname(path), root));
+      return;
+    }
+    const knownDir = isFile ? undefined : store.get(dirUri);
+    if (isFile) {
+      this.removeIfIndexed(dirUri); // a directory replaced by a file of the same name
+      this.consider(entryRow(path, basename(path), false, st!, parentUri, rootIndex), path);
+      // A hard link's other names: no event names them (inotify reports the name written through), yet
+      // their size and mtime are this file's. Looked up only when the file has other links.
+      if (check.otherNames && st!.nlink > 1) {
+        for (const uri of store.sameFile(st!.ino, st!.dev, MAX_OTHER_NAMES)) if (uri !== fileUri) check.linked.add(uriToPath(uri));
+      }
+      await this.limitSniffs();
+    } else if (knownDir) {
+      const row = entryRow(path, basename(path), true, st!, parentUri, rootIndex);
+      this.judgeDirectory(path, knownDir, row, st!, check);
+      this.consider(row, path, knownDir);
+    } else {
+      this.removeIfIndexed(fileUri);
+      check.trees.add(path); // new directory (created, moved in, or un-ignored): walk it
+    }
+    if (this.pendingCount() >= BATCH) await this.flush();
+  }
+
+  /** A root as it is now: gone (its rows go), re-made (walked whole), or its own row written. */
+  private lookAtRoot(root: Root, st: Stats | null, check: PathCheck): void {
+    if (!st?.isDirectory()) return this.rootGone(root);
+    const row = rootRow(root, this.roots.indexOf(root), st);
+    const known = this.index.store.get(row.uri);
+    // Re-made (rm -rf and mkdir, a checkout that replaced it): nothing the index knows of it holds.
+    if (known) this.judgeDirectory(root.path, known, row, st, check);
+    else check.trees.add(root.path); // not indexed: gone during the scan, or since, and back
+    this.consider(row, root.path, known ?? null);
+  }
+
+  /**
+   * An indexed directory as it is now against its row: of another identity
+   * (a build output swapped in with mv dist.new dist, a folder re-made), it
+   * is walked whole; the same one with its mtime moved (entries made,
+   * removed or renamed that no event may have named), listed again.
+   */
+  private judgeDirectory(path: string, known: EntryRow, row: EntryRow, st: Stats, check: PathCheck): void {
+    if (this.locked.has(path) && this.locked.get(path) !== st.ctimeMs) {
+      check.trees.add(path); // its permission changed: what is inside may have changed unseen
+    } else if (!sameIdentity(known, row)) {
+      check.trees.add(path);
+      check.replaced.add(path);
+    } else if (known.mtime !== row.mtime) check.relists.add(path);
+  }
+
+  /** Lists again each directory whose entries changed, unless a walk after covers it; false once aborted. */
+  private async relistChanged(check: PathCheck): Promise<boolean> {
+    for (const dir of check.relists) {
+      if (this.signal.aborted) return false;
+      if (![...check.trees].some((tree) => dir === tree || dir.startsWith(tree + sep))) await this.relist(dir);
+    }
+    return true;
+  }
+
+  /** Walks the outermost of the directories found new, replaced or with new rules; false once aborted. */
+  private async walkTrees(check: PathCheck): Promise<boolean> {
+    for (const dir of outermostDirs(check.trees)) {
+      if (this.signal.aborted) return false;
+      if (!check.ignoreEdits.has(dir)) this.rewatch(dir, check.replaced.has(dir) ? 'replaced' : 'found');
       // A directory that just appeared may hold directories created before the watcher saw it.
-      await this.tree(dir, ignoreEdits.has(dir) ? 'unignored' : 'nested');
+      await this.tree(dir, check.ignoreEdits.has(dir) ? 'unignored' : 'nested');
       this.recheckLater(dir);
     }
-    this.reportSkips();
+    return true;
   }
 
   /** Diffs the directory `dir` (a root or inside one) and everything beneath it against the index. */
@@ -636,6 +656,26 @@ function sameIdentity(a: Pick<EntryRow, 'ino' | 'dev'>, b: Pick<EntryRow, 'ino' 
 
 /** An lstat refused for want of permission: the entry may be there (see Reconciler.locked). */
 const DENIED = 'denied';
+/** What lstatOrDenied found: the entry, nothing there, or no permission to look. */
+type LstatResult = Stats | null | typeof DENIED;
+
+/** What one call of Reconciler.paths gathers as it looks at each path, for the steps after its batch. */
+interface PathCheck {
+  /** The paths lstat'ed: each reported path, and the directory holding it. */
+  readonly looked: Set<string>;
+  /** Directories to walk whole: new, re-made, their permission given back, or their .gitignore changed. */
+  readonly trees: Set<string>;
+  /** Of `trees`, directories of another identity than the indexed one (see Watcher.rewatch). */
+  readonly replaced: Set<string>;
+  /** Of `trees`, directories whose .gitignore changed. */
+  readonly ignoreEdits: Set<string>;
+  /** Indexed directories of the same identity whose mtime moved: their entries changed (see relist). */
+  readonly relists: Set<string>;
+  /** Other indexed names of files seen with more than one link: a write through one name changes them all. */
+  readonly linked: Set<string>;
+  /** Whether other names of hard-linked files are looked up (not when these names are the ones looked at). */
+  readonly otherNames: boolean;
+}
 /** Locked folders remembered at most (a few bytes each); past it the periodic diff covers the rest. */
 const MAX_LOCKED = 10_000;
 
@@ -645,7 +685,7 @@ function isDenied(error: unknown): boolean {
 }
 
 /** lstatOrNull, with a refusal for want of permission told apart from "not there". */
-function lstatOrDenied(path: string): Promise<Stats | null | typeof DENIED> {
+function lstatOrDenied(path: string): Promise<LstatResult> {
   return new Promise((resolve) => lstatCallback(path, (error, stats) => resolve(error ? (isDenied(error) ? DENIED : null) : stats)));
 }
 

@@ -3,6 +3,7 @@ import type { Store } from '../index/store.ts';
 import type { Logger } from '../log.ts';
 import { uriToPath } from '../uri.ts';
 import { BACKEND_STARTERS, type WatcherPlan } from './choose.ts';
+import type { ScanChangeRecord } from './scan-changes.ts';
 import { isResourceExhausted, type RewatchReason, type StartWatcher, type Watcher, type WatcherBackend, type WatchSink } from './watcher.ts';
 
 export interface SupervisorOptions {
@@ -18,6 +19,8 @@ export interface SupervisorOptions {
   signal: AbortSignal;
   /** Diffs every root (after a fallback: whatever changed while no backend ran). */
   diffRoots(): Promise<number>;
+  /** The cold scan's watches, which a starting backend takes over (release), spoils or drops; null: none. */
+  scanChanges: ScanChangeRecord | null;
 }
 
 /**
@@ -74,7 +77,7 @@ export class WatcherSupervisor {
   }
 
   private async startFirst(candidates: readonly WatcherBackend[], reason: string): Promise<boolean> {
-    const { index, log, signal } = this.options;
+    const { index, log, signal, scanChanges } = this.options;
     for (let i = 0; i < candidates.length; i++) {
       const backend = candidates[i]!;
       if (signal.aborted) return false;
@@ -91,7 +94,7 @@ export class WatcherSupervisor {
           signal,
           watching: (dirs) => {
             tookOver = true;
-            index.releaseScanWatches(dirs);
+            scanChanges?.release(dirs);
           },
           ...(this.options.pollIntervalMs !== undefined ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
         });
@@ -107,10 +110,10 @@ export class WatcherSupervisor {
       } catch (error) {
         if (signal.aborted) return false; // closed while it started: not a failure worth a warning
         // Its watches replaced some of the scan's, and are gone with it.
-        if (tookOver) index.spoilScanChanges(`the ${backend} watcher failed after taking over from the scan's watches`);
+        if (tookOver) scanChanges?.giveUp(`the ${backend} watcher failed after taking over from the scan's watches`);
         // Out of watches while the scan's still hold theirs (chokidar does not take them over):
         // let them go, and try the same backend again; the tree is then diffed, as without them.
-        if (isResourceExhausted(error) && index.dropScanWatches()) {
+        if (isResourceExhausted(error) && scanChanges?.drop()) {
           log.info(`watcher ${backend} ran out of watches while the scan's were held: released them, trying ${backend} again (the tree is diffed after)`);
           i--;
           continue;

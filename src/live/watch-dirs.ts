@@ -2,7 +2,7 @@ import { lstatSync, watch, type Dirent, type FSWatcher, type Stats } from 'node:
 import { basename, dirname, join } from 'node:path';
 import { describeError, isNoEntry } from '../errno.ts';
 import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
-import { fsWatchDirectory, type WatchDirectory } from '../index/scan-watch.ts';
+import { fsWatchDirectory, type WatchDirectory } from './scan-watch.ts';
 import { readServableDir } from '../index/servable.ts';
 import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
 

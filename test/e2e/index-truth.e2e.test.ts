@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { Live } from '../../src/live/live.ts';
+import { ScanChangeRecord } from '../../src/live/scan-changes.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
 import { connect, diskUris, serveTree, shareWith, tempDir, unprivilegedUser, unreadableFoldersSkip, waitFor, type Connected } from '../helpers.ts';
@@ -203,11 +204,12 @@ describe('--watcher none: no look at the disk after the start-up catch-up', () =
   test('a folder found new at start-up is not walked again later (and the scan watches are released)', async () => {
     const dir = tempDir();
     writeFileSync(join(dir.path, 'a.md'), 'a\n');
-    const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [], watchScan: linux });
-    const sync = new Live({ index, log: silentLogger, watcher: 'none', starters: BACKEND_STARTERS });
+    const scanChanges = linux ? new ScanChangeRecord() : undefined;
+    const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [], ...(scanChanges ? { scanObserver: scanChanges } : {}) });
+    const sync = new Live({ index, log: silentLogger, watcher: 'none', starters: BACKEND_STARTERS, ...(scanChanges ? { scanChanges } : {}) });
     try {
       await sync.start();
-      assert.equal(index.takeScanChanges(), null, 'the scan watches were taken and closed');
+      assert.equal(scanChanges?.take() ?? null, null, 'the scan watches were taken and closed');
       // A folder that appears in a look the server makes (as the post-scan catch-up, or its own write) ...
       mkdirSync(join(dir.path, 'made'));
       await sync.refresh([join(dir.path, 'made')]);

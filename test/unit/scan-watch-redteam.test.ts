@@ -6,9 +6,10 @@ import { mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync 
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
-import { ScanWatch } from '../../src/index/scan-watch.ts';
+import { ScanWatch } from '../../src/live/scan-watch.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
 import { Live } from '../../src/live/live.ts';
+import { ScanChangeRecord } from '../../src/live/scan-changes.ts';
 import { startDirsWatcher } from '../../src/live/watch-dirs.ts';
 import type { StartWatcher } from '../../src/live/watcher.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -84,27 +85,28 @@ function threads(): number {
 }
 
 describe('red team: nothing left behind', linuxOnly, () => {
-  const cases: [string, (dir: string, index: FolderIndex) => Promise<void>][] = [
-    ['the index closed once ready, no live sync', async () => {}],
-    ['the index closed mid-scan (the worker walking)', async () => {}],
-    ['a live sync started and closed', async (_dir, index) => {
-      const sync = new Live({ index, log: silentLogger, watcher: 'dirs' });
+  // The record's owner closes it: Live, or (no live sync) whoever made it, as app.ts does.
+  const cases: [string, (dir: string, index: FolderIndex, scanChanges: ScanChangeRecord) => Promise<void>][] = [
+    ['the index closed once ready, no live sync', async (_dir, _index, scanChanges) => scanChanges.close()],
+    ['the index closed mid-scan (the worker walking)', async (_dir, _index, scanChanges) => scanChanges.close()],
+    ['a live sync started and closed', async (_dir, index, scanChanges) => {
+      const sync = new Live({ index, log: silentLogger, watcher: 'dirs', scanChanges });
       await sync.start();
       await sync.close();
     }],
-    ['a live sync closed while its watcher started', async (_dir, index) => {
+    ['a live sync closed while its watcher started', async (_dir, index, scanChanges) => {
       const slow: StartWatcher = async (start) => {
         await new Promise((resolve) => setTimeout(resolve, 50));
         return startDirsWatcher(start);
       };
-      const sync = new Live({ index, log: silentLogger, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: slow } });
+      const sync = new Live({ index, log: silentLogger, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: slow }, scanChanges });
       const started = sync.start();
       await new Promise((resolve) => setTimeout(resolve, 10));
       await sync.close();
       await started;
     }],
-    ['a live sync closed while it took the scan\'s changes', async (_dir, index) => {
-      const sync = new Live({ index, log: silentLogger, watcher: 'dirs' });
+    ['a live sync closed while it took the scan\'s changes', async (_dir, index, scanChanges) => {
+      const sync = new Live({ index, log: silentLogger, watcher: 'dirs', scanChanges });
       const started = sync.start();
       await new Promise((resolve) => setTimeout(resolve, 5));
       await sync.close();
@@ -114,12 +116,13 @@ describe('red team: nothing left behind', linuxOnly, () => {
   for (const [name, act] of cases) {
     test(name, async () => {
       const dir = tempDir();
+      const scanChanges = new ScanChangeRecord();
       const before = countInotifyWatches();
       const threadsBefore = threads();
       let index: FolderIndex | undefined;
       try {
         scanTree(dir.path);
-        index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [], watchScan: true, scanSlicesHere: 1 });
+        index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [], scanObserver: scanChanges, scanSlicesHere: 1 });
         if (name.includes('mid-scan')) {
           await index.nextCommit();
           await index.nextCommit();
@@ -129,12 +132,13 @@ describe('red team: nothing left behind', linuxOnly, () => {
           assert.ok(countInotifyWatches() > before + 20, 'the scan watched');
           assert.ok(threads() > threadsBefore, 'the worker is up');
         }
-        await act(dir.path, index);
+        await act(dir.path, index, scanChanges);
         index.close();
         await index.ready.catch(() => {});
         await waitFor(() => countInotifyWatches() === before, 30_000, `the watches to go (${countInotifyWatches()} left, ${before} before)`);
         await waitFor(() => threads() <= threadsBefore, 30_000, `the worker to end (${threads()} threads, ${threadsBefore} before)`);
       } finally {
+        scanChanges.close();
         index?.close();
         dir.cleanup();
       }

@@ -1,12 +1,13 @@
 // What changes behind a cold scan: ScanWatch on real directories, the walk's
-// watches on both threads (the built dist/scan-worker.js), and the live sync
+// watches on both threads (the built dist/scan-worker.js and dist/scan-watch.js), and the live sync
 // taking them instead of diffing the tree again. Linux only, like ScanWatch.
 import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, watch as fsWatch, writeFileSync, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { ScanChangeRecord, scanInThread } from '../../src/index/scan-thread.ts';
-import { ScanWatch, mergeScanChanges, type ScanChanges } from '../../src/index/scan-watch.ts';
+import { scanInThread } from '../../src/index/scan-thread.ts';
+import { ScanChangeRecord } from '../../src/live/scan-changes.ts';
+import { ScanWatch, mergeScanChanges, type ScanChanges } from '../../src/live/scan-watch.ts';
 import { SkipReport } from '../../src/index/servable.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
 import type { StartWatcher } from '../../src/live/watcher.ts';
@@ -159,7 +160,7 @@ describe("the scan's watches on both threads", linuxOnly, () => {
         skips: new SkipReport(),
         dbFile: null,
         slicesHere: 1,
-        changes,
+        observer: changes,
       });
       let batches = 0;
       let changedBehind = false;

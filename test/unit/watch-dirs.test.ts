@@ -10,7 +10,7 @@ import { FolderIndex } from '../../src/index/folder-index.ts';
 import { IgnoreRules } from '../../src/index/ignore.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
 import { Live } from '../../src/live/live.ts';
-import type { WatchDirectory } from '../../src/index/scan-watch.ts';
+import type { WatchDirectory } from '../../src/live/scan-watch.ts';
 import { dirsWatcher, startDirsWatcher, type DirsWatcher } from '../../src/live/watch-dirs.ts';
 import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';

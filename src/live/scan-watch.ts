@@ -1,6 +1,12 @@
+// The cold scan's watches on one thread (ScanWatch), and what a scan's
+// worker thread loads to keep them there (observeThread, see
+// src/index/scan-observer.ts); both threads' as one: scan-changes.ts.
+// scripts/build.mjs builds this module on its own (dist/scan-watch.js) for
+// the worker to load: it imports nothing that starts anything.
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, join } from 'node:path';
 import { describeError, errnoCode, isNoEntry } from '../errno.ts';
+import type { ThreadScanObserver } from '../index/scan-observer.ts';
 
 /** Paths changed during a scan past which their list is dropped and the tree diffed instead (a checkout mid-scan). */
 export const SCAN_WATCH_MAX_PATHS = 20_000;
@@ -58,7 +64,7 @@ function readMaxQueuedEvents(): number {
 
 /**
  * How one directory is watched, by the scan's watches and by the `dirs`
- * backend (live/watch-dirs.ts): fs.watch, or a stand-in that fails like an
+ * backend (watch-dirs.ts): fs.watch, or a stand-in that fails like an
  * exhausted inotify (tests).
  */
 export type WatchDirectory = (dir: string, listener: (event: string, filename: string | null) => void) => FSWatcher;
@@ -190,4 +196,25 @@ export function mergeScanChanges(a: ScanChanges, b: ScanChanges): ScanChanges {
   if ('unknown' in a) return a;
   if ('unknown' in b) return b;
   return { paths: [...a.paths, ...b.paths] };
+}
+
+/** What the main thread's record (scan-changes.ts) tells a worker thread's watches: these directories are watched by the watcher proper now; or it is up. */
+export type ScanWatchOrder = { type: 'release'; dirs: readonly string[] } | { type: 'finish' };
+
+/**
+ * A scan's worker thread loads this module (ScanObserver.threadModule) and
+ * watches with it the directories it reads; once its walk is done, it holds
+ * the watches until told to finish, then sends what they recorded.
+ */
+export function observeThread(send: (changes: ScanChanges) => void): ThreadScanObserver {
+  const watch = new ScanWatch();
+  return {
+    beforeRead: (dir) => watch.watch(dir),
+    receive: (message) => {
+      const order = message as ScanWatchOrder;
+      if (order.type === 'release') watch.release(order.dirs);
+      else if (order.type === 'finish') void watch.finish().then(send);
+    },
+    close: () => watch.close(),
+  };
 }
