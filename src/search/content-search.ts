@@ -197,12 +197,15 @@ export class ContentSearch {
     };
   }
 
-  /** Starts the background build (after the first scan) and live updates. */
-  start(): void {
+  /**
+   * Starts the background build (after the first scan, and once
+   * `startAfter` has settled, fulfilled or not, when given) and live updates.
+   */
+  start(startAfter?: Promise<unknown>): void {
     if (this.worker) return;
     this.unsubscribe = this.index.onChange((change) => this.enqueue(change));
     this.meaning?.start();
-    this.worker = this.run().catch((error: unknown) => {
+    this.worker = this.run(startAfter?.then(() => {}, () => {})).catch((error: unknown) => {
       if (!this.closed) this.log.error(`content index stopped: ${(error as Error).message}`);
     });
   }
@@ -313,9 +316,11 @@ export class ContentSearch {
     this.wake?.();
   }
 
-  private async run(): Promise<void> {
+  private async run(startAfter?: Promise<unknown>): Promise<void> {
     // Closing during the first scan must not wait for the whole scan.
     await Promise.race([this.index.ready, this.closedSignal]);
+    if (startAfter) await Promise.race([startAfter, this.closedSignal]);
+    if (this.closed) return;
     const started = performance.now();
     await this.removeOrphans();
     const counted = await this.countCandidates();
