@@ -24,11 +24,12 @@ const { values } = parseArgs({
     watcher: { type: 'string' },
     keep: { type: 'boolean' },
     'no-search': { type: 'boolean' },
+    'timeout-min': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
-  process.stdout.write('Usage: node --import tsx bench/search-cold.ts [--size N (default 1000000)] [--seed N] [--watcher BACKEND (default: the server default)] [--keep (keep the database)] [--no-search (the same start without the content index, to compare)]\n');
+  process.stdout.write('Usage: node --import tsx bench/search-cold.ts [--size N (default 1000000)] [--seed N] [--watcher BACKEND (default: the server default)] [--keep (keep the database)] [--no-search (the same start without the content index, to compare)] [--timeout-min N (default: 4 x 30 s + 1.2 ms per file)]; SIGTERM or SIGINT stops the wait and reports what was reached\n');
   process.exit(0);
 }
 const size = Number(values.size);
@@ -55,6 +56,19 @@ function children(pid: number): number[] {
 const loads: number[] = [];
 const childPeak = new Map<number, number>();
 let serverPeak = 0;
+let peakAt: { phase: string; s: number } | null = null;
+let buildProgress: { done: number; total: number; s: number; perSecond: number } | null = null;
+/** The highest RSS sampled (VmRSS, every 250 ms) in each phase the server's log marks. */
+const phasePeak: Record<string, number> = {};
+/** Resident set (VmRSS) of a process in MiB, or null where /proc is not there. */
+function rssMiB(pid: number): number | null {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Math.round(Number(match[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
+}
 const t0 = performance.now();
 const search = !values['no-search'];
 const conn = await spawnFolderMcp(tree.root, db, [...(values.watcher ? ['--watcher', values.watcher] : []), ...(search ? [] : ['--no-search'])]);
@@ -66,7 +80,10 @@ const patterns: Record<string, RegExp> = {
   reconcileMs: /index checked against the disk in (\d+) ms/,
   contentIndexMs: /content index: \d+ (?:text )?documents checked in (\d+) ms/,
 };
-const deadline = performance.now() + 4 * settleTimeout(size);
+const deadline = performance.now() + (values['timeout-min'] ? Number(values['timeout-min']) * 60_000 : 4 * settleTimeout(size));
+// Stopped by hand (a shared machine too loaded to finish in time): the figures reached so far, marked as not done.
+let stopped = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => (stopped = true));
 let lastLoad = 0;
 for (;;) {
   // The server keeps only the last 50,000 characters of stderr: catch each line while it is there.
@@ -75,13 +92,22 @@ for (;;) {
     const m = seen[key] === undefined ? re.exec(err) : null;
     if (m) seen[key] = Number(m[1]);
   }
-  serverPeak = Math.max(serverPeak, peakRssMiB(conn.pid) ?? 0);
+  const peak = peakRssMiB(conn.pid) ?? 0;
+  const phase = seen.scanMs === undefined ? 'scan' : seen.reconcileMs === undefined ? 'disk check' : 'content index';
+  // Where the peak was reached: the phase of the sample at which VmHWM last grew.
+  if (peak > serverPeak) peakAt = { phase, s: Math.round((performance.now() - t0) / 1000) };
+  serverPeak = Math.max(serverPeak, peak);
+  // The build's own progress line (every 2 s): how far a run stopped before the end got, and at what rate.
+  const progress = [...err.matchAll(/content index: (\d+) of (\d+) documents checked in (\d+) s \((\d+) documents\/s\)/g)].at(-1);
+  if (progress) buildProgress = { done: Number(progress[1]), total: Number(progress[2]), s: Number(progress[3]), perSecond: Number(progress[4]) };
+  const rss = rssMiB(conn.pid);
+  if (rss !== null) phasePeak[phase] = Math.max(phasePeak[phase] ?? 0, rss);
   for (const c of children(conn.pid)) childPeak.set(c, Math.max(childPeak.get(c) ?? 0, peakRssMiB(c) ?? 0));
   if (performance.now() - lastLoad > 10_000) {
     loads.push(loadavg()[0]!);
     lastLoad = performance.now();
   }
-  if (((seen.contentIndexMs !== undefined || !search) && seen.reconcileMs !== undefined) || performance.now() > deadline) break;
+  if (((seen.contentIndexMs !== undefined || !search) && seen.reconcileMs !== undefined) || performance.now() > deadline || stopped) break;
   await new Promise((r) => setTimeout(r, 250));
 }
 const settledMs = performance.now() - t0;
@@ -125,6 +151,9 @@ const result = {
   contentIndexMs: seen.contentIndexMs ?? null,
   settledMs: Math.round(settledMs),
   serverPeakRssMiB: serverPeak,
+  peakReachedIn: peakAt,
+  contentIndexProgress: buildProgress,
+  sampledRssPeakByPhaseMiB: phasePeak,
   conversionPeakRssMiB: childPeak.size ? Math.max(...childPeak.values()) : null,
   dbMiB: +dbMiB.toFixed(1),
   walMiB: +walMiB.toFixed(1),
@@ -139,8 +168,11 @@ const rows: [string, string][] = [
   ['scan (log)', `${result.scanMs} ms`],
   ['disk check (log)', `${result.reconcileMs} ms`],
   ['content index (log)', `${result.contentIndexMs} ms`],
+  ['content index progress (last log line)', buildProgress ? `${buildProgress.done} of ${buildProgress.total} in ${buildProgress.s} s (${buildProgress.perSecond}/s)` : '—'],
   ['spawn → all done', `${result.settledMs} ms${result.done ? '' : ' (timed out)'}`],
   ['server peak RSS (VmHWM, threads included)', `${serverPeak} MiB`],
+  ['peak reached in (phase, s after spawn)', peakAt ? `${peakAt.phase}, ${peakAt.s} s` : '—'],
+  ['sampled RSS peak by phase', Object.entries(phasePeak).map(([k, v]) => `${k} ${v}`).join(', ') + ' MiB'],
   ['conversion process peak RSS', result.conversionPeakRssMiB === null ? 'not seen' : `${result.conversionPeakRssMiB} MiB`],
   ['database / -wal', `${result.dbMiB} / ${result.walMiB} MiB`],
   ['content index (dbstat)', `${result.searchMiB} MiB (${((result.searchShare ?? 0) * 100).toFixed(0)}%)`],

@@ -230,7 +230,11 @@ function openExisting(file: string, driver: SqliteDriverName): OpenedDb {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('temp_store = MEMORY');
-    db.pragma('cache_size = -65536');
+    // 32 MiB of page cache for the main connection (each thread's connection has its own: the scan
+    // worker's index build 2 MiB, the search thread SQLite's default, about 2 MiB). At 1M files the cache is
+    // full from the scan on, and its peak is the whole-tree diff after the scan: 64 MiB peaked at
+    // 342 MiB, 32 MiB at 311, scan and check in the same time side by side (docs/benchmarks.md).
+    db.pragma('cache_size = -32768');
     const version = db.pragma('user_version') as number;
     if (version === SCHEMA_VERSION && scanCompleted(db)) return { db, warm: true };
     if (version !== 0 && version !== SCHEMA_VERSION) {

@@ -145,13 +145,16 @@ export class ContentIndexBuilder {
     };
   }
 
-  /** Starts the background build (after the first scan) and live updates. */
-  start(): void {
+  /**
+   * Starts the background build (after the first scan, and once
+   * `startAfter` has settled, fulfilled or not, when given) and live updates.
+   */
+  start(startAfter?: Promise<unknown>): void {
     if (this.worker) return;
     this.unsubscribe = this.index.onChange((change) => {
       if (!this.closed) this.changes.add(change);
     });
-    this.worker = this.run().catch((error: unknown) => {
+    this.worker = this.run(startAfter?.then(() => {}, () => {})).catch((error: unknown) => {
       if (!this.closed) this.log.error(`content index stopped: ${(error as Error).message}`);
     });
   }
@@ -180,9 +183,11 @@ export class ContentIndexBuilder {
     return this.stop.signal.aborted;
   }
 
-  private async run(): Promise<void> {
+  private async run(startAfter?: Promise<void>): Promise<void> {
     // Closing during the first scan must not wait for the whole scan.
     await Promise.race([this.index.ready, this.stopped]);
+    if (startAfter) await Promise.race([startAfter, this.stopped]);
+    if (this.closed) return;
     const started = performance.now();
     await this.removeOrphans();
     const counted = await this.countCandidates();

@@ -69,9 +69,13 @@ export class ContentSearch {
     this.queries = new ContentQuery(index.db, log, options.budgetMs ?? DEFAULT_SEARCH_BUDGET_MS, options.workerUrl);
   }
 
-  /** Starts the background build (after the first scan), live updates, and the embedding. */
-  start(): void {
-    this.builder.start();
+  /**
+   * Starts the background build (after the first scan, and once
+   * `startAfter` has settled, fulfilled or not, when given), live updates,
+   * and the embedding.
+   */
+  start(startAfter?: Promise<unknown>): void {
+    this.builder.start(startAfter);
     this.meaning?.start();
   }
 

@@ -199,6 +199,61 @@ describe('ContentSearch on a real index', () => {
   });
 });
 
+test('the first build waits for the promise start() is given: nothing counted or written before it settles, changes meanwhile kept', async () => {
+  const dir = tempDir();
+  const state = tempDir('folder-mcp-state-');
+  try {
+    writeTree(dir.path, { 'a.md': 'alpha\n', 'sub/b.txt': 'beta\n' });
+    const root = makeRoot(dir.path);
+    const index = new FolderIndex({ roots: [root], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
+    const search = new ContentSearch(index, silentLogger);
+    // What src/app.ts gives a cold start: the live sync's catch-up with the disk (watcher up, what changed behind the scan checked).
+    let open!: () => void;
+    const caughtUp = new Promise<void>((resolve) => (open = resolve));
+    search.start(caughtUp);
+    await index.ready;
+    // A change the catch-up brings in while the build waits: followed once it runs, not lost.
+    const path = join(dir.path, 'c.md');
+    writeFileSync(path, 'gamma\n');
+    index.apply({ upserted: [entryRow(path, 'c.md', false, statSync(path), root.uri, 0)], removed: [] });
+    // Not gated, a build of three small files counts them within milliseconds of the scan.
+    const counted = await waitFor(() => search.progress.total > 0, 3000).then(
+      () => true,
+      () => false,
+    );
+    assert.equal(counted, false, 'the build started before the promise settled');
+    assert.deepEqual(search.progress, { done: 0, total: 0, complete: false });
+    const scope = { ...planQuery({ method: 'resources/list' }), exact: true };
+    const hits = (q: string) => search.search(parseSearchQuery(q), scope, 10).map((h) => h.row.name);
+    assert.deepEqual(['alpha', 'beta', 'gamma'].flatMap(hits), []);
+    open();
+    await search.idle();
+    assert.deepEqual(search.progress, { done: 3, total: 3, complete: true });
+    assert.deepEqual(['alpha', 'beta', 'gamma'].flatMap(hits), ['a.md', 'b.txt', 'c.md']);
+    await search.close();
+    index.close();
+
+    // A catch-up that fails still lets the build run; one that never ends does not hold up close().
+    const again = new FolderIndex({ roots: [root], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    const failed = new ContentSearch(again, silentLogger);
+    failed.start(Promise.reject(new Error('the watcher failed')));
+    await failed.idle();
+    assert.deepEqual(failed.progress, { done: 3, total: 3, complete: true });
+    await failed.close();
+    again.close();
+    const third = new FolderIndex({ roots: [root], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    const held = new ContentSearch(third, silentLogger);
+    held.start(new Promise(() => {}));
+    await third.ready;
+    await held.close();
+    assert.deepEqual(held.progress, { done: 0, total: 0, complete: false });
+    third.close();
+  } finally {
+    dir.cleanup();
+    state.cleanup();
+  }
+});
+
 test('a warm restart checks the content index a slice at a time: every document counted, those gone meanwhile dropped', async () => {
   const dir = tempDir();
   const state = tempDir('folder-mcp-state-');
