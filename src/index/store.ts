@@ -25,6 +25,7 @@ export class Store {
   private readonly recentStmt;
   private readonly collectionsStmt;
   private readonly sameFileStmt;
+  private readonly linkedOutsideStmt;
   readonly upsertMany: (rows: readonly EntryRow[]) => void;
   /** The cold scan's insert, from columns (see EntryColumns); positional binding costs a quarter less than named. */
   readonly insertScanned: (rows: EntryColumns) => void;
@@ -56,6 +57,11 @@ export class Store {
     this.collectionsStmt = db.prepareRows(`SELECT uri FROM entries WHERE kind = ${COLLECTION} AND uri > ? ORDER BY uri LIMIT ?`);
     // entries_by_ino: the other names of a hard-linked file (see Reconciler.paths).
     this.sameFileStmt = db.prepareRows(`SELECT uri FROM entries WHERE ino = ? AND dev = ? AND kind = ${DOCUMENT} LIMIT ?`);
+    // One lookup in entries_by_ino per document of the range; a file of one link finds only itself, in the range.
+    this.linkedOutsideStmt = db.prepareRows(
+      `SELECT DISTINCT o.uri FROM entries r JOIN entries o ON o.ino = r.ino AND o.dev = r.dev AND o.kind = ${DOCUMENT}
+       WHERE r.uri >= ? AND r.uri < ? AND r.kind = ${DOCUMENT} AND r.ino != 0 AND (o.uri < ? OR o.uri >= ?) LIMIT ?`,
+    );
     this.upsertMany = db.transaction((rows: readonly EntryRow[]) => {
       // Positional: node:sqlite refuses a named-parameter object with keys the statement does not name.
       for (const r of rows) this.upsertStmt.run(r.uri, r.parent, r.root, r.name, r.ext, r.kind, r.size, r.mtime, r.mime, r.ino, r.dev);
@@ -117,6 +123,17 @@ export class Store {
   /** URIs of documents indexed with this identity (inode, device): the names of one file, hard links among them. */
   sameFile(ino: number, dev: number, limit: number): string[] {
     return this.sameFileStmt.all(ino, dev, limit).map((row) => row[0] as string);
+  }
+
+  /**
+   * URIs of documents outside `uri` (a document, or a collection and
+   * everything beneath it) indexed with the identity of a document inside
+   * it: the other hard-linked names of the files it holds.
+   */
+  linkedOutside(uri: string, limit: number): string[] {
+    // A collection's range is its prefix; a document's is its URI alone (no URI holds a NUL).
+    const end = uri.endsWith('/') ? succ(uri)! : `${uri}\0`;
+    return this.linkedOutsideStmt.all(uri, end, uri, end, limit).map((row) => row[0] as string);
   }
 
   /** Direct children of a collection in URI order, after `afterUri`. */

@@ -59,6 +59,12 @@ export class Reconciler {
    * (see otherNames). The path check (`paths`) does the same for its own.
    */
   private linkedFound: Array<{ uri: string; ino: number; dev: number }> = [];
+  /**
+   * The other indexed names of files whose rows went (see flush): written
+   * through the removed name just before it went (appended to, then its
+   * folder deleted), they hold a size and mtime no event names.
+   */
+  private linkedToRemoved = new Set<string>();
 
   constructor(
     private readonly index: FolderIndex,
@@ -100,6 +106,7 @@ export class Reconciler {
       await this.lookAt(files[i]!, stats[i]!, statOf, check);
     }
     await this.flush();
+    for (const path of this.takeLinkedToRemoved()) check.linked.add(path);
     for (const path of check.looked) check.linked.delete(path);
     if (check.linked.size > 0 && !this.signal.aborted) await this.paths(check.linked, false);
     if (!(await this.relistChanged(check))) return;
@@ -568,15 +575,20 @@ export class Reconciler {
    * names, in folders no event named, hold the same size and mtime.
    */
   private async otherNames(): Promise<void> {
-    if (this.linkedFound.length === 0) return;
+    const others = new Set<string>(this.takeLinkedToRemoved());
     const found = this.linkedFound;
     this.linkedFound = [];
-    const others = new Set<string>();
     for (const { uri, ino, dev } of found) {
       for (const other of this.index.store.sameFile(ino, dev, MAX_OTHER_NAMES)) if (other !== uri) others.add(uriToPath(other));
     }
     for (const { uri } of found) others.delete(uriToPath(uri));
     if (others.size > 0 && !this.signal.aborted) await this.paths(others, false);
+  }
+
+  private takeLinkedToRemoved(): Set<string> {
+    const taken = this.linkedToRemoved;
+    this.linkedToRemoved = new Set();
+    return taken;
   }
 
   /** Keeps the files open for sniffing under PARALLEL_IO (a sniff that hits EMFILE would call text binary). */
@@ -627,6 +639,10 @@ export class Reconciler {
     this.upserted = [];
     this.removed = [];
     if (this.signal.aborted) return;
+    for (const uri of change.removed) {
+      if (this.linkedToRemoved.size >= MAX_LINKED_FOUND) break;
+      for (const other of this.index.store.linkedOutside(uri, MAX_OTHER_NAMES)) this.linkedToRemoved.add(uriToPath(other));
+    }
     if (this.index.apply(change)) this.written += change.upserted.length + change.removed.length;
   }
 }

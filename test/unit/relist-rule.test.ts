@@ -5,7 +5,7 @@
 // report (often less), against a real index of a real folder, and compares
 // the index with the disk: URI, kind and size of every entry.
 import assert from 'node:assert/strict';
-import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, test } from 'node:test';
@@ -167,6 +167,29 @@ describe('the re-list rule: the index equals the disk after the reported paths a
       }
     });
   }
+});
+
+describe('a hard-linked file written through a name that then goes (found by the fuzzer, seed 3047)', () => {
+  test('its other names are looked at again: they hold the new size, and no event names them', async () => {
+    const dir = tempDir();
+    const root = join(dir.path, 'served');
+    writeTree(root, { 'x/e/f.txt': 'linked\n', 'h/other.txt': 'o' });
+    // The other name in a folder nothing happens in: no re-list of a folder whose mtime moved finds it.
+    linkSync(join(root, 'x/e/f.txt'), join(root, 'h/g.txt'));
+    const index = new FolderIndex({ roots: [makeRoot(root)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    try {
+      await index.ready;
+      assert.deepEqual(indexState(index), diskState(root), 'the scan indexed the tree');
+      appendFileSync(join(root, 'x/e/f.txt'), 'more');
+      rmSync(join(root, 'x/e'), { recursive: true });
+      // What a watcher reports: the file written, and the folder deleted (its parent's mtime moved).
+      await new Reconciler(index, silentLogger, new AbortController().signal).paths([join(root, 'x/e/f.txt'), join(root, 'x/e'), join(root, 'x')]);
+      assert.deepEqual(indexState(index), diskState(root));
+    } finally {
+      index.close();
+      dir.cleanup();
+    }
+  });
 });
 
 describe('a served folder missing when the cold scan runs (found by the fuzzer, seed 174: re-made mid-scan)', () => {
