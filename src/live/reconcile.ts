@@ -360,6 +360,7 @@ export class Reconciler {
       this.log.warn(`cannot walk ${escapeName(root.path)}: ${describeError(error)}`);
     }
     await this.flush();
+    await this.otherNames();
     this.reportSkips();
   }
 
@@ -370,8 +371,13 @@ export class Reconciler {
       const row = rowAt(rows, i);
       const known = indexed.get(row.uri);
       indexed.delete(row.uri);
-      // The walk has sniffed what needed it: no path is needed here.
-      this.consider(row, '', known ?? null);
+      // The walk has sniffed what needed it: no path is needed here. Its rows carry no link count: a
+      // document new or changed is looked up by identity (one index lookup), as a hard link's other
+      // names, in folders nobody re-lists, may have been written through it (fuzzer seed 3075).
+      const changed = this.consider(row, '', known ?? null);
+      if (changed && row.kind === EntryKind.document && row.ino !== 0 && this.linkedFound.length < MAX_LINKED_FOUND) {
+        this.linkedFound.push({ uri: row.uri, ino: row.ino, dev: row.dev });
+      }
       if (row.kind === EntryKind.collection) this.rewatchIfNew(uriToPath(row.uri), known, row, 'found');
     }
     // In the index, not on disk (or ignored now): a collection takes its subtree with it.
@@ -581,7 +587,8 @@ export class Reconciler {
     for (const { uri, ino, dev } of found) {
       for (const other of this.index.store.sameFile(ino, dev, MAX_OTHER_NAMES)) if (other !== uri) others.add(uriToPath(other));
     }
-    for (const { uri } of found) others.delete(uriToPath(uri));
+    // The names found are looked at again too: one lstat'ed before a write through another name, with
+    // that name's event (or walk) handled before this one was committed, would keep the size from before.
     if (others.size > 0 && !this.signal.aborted) await this.paths(others, false);
   }
 

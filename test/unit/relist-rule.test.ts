@@ -192,6 +192,31 @@ describe('a hard-linked file written through a name that then goes (found by the
   });
 });
 
+describe('a hard-linked file written through a name in another root, walked after (found by the fuzzer, seed 3075)', () => {
+  test('a root walk looks up the documents it finds by identity: the name the first walk saw holds the new size', async () => {
+    const dir = tempDir();
+    const [outer, inner] = [join(dir.path, 'outer'), join(dir.path, 'inner')];
+    writeTree(outer, { 'd/x.txt': 'x' });
+    writeTree(inner, { 'y.txt': 'y' });
+    const index = new FolderIndex({ roots: [makeRoot(outer), makeRoot(inner)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    try {
+      await index.ready;
+      // Made while no server ran: two names of one file, one in each root.
+      writeFileSync(join(inner, 'f.txt'), 'linked\n');
+      linkSync(join(inner, 'f.txt'), join(outer, 'd/a'));
+      const reconciler = new Reconciler(index, silentLogger, new AbortController().signal);
+      // A warm start walks each root: the outer one first, then a write through the inner name, then the inner walk.
+      await reconciler.tree(outer);
+      appendFileSync(join(inner, 'f.txt'), 'more');
+      await reconciler.tree(inner);
+      assert.deepEqual(indexState(index), [...diskState(outer), ...diskState(inner)].sort());
+    } finally {
+      index.close();
+      dir.cleanup();
+    }
+  });
+});
+
 describe('a served folder missing when the cold scan runs (found by the fuzzer, seed 174: re-made mid-scan)', () => {
   test('the scan indexes the other folders, and this one once it is back and looked at', async () => {
     const dir = tempDir();
