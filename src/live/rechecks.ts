@@ -69,6 +69,8 @@ export class Rechecks {
     if (this.options.signal.aborted || backend === undefined || backend === 'poll' || backend === 'none') return;
     this.safetyTimer = setTimeout(
       async () => {
+        // Live's close clears this timer; an abort alone (the lifetime ended first) stops it here.
+        if (this.options.signal.aborted) return;
         const before = this.options.written();
         const ms = await this.options.diffRoots();
         const missed = this.options.written() - before;

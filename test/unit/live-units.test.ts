@@ -11,6 +11,9 @@ import type { EntryRow } from '../../src/entry.ts';
 import { BACKEND_STARTERS, planWatchers } from '../../src/live/choose.ts';
 import { Subscriptions } from '../../src/protocol/subscriptions.ts';
 import { Live } from '../../src/live/live.ts';
+import { Rechecks } from '../../src/live/rechecks.ts';
+import { WriteQueue } from '../../src/live/write-queue.ts';
+import type { WatcherBackend } from '../../src/live/watcher.ts';
 import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
@@ -76,6 +79,93 @@ describe('Coalescer', () => {
       }
       // 1 leading + one every 500 ms of the 1,000 ms stream (a quiet 20 ms never came).
       assert.equal(fired(), 3);
+    });
+  });
+});
+
+describe('Rechecks: the periodic safety diff', () => {
+  // The timers are mocked: the 60 s floor and the 100x duty factor are checked without waiting a minute.
+  const run = async (backend: WatcherBackend, body: (r: Rechecks, diffs: () => number, stop: AbortController, logged: string[]) => Promise<void>) => {
+    mock.timers.enable({ apis: ['setTimeout'] });
+    const stop = new AbortController();
+    const logged: string[] = [];
+    let diffs = 0;
+    let written = 0;
+    const rechecks = new Rechecks({
+      queue: new WriteQueue({ ready: () => Promise.resolve(), signal: stop.signal, log: silentLogger }),
+      tree: () => Promise.resolve(),
+      // Each diff takes "1,000 ms" and finds 2 changes no event brought.
+      diffRoots: () => {
+        diffs++;
+        written += 2;
+        return Promise.resolve(1000);
+      },
+      written: () => written,
+      backend: () => backend,
+      signal: stop.signal,
+      log: createLogger('info', (line) => logged.push(line)),
+    });
+    try {
+      await body(rechecks, () => diffs, stop, logged);
+    } finally {
+      rechecks.close();
+      mock.timers.reset();
+    }
+  };
+  /** Lets the diff's promise and the rescheduling after it run. */
+  const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+  test('the first diff runs 60 s after a quick start-up check, the next 100 times the last diff later, and what it found is logged', async () => {
+    await run('dirs', async (rechecks, diffs, _stop, logged) => {
+      rechecks.scheduleSafetyDiff(50);
+      mock.timers.tick(59_999);
+      assert.equal(diffs(), 0);
+      mock.timers.tick(1);
+      await settle();
+      assert.equal(diffs(), 1);
+      assert.match(logged.join('\n'), /periodic check applied 2 change\(s\)/);
+      // The diff took 1,000 ms: the next is 100 s later, not 60.
+      mock.timers.tick(99_999);
+      await settle();
+      assert.equal(diffs(), 1);
+      mock.timers.tick(1);
+      await settle();
+      assert.equal(diffs(), 2);
+      assert.equal(rechecks.scheduled, 1, 'another diff is scheduled');
+    });
+  });
+
+  test('a slow start-up check spaces the first diff by 100 times its duration', async () => {
+    await run('chokidar', async (rechecks, diffs) => {
+      rechecks.scheduleSafetyDiff(2000);
+      mock.timers.tick(199_999);
+      await settle();
+      assert.equal(diffs(), 0);
+      mock.timers.tick(1);
+      await settle();
+      assert.equal(diffs(), 1);
+    });
+  });
+
+  test('poll (which diffs all the time) and none (a static index) schedule none; a closed Live stops the next', async () => {
+    for (const backend of ['poll', 'none'] as const) {
+      await run(backend, async (rechecks, diffs) => {
+        rechecks.scheduleSafetyDiff(10);
+        assert.equal(rechecks.scheduled, 0);
+        mock.timers.tick(600_000);
+        await settle();
+        assert.equal(diffs(), 0);
+      });
+    }
+    await run('dirs', async (rechecks, diffs, stop) => {
+      rechecks.scheduleSafetyDiff(10);
+      mock.timers.tick(60_000);
+      await settle();
+      assert.equal(diffs(), 1);
+      stop.abort();
+      mock.timers.tick(600_000);
+      await settle();
+      assert.equal(diffs(), 1, 'no diff after the abort');
     });
   });
 });
