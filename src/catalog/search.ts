@@ -107,6 +107,11 @@ const output = z.object({
     .object({ done: z.number(), total: z.number() })
     .optional()
     .describe('Present while the content index is still being built: results cover only the files indexed so far.'),
+  rechecking: z
+    .boolean()
+    .optional()
+    .describe("True after a restart while the last run's content index is compared with the disk: a file changed since may be missing, or found by its old text."),
+  waiting: z.number().optional().describe('Files known to have changed whose new text is not indexed yet (results may miss it); absent when none.'),
   truncated: z
     .boolean()
     .optional()
@@ -196,6 +201,9 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
       ...(h.place?.unit === 'sheet' && h.place.name !== undefined ? { sheetName: h.place.name } : {}),
     }));
     const indexing = progress.complete ? undefined : { done: progress.done, total: progress.total };
+    // Once complete: answered from an index that may lag the disk, for a moment, by what it knows changed.
+    const rechecking = progress.complete && progress.rechecking;
+    const waiting = progress.complete && !rechecking ? progress.waiting : 0;
     // One hit per line: the matched line's own control characters are escaped too.
     const lines = hits.map((h, i) => {
       const r = results[i]!;
@@ -206,13 +214,15 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     const summary =
       (note !== undefined ? `Note: ${note}\n` : '') +
       (indexing ? `Note: the content index is still being built (${indexing.done} of ${indexing.total} files); results are partial.\n` : '') +
+      (rechecking ? "Note: the content index is the last run's, still being re-checked against the disk; a file changed since may be missing or found by its old text.\n" : '') +
+      (waiting > 0 ? `Note: ${waiting} changed file${waiting === 1 ? ' is' : 's are'} not indexed yet; results may miss their new text.\n` : '') +
       (truncated
         ? `Note: the search was cut short after ${search.searchBudgetMs} ms; results are partial. Use fewer or longer prefix terms, or narrow it with glob, name or prefix.\n`
         : '') +
       (results.length === 0 ? `No matches for ${expression ? expression.terms.join(' ') : JSON.stringify(args.query)}.` : lines.join('\n'));
     return {
       content: [{ type: 'text', text: summary }, ...hits.map((h) => resourceLink(h.row, ctx))],
-      structuredContent: { query: args.query, terms: expression?.terms ?? [], mode, ...(note !== undefined ? { note } : {}), results, ...(indexing ? { indexing } : {}), ...(truncated ? { truncated } : {}) },
+      structuredContent: { query: args.query, terms: expression?.terms ?? [], mode, ...(note !== undefined ? { note } : {}), results, ...(indexing ? { indexing } : {}), ...(rechecking ? { rechecking } : {}), ...(waiting > 0 ? { waiting } : {}), ...(truncated ? { truncated } : {}) },
     };
   },
 };

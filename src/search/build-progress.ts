@@ -1,7 +1,7 @@
 // How far the content index's build got, and the searches waiting for it to
 // finish (content-index-builder.ts moves it; the search tool reads it).
 
-export interface SearchProgress {
+export interface BuildState {
   /** Documents checked (read or converted, or found up to date) since the build started. */
   done: number;
   /** Documents to check in this build (text files and documents with a converted text). */
@@ -10,15 +10,27 @@ export interface SearchProgress {
   complete: boolean;
 }
 
+/** What a search's answer says of the index it came from. */
+export interface SearchProgress extends BuildState {
+  /** Documents known to have changed whose new text is not indexed yet (being read, or queued). */
+  waiting: number;
+  /**
+   * A warm start still comparing the index with the disk (what changed
+   * since the last run, then every document's size and mtime): a file
+   * changed meanwhile may answer from its old text, or not at all.
+   */
+  rechecking: boolean;
+}
+
 export class BuildProgress {
-  private readonly state: SearchProgress = { done: 0, total: 0, complete: false };
+  private readonly state: BuildState = { done: 0, total: 0, complete: false };
   /** True once state.total is the count of this build (on a warm start, a few moments after start). */
   private counted = false;
   private closed = false;
   private readonly waiters = new Set<{ maxDocs: number; done: () => void }>();
 
   /** A copy: the caller may keep it. */
-  get current(): SearchProgress {
+  get current(): BuildState {
     return { ...this.state };
   }
 

@@ -76,6 +76,10 @@ class PendingChanges {
     return this.upserts.size === 0 && this.removals.length === 0;
   }
 
+  get upsertCount(): number {
+    return this.upserts.size;
+  }
+
   get hasUpserts(): boolean {
     return this.upserts.size > 0;
   }
@@ -116,6 +120,10 @@ export class ContentIndexBuilder {
   private applying = false;
   /** True once every document has been checked since start (progress.complete may come first: a warm start). */
   private walked = false;
+  /** True once the index has caught up with the disk after its scan (what changed since the last run is known). */
+  private caughtUp = false;
+  /** Documents taken from the pending changes whose rows are not written yet. */
+  private inFlight = 0;
 
   constructor(
     private readonly index: FolderIndex,
@@ -149,8 +157,12 @@ export class ContentIndexBuilder {
    * Starts the background build (after the first scan, and once
    * `startAfter` has settled, fulfilled or not, when given) and live updates.
    */
-  start(startAfter?: Promise<unknown>): void {
+  start(startAfter?: Promise<unknown>, caughtUp: Promise<unknown> = startAfter ?? this.index.ready): void {
     if (this.worker) return;
+    void caughtUp.then(
+      () => (this.caughtUp = true),
+      () => (this.caughtUp = true),
+    );
     this.unsubscribe = this.index.onChange((change) => {
       if (!this.closed) this.changes.add(change);
     });
@@ -165,6 +177,16 @@ export class ContentIndexBuilder {
    * tests and benchmarks): a batch leaves the pending set when its reads
    * start, not when its rows are written.
    */
+  /** Documents known to have changed whose new text is not written yet. */
+  get waiting(): number {
+    return this.changes.upsertCount + this.inFlight;
+  }
+
+  /** A warm start that answers from the last run's index while it still compares it with the disk. */
+  get rechecking(): boolean {
+    return this.progress.complete && (!this.caughtUp || !this.walked);
+  }
+
   async idle(): Promise<void> {
     while (!this.closed && (!this.walked || this.applying || !this.changes.empty)) {
       await new Promise((r) => setTimeout(r, 10));
@@ -274,7 +296,12 @@ export class ContentIndexBuilder {
         }
       }
       if (gone.length > 0) this.store.removeUris(gone);
-      await this.indexRows(rows, false);
+      this.inFlight = rows.length;
+      try {
+        await this.indexRows(rows, false);
+      } finally {
+        this.inFlight = 0;
+      }
       await yieldToLoop();
     }
   }

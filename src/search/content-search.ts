@@ -72,15 +72,17 @@ export class ContentSearch {
   /**
    * Starts the background build (after the first scan, and once
    * `startAfter` has settled, fulfilled or not, when given), live updates,
-   * and the embedding.
+   * and the embedding. `caughtUp` settles once the index has caught up with
+   * the disk after its scan: until then, and until a warm start's re-check
+   * of every document is done, `progress.rechecking` is true.
    */
-  start(startAfter?: Promise<unknown>): void {
-    this.builder.start(startAfter);
+  start(startAfter?: Promise<unknown>, caughtUp?: Promise<unknown>): void {
+    this.builder.start(startAfter, caughtUp);
     this.meaning?.start();
   }
 
   get progress(): SearchProgress {
-    return this.builder.progress.current;
+    return { ...this.builder.progress.current, waiting: this.builder.waiting, rechecking: this.builder.rechecking };
   }
 
   /**

@@ -166,7 +166,7 @@ describe('ContentSearch on a real index', () => {
       const hits = (q: string) => search.search(parseSearchQuery(q), scope, 10).map((h) => h.row.name);
       assert.deepEqual(hits('beta').sort(), ['a.md', 'b.txt']);
       assert.deepEqual(hits('delta'), [], 'over the size cap: not indexed');
-      assert.deepEqual(search.progress, { done: 2, total: 2, complete: true });
+      assert.deepEqual(search.progress, { done: 2, total: 2, complete: true, waiting: 0, rechecking: false });
 
       // A live change, as the watcher reports it.
       const path = join(dir.path, 'a.md');
@@ -222,13 +222,14 @@ test('the first build waits for the promise start() is given: nothing counted or
       () => false,
     );
     assert.equal(counted, false, 'the build started before the promise settled');
-    assert.deepEqual(search.progress, { done: 0, total: 0, complete: false });
+    // The change is known and not indexed yet: a search says so.
+    assert.deepEqual(search.progress, { done: 0, total: 0, complete: false, waiting: 1, rechecking: false });
     const scope = { ...planQuery({ method: 'resources/list' }), exact: true };
     const hits = (q: string) => search.search(parseSearchQuery(q), scope, 10).map((h) => h.row.name);
     assert.deepEqual(['alpha', 'beta', 'gamma'].flatMap(hits), []);
     open();
     await search.idle();
-    assert.deepEqual(search.progress, { done: 3, total: 3, complete: true });
+    assert.deepEqual(search.progress, { done: 3, total: 3, complete: true, waiting: 0, rechecking: false });
     assert.deepEqual(['alpha', 'beta', 'gamma'].flatMap(hits), ['a.md', 'b.txt', 'c.md']);
     await search.close();
     index.close();
@@ -238,7 +239,7 @@ test('the first build waits for the promise start() is given: nothing counted or
     const failed = new ContentSearch(again, silentLogger);
     failed.start(Promise.reject(new Error('the watcher failed')));
     await failed.idle();
-    assert.deepEqual(failed.progress, { done: 3, total: 3, complete: true });
+    assert.deepEqual(failed.progress, { done: 3, total: 3, complete: true, waiting: 0, rechecking: false });
     await failed.close();
     again.close();
     const third = new FolderIndex({ roots: [root], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
@@ -246,8 +247,55 @@ test('the first build waits for the promise start() is given: nothing counted or
     held.start(new Promise(() => {}));
     await third.ready;
     await held.close();
-    assert.deepEqual(held.progress, { done: 0, total: 0, complete: false });
+    assert.deepEqual(held.progress, { done: 0, total: 0, complete: false, waiting: 0, rechecking: false });
     third.close();
+  } finally {
+    dir.cleanup();
+    state.cleanup();
+  }
+});
+
+test('a warm restart answers from the last index and says it is re-checking until it has caught up with the disk and checked every document', async () => {
+  const dir = tempDir();
+  const state = tempDir('folder-mcp-state-');
+  try {
+    writeTree(dir.path, { 'a.md': 'alpha\n', 'b.md': 'beta\n' });
+    const root = makeRoot(dir.path);
+    const dbFile = join(state.path, 'i.db');
+    const options = { roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] };
+    const index = new FolderIndex(options);
+    const search = new ContentSearch(index, silentLogger);
+    search.start();
+    await search.idle();
+    assert.equal(search.progress.rechecking, false, 'a cold build is not a re-check');
+    await search.close();
+    index.close();
+    // Edited while no server ran.
+    const path = join(dir.path, 'a.md');
+    writeFileSync(path, 'omega\n');
+
+    const again = new FolderIndex(options);
+    const search2 = new ContentSearch(again, silentLogger);
+    // What src/app.ts gives a warm start: the live sync's catch-up, which finds what changed since the last run.
+    let open!: () => void;
+    const caughtUp = new Promise<void>((resolve) => (open = resolve));
+    search2.start(undefined, caughtUp);
+    await search2.idle();
+    const scope = { ...planQuery({ method: 'resources/list' }), exact: true };
+    const hits = (q: string) => search2.search(parseSearchQuery(q), scope, 10).map((h) => h.row.name);
+    // Complete (answers at once, from the last run's index) and every document checked, but the edit is not
+    // known yet: the answer must say it may be stale.
+    assert.deepEqual(search2.progress, { done: 2, total: 2, complete: true, waiting: 0, rechecking: true });
+    assert.deepEqual(hits('omega'), []);
+    // The catch-up finds the edit, then ends.
+    again.apply({ upserted: [entryRow(path, 'a.md', false, statSync(path), root.uri, 0)], removed: [] });
+    open();
+    await caughtUp;
+    await search2.idle();
+    assert.deepEqual(search2.progress, { done: 2, total: 2, complete: true, waiting: 0, rechecking: false });
+    assert.deepEqual(hits('omega'), ['a.md']);
+    await search2.close();
+    again.close();
   } finally {
     dir.cleanup();
     state.cleanup();
@@ -266,7 +314,7 @@ test('a warm restart checks the content index a slice at a time: every document 
     const search = new ContentSearch(index, silentLogger);
     search.start();
     await search.idle();
-    assert.deepEqual(search.progress, { done: 11_000, total: 11_000, complete: true });
+    assert.deepEqual(search.progress, { done: 11_000, total: 11_000, complete: true, waiting: 0, rechecking: false });
     await search.close();
     // Folders that go while no content index listens (first, middle and last slice of ids): their documents are orphans.
     const gone = ['d000', 'd060', 'd109'];
@@ -283,7 +331,7 @@ test('a warm restart checks the content index a slice at a time: every document 
     assert.equal(await search2.whenComplete(60_000, 1000), false, 'counted 10,700 > 1,000: no wait');
     assert.equal(await search2.whenComplete(60_000, 20_000), true, 'within the bound: waits for the build');
     await search2.idle();
-    assert.deepEqual(search2.progress, { done: 10_700, total: 10_700, complete: true });
+    assert.deepEqual(search2.progress, { done: 10_700, total: 10_700, complete: true, waiting: 0, rechecking: false });
     const docs = again.db.prepare(`SELECT count(*) AS n FROM search_docs`).get() as { n: number };
     assert.equal(docs.n, 10_700, 'the orphans of all three slices are dropped');
     await search2.close();
@@ -297,7 +345,7 @@ test('a warm restart checks the content index a slice at a time: every document 
     assert.equal(counted.complete, true, `complete as soon as counted (${counted.done} of ${counted.total} re-checked)`);
     assert.equal(await search3.whenComplete(60_000, 1000), true, 'a complete build is never waited for');
     await search3.idle();
-    assert.deepEqual(search3.progress, { done: 10_700, total: 10_700, complete: true });
+    assert.deepEqual(search3.progress, { done: 10_700, total: 10_700, complete: true, waiting: 0, rechecking: false });
     await search3.close();
     third.close();
   } finally {
@@ -318,7 +366,7 @@ test('with a big and a small folder served together, the small one is indexed fi
     const search = new ContentSearch(index, silentLogger);
     search.start();
     await search.idle();
-    assert.deepEqual(search.progress, { done: 1_502, total: 1_502, complete: true });
+    assert.deepEqual(search.progress, { done: 1_502, total: 1_502, complete: true, waiting: 0, rechecking: false });
     const ids = (root: string) =>
       (index.db.prepare(`SELECT id FROM search_docs WHERE uri >= ? AND uri < ?`).all(root, `${root}\uffff`) as { id: number }[]).map((r) => r.id);
     const small = ids(roots[1]!.uri);
