@@ -18,7 +18,7 @@
 // Type checking is tsc's job (npm run build runs it first); esbuild only strips types.
 //   node scripts/build.mjs [--outdir DIR] [--no-sourcemap]
 import { build } from 'esbuild';
-import { chmodSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -34,6 +34,19 @@ export const ENTRY_POINTS = {
 };
 
 export const EXTERNAL = ['better-sqlite3', 'pdfjs-dist', 'mammoth', 'ioredis'];
+/** The externals no start loads: only a dynamic import() may name them (a static one is hoisted and runs at every start). */
+const LOADED_ON_DEMAND = ['pdfjs-dist', 'mammoth', 'ioredis'];
+
+/** Fails the build when a bundle imports an on-demand external statically (ioredis did: about 300 ms of CPU a start). */
+function checkOnDemand(outdir) {
+  for (const name of Object.keys(ENTRY_POINTS)) {
+    const code = readFileSync(join(outdir, `${name}.js`), 'utf8');
+    for (const pkg of LOADED_ON_DEMAND) {
+      const line = new RegExp(`^import [^;]*? from ["']${pkg}(/[^"']*)?["'];?$`, 'm').exec(code)?.[0];
+      if (line) throw new Error(`dist/${name}.js imports ${pkg} statically (${line}): load it with import() where it is used`);
+    }
+  }
+}
 
 /** Writes a clean `outdir` (no stale files from an older layout). */
 export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = true } = {}) {
@@ -56,6 +69,7 @@ export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = tr
   });
   writeFileSync(join(outdir, 'cli.js'), BIN);
   chmodSync(join(outdir, 'cli.js'), 0o755);
+  checkOnDemand(outdir);
 }
 
 /**

@@ -271,8 +271,8 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
 function startHintBus(url: string, origin: string, roots: readonly Root[], index: FolderIndex, live: Live, log: Logger): { close(): Promise<void> } {
   let bus: HintBus | undefined;
   let closed = false;
-  const loading = import('./live/redis-transport.ts').then(
-    ({ openRedisTransport }) => {
+  const loading = import('./live/redis-transport.ts').then(async ({ openRedisTransport, loadRedis }) => [openRedisTransport, await loadRedis()] as const).then(
+    ([openRedisTransport, Client]) => {
       if (closed) return;
       bus = new HintBus({
         origin,
@@ -281,7 +281,7 @@ function startHintBus(url: string, origin: string, roots: readonly Root[], index
         onChange: (listener) => index.onChange(listener),
         hint: (paths) => live.hint(paths),
         hintTree: (dir) => live.hintTree(dir),
-        open: (deliver) => openRedisTransport(url, log, deliver),
+        open: (deliver) => openRedisTransport(Client, url, log, deliver),
       });
     },
     (error: unknown) => log.error(`bus: cannot load the Redis client (ioredis): ${(error as Error).message}; serving without the bus`),

@@ -5,7 +5,7 @@
 // reconnects with back-off (and subscribes again), and the return is said
 // once. Messages published while it is down are dropped, not queued: the
 // other replicas' watchers see those changes themselves, later.
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from '../log.ts';
 import { HINT_CHANNEL, MAX_HINT_MESSAGE_BYTES, type HintTransport } from './bus.ts';
 
@@ -26,14 +26,23 @@ export function publicBusName(url: string): string {
   return `${parsed.protocol}//${parsed.host}`;
 }
 
-export function openRedisTransport(url: string, log: Logger, deliver: (text: string) => void): HintTransport {
+/**
+ * The Redis client class, loaded on first use: bundled, a static import of
+ * an external package is hoisted to the top of dist/folder-mcp.js and loaded
+ * at every start (ioredis cost about 300 ms of CPU a start, with no --bus).
+ */
+export async function loadRedis(): Promise<typeof Redis> {
+  return (await import('ioredis')).Redis;
+}
+
+export function openRedisTransport(Client: typeof Redis, url: string, log: Logger, deliver: (text: string) => void): HintTransport {
   const name = publicBusName(url);
   const common = { retryStrategy: (times: number) => retryDelayMs(times), lazyConnect: false };
   // The subscriber queues its SUBSCRIBE until the first connection, whenever that is, and ioredis subscribes again
   // after each reconnection.
-  const subscriber = new Redis(url, { ...common, maxRetriesPerRequest: null, autoResubscribe: true });
+  const subscriber = new Client(url, { ...common, maxRetriesPerRequest: null, autoResubscribe: true });
   // The publisher drops what it cannot send now.
-  const publisher = new Redis(url, { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+  const publisher = new Client(url, { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
   // Up when both connections are ready (hints go both ways); down when either is lost. Each change is said once.
   let state: 'starting' | 'up' | 'down' = 'starting';
   let closing = false;
