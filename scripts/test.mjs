@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `npm test`, after the build (dist/ and build/tests/): the checks
+// `npm test`, after the build (dist/ and build/tests/): the quick lane of the
+// tests (scripts/lanes.mjs) and the checks
 // (scripts/checks.mjs: types, lint, layers, links) and node's test runner
 // over the bundled test files, side by side. The checks run at a lower
 // priority: they are pure CPU, and the tests wait on events (a watcher, a
@@ -10,23 +11,31 @@
 // if either failed. Checks not done when the tests end start over at the
 // normal priority (beside other busy work, niced, they would wait for it).
 // Arguments are passed to the test runner (e.g. `npm test --
-// --test-name-pattern=sibling`).
+// --test-name-pattern=sibling`). `--slow` first (`npm run test:slow`): the
+// slow lane instead, without the checks.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SUITES, TESTS_OUT } from './build-tests.mjs';
+import { checkLanes, isSlow } from './lanes.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** How much lower the checks run than the tests (nice(1) steps). */
 const CHECKS_NICENESS = 10;
 
+const args = process.argv.slice(2);
+/** Takes a flag of ours off the front of the arguments (the rest go to the test runner). */
+const flag = (name) => args[0] === name && args.shift() !== undefined;
+const slowLane = flag('--slow');
+const withChecks = !slowLane && !flag('--no-checks');
+checkLanes(join(ROOT, 'test'));
 const files = SUITES.flatMap((suite) =>
   readdirSync(join(TESTS_OUT, suite))
     .filter((name) => name.endsWith('.test.js'))
     .sort()
     .map((name) => join(TESTS_OUT, suite, name)),
-);
+).filter((file) => isSlow(file) === slowLane);
 
 /** Runs the checks (at `niceness` when given), in a process group of their own so that they can be stopped whole. */
 function runChecks(niceness) {
@@ -55,7 +64,9 @@ function runChecks(niceness) {
   };
 }
 
-let checks = runChecks(CHECKS_NICENESS);
+/** The checks of `npm test` (none in the slow lane): a stand-in that is done, and passed. */
+const noChecks = { done: Promise.resolve({ ok: true, output: '' }), stop: () => {} };
+let checks = withChecks ? runChecks(CHECKS_NICENESS) : noChecks;
 let checksFinished = false;
 void checks.done.then(() => (checksFinished = true));
 // In a group of their own, the checks do not hear a Ctrl-C at the terminal: they are stopped with us.
@@ -69,7 +80,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 let lastLine = '';
 const tests = new Promise((resolve) => {
   const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=./test/summary-reporter.mjs', '--test-reporter-destination=stdout'];
-  const child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-concurrency=4', ...reporters, ...process.argv.slice(2), ...files], {
+  const child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-concurrency=4', ...reporters, ...args, ...files], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -93,6 +104,10 @@ if (!checksFinished) {
 }
 const checkResult = await checks.done;
 const checksOutput = checkResult.output;
-process.stdout.write(`\n${checksOutput.trimEnd()}${checkResult.why ? `\n${checkResult.why}` : ''}\n`);
-process.stdout.write(`${checkResult.ok ? 'checks passed' : 'checks FAILED (above)'}; ${lastLine.trim()}${testResult.why ? ` (${testResult.why})` : ''}\n`);
+const lane = slowLane ? 'slow lane' : 'quick lane';
+if (!withChecks) process.stdout.write(`${lane}: ${lastLine.trim()}${testResult.why ? ` (${testResult.why})` : ''}\n`);
+else {
+  process.stdout.write(`\n${checksOutput.trimEnd()}${checkResult.why ? `\n${checkResult.why}` : ''}\n`);
+  process.stdout.write(`${checkResult.ok ? 'checks passed' : 'checks FAILED (above)'}; ${lane}: ${lastLine.trim()}${testResult.why ? ` (${testResult.why})` : ''}\n`);
+}
 process.exitCode = testResult.ok && checkResult.ok ? 0 : 1;

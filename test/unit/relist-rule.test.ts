@@ -148,18 +148,22 @@ const CASES: Case[] = [
   },
 ];
 
+/** An in-memory index of these folders, as the server keeps one (.gitignore applied, nothing excluded). */
+const memoryIndex = (...roots: string[]) => new FolderIndex({ roots: roots.map((root) => makeRoot(root)), dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+const reconcilerOf = (index: FolderIndex) => new Reconciler(index, silentLogger, new AbortController().signal);
+
 describe('the re-list rule: the index equals the disk after the reported paths are looked at', () => {
   for (const c of CASES) {
     test(c.name, async () => {
       const dir = tempDir();
       const root = join(dir.path, 'served');
       writeTree(root, c.tree);
-      const index = new FolderIndex({ roots: [makeRoot(root)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+      const index = memoryIndex(root);
       try {
         await index.ready;
         assert.deepEqual(indexState(index), diskState(root), 'the scan indexed the tree');
         const reported = c.change(root).map((rel) => (rel === '' ? root : join(root, rel)));
-        await new Reconciler(index, silentLogger, new AbortController().signal).paths(reported);
+        await reconcilerOf(index).paths(reported);
         assert.deepEqual(indexState(index), diskState(root));
       } finally {
         index.close();
@@ -176,14 +180,14 @@ describe('a hard-linked file written through a name that then goes (found by the
     writeTree(root, { 'x/e/f.txt': 'linked\n', 'h/other.txt': 'o' });
     // The other name in a folder nothing happens in: no re-list of a folder whose mtime moved finds it.
     linkSync(join(root, 'x/e/f.txt'), join(root, 'h/g.txt'));
-    const index = new FolderIndex({ roots: [makeRoot(root)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    const index = memoryIndex(root);
     try {
       await index.ready;
       assert.deepEqual(indexState(index), diskState(root), 'the scan indexed the tree');
       appendFileSync(join(root, 'x/e/f.txt'), 'more');
       rmSync(join(root, 'x/e'), { recursive: true });
       // What a watcher reports: the file written, and the folder deleted (its parent's mtime moved).
-      await new Reconciler(index, silentLogger, new AbortController().signal).paths([join(root, 'x/e/f.txt'), join(root, 'x/e'), join(root, 'x')]);
+      await reconcilerOf(index).paths([join(root, 'x/e/f.txt'), join(root, 'x/e'), join(root, 'x')]);
       assert.deepEqual(indexState(index), diskState(root));
     } finally {
       index.close();
@@ -198,13 +202,13 @@ describe('a hard-linked file written through a name in another root, walked afte
     const [outer, inner] = [join(dir.path, 'outer'), join(dir.path, 'inner')];
     writeTree(outer, { 'd/x.txt': 'x' });
     writeTree(inner, { 'y.txt': 'y' });
-    const index = new FolderIndex({ roots: [makeRoot(outer), makeRoot(inner)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    const index = memoryIndex(outer, inner);
     try {
       await index.ready;
       // Made while no server ran: two names of one file, one in each root.
       writeFileSync(join(inner, 'f.txt'), 'linked\n');
       linkSync(join(inner, 'f.txt'), join(outer, 'd/a'));
-      const reconciler = new Reconciler(index, silentLogger, new AbortController().signal);
+      const reconciler = reconcilerOf(index);
       // A warm start walks each root: the outer one first, then a write through the inner name, then the inner walk.
       await reconciler.tree(outer);
       appendFileSync(join(inner, 'f.txt'), 'more');
@@ -222,12 +226,12 @@ describe('a served folder missing when the cold scan runs (found by the fuzzer, 
     const dir = tempDir();
     const [here, missing] = [join(dir.path, 'here'), join(dir.path, 'missing')];
     writeTree(here, { 'x.txt': 'x', 'sub/y.txt': 'y' });
-    const index = new FolderIndex({ roots: [makeRoot(here), makeRoot(missing)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    const index = memoryIndex(here, missing);
     try {
       await index.ready;
       assert.deepEqual(indexState(index), diskState(here));
       writeTree(missing, { 'z.txt': 'z', 'deeper/w.txt': 'w' });
-      await new Reconciler(index, silentLogger, new AbortController().signal).paths([missing]);
+      await reconcilerOf(index).paths([missing]);
       assert.deepEqual(indexState(index), [...diskState(here), ...diskState(missing)].sort());
     } finally {
       index.close();
@@ -257,7 +261,7 @@ describe('a folder swapped for a link to an outside folder while the Reconciler 
     const outside = join(dir.path, 'outside');
     writeTree(root, { 'sub/s.txt': 'inside', 'top.txt': 'top' });
     writeTree(outside, { 's.txt': 'OUTSIDE, longer than inside', 'extra.txt': 'only outside' });
-    const index = new FolderIndex({ roots: [makeRoot(root)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    const index = memoryIndex(root);
     try {
       await index.ready;
       renameSync(join(root, 'sub'), join(dir.path, 'sub.old'));
@@ -271,7 +275,7 @@ describe('a folder swapped for a link to an outside folder while the Reconciler 
 
   test('listed again (judged before the swap, listed after): nothing the link names is listed, and the folder goes', async () => {
     await swapped(async (index, root) => {
-      await new Reconciler(index, silentLogger, new AbortController().signal).relist(join(root, 'sub'));
+      await reconcilerOf(index).relist(join(root, 'sub'));
       assert.deepEqual(indexState(index), diskState(root));
     });
   });
