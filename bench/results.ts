@@ -58,16 +58,37 @@ export function mergeInto(old: Results, fresh: Results): Results {
   const out: Results = { updated: fresh.updated, sizes: { ...old.sizes } };
   for (const [size, entry] of Object.entries(fresh.sizes)) {
     const prev = out.sizes[size];
-    out.sizes[size] = prev
-      ? {
-          ...entry,
-          at: { ...prev.at, ...entry.at },
-          commits: { ...commitsOf(prev), ...commitsOf(entry) },
-          scenarios: { ...prev.scenarios, ...entry.scenarios },
-        }
-      : entry;
+    if (!prev) {
+      out.sizes[size] = entry;
+      continue;
+    }
+    const scenarios = { ...prev.scenarios, ...entry.scenarios };
+    for (const [name, result] of Object.entries(entry.scenarios)) {
+      if (isPartial(result) && isPartial(prev.scenarios[name] ?? { attacks: [] }, false)) {
+        scenarios[name] = mergeAttacks(prev.scenarios[name] as PartialResult, result, commitsOf(prev)[name] ?? prev.commit, commitsOf(entry)[name] ?? entry.commit);
+      }
+    }
+    out.sizes[size] = { ...entry, at: { ...prev.at, ...entry.at }, commits: { ...commitsOf(prev), ...commitsOf(entry) }, scenarios };
   }
   return out;
+}
+
+/** A result of some of a scenario's attacks (FOLDER_MCP_BENCH_ATTACKS): each names the commit it was measured at. */
+interface PartialResult {
+  partial?: boolean;
+  attacks: { attack: string; commit?: string }[];
+}
+
+function isPartial(result: unknown, flagged = true): result is PartialResult {
+  return typeof result === 'object' && result !== null && Array.isArray((result as PartialResult).attacks) && (!flagged || (result as PartialResult).partial === true);
+}
+
+/** The earlier result's attacks, those measured again replaced (in the earlier order; new ones at the end). */
+function mergeAttacks(prev: PartialResult, fresh: PartialResult, prevCommit: string, commit: string): PartialResult {
+  const again = new Map(fresh.attacks.map((a) => [a.attack, { ...a, commit }]));
+  const kept = prev.attacks.map((a) => again.get(a.attack) ?? { ...a, commit: a.commit ?? prevCommit });
+  const added = [...again.values()].filter((a) => !prev.attacks.some((p) => p.attack === a.attack));
+  return { ...prev, partial: undefined, attacks: [...kept, ...added] } as PartialResult;
 }
 
 /** Each scenario's commit at one size, for entries written before `commits` existed too. */

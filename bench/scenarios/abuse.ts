@@ -33,12 +33,16 @@ export interface AttackResult {
   /** Of an attack of whole requests: how many were sent, and how many got neither an answer nor a 503 with Retry-After. */
   requests?: number;
   lost?: number;
+  /** The commit it was measured at, when the scenario's result merges attacks of several runs (FOLDER_MCP_BENCH_ATTACKS). */
+  commit?: string;
   /** Set when the attack could not be measured (the client failed, a deadline passed): why. The other attacks still run. */
   failed?: string;
 }
 
 export interface AbuseResult {
   attacks: AttackResult[];
+  /** Only some attacks ran (FOLDER_MCP_BENCH_ATTACKS): latest.json keeps the others' earlier figures (bench/results.ts). */
+  partial?: boolean;
 }
 
 const PIN = { versionNegotiation: { mode: { pin: '2026-07-28' as const } } };
@@ -510,7 +514,7 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
       const calls = Array.from({ length: 16 }, (_, i) => ({ id: i, method: 'tools/call', params: { name: 'read', arguments: { paths, length: 1024 * 1024 } } }));
       log(await orFailed('15 stdio read tool, 20 paths', what, () => stdioBurst(root, '15 stdio read tool, 20 paths', what, calls)));
     }
-    return { attacks };
+    return { attacks, ...(process.env.FOLDER_MCP_BENCH_ATTACKS ? { partial: true } : {}) };
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
@@ -550,15 +554,16 @@ export const abuse: Scenario<AbuseResult> = {
           String(a.victimErrors),
           a.requests === undefined ? '' : `${a.lost} of ${a.requests}`,
           `${(a.wallMs / 1000).toFixed(1)} s`,
+          a.commit ?? '',
         ]);
       }
     }
     return [
       {
         title: '16. Under abuse (issue 23): peak RSS of the server, and another client\'s ping round trip during each attack',
-        header: ['attack', 'what', 'peak RSS', 'pings', 'ping p50', 'ping p99', 'ping max', 'ping errors', 'requests lost', 'wall'],
+        header: ['attack', 'what', 'peak RSS', 'pings', 'ping p50', 'ping p99', 'ping max', 'ping errors', 'requests lost', 'wall', 'commit'],
         rows,
-        note: 'Targets: peak RSS <= 400 MiB, ping p99 <= 50 ms (of fewer than 100 pings, p99 is the slowest). A fresh HTTP server (token set) on a tree of 1,500 notes and a 4 MiB file per attack; attack 11 is its own stdio server. Requests lost: (attack 12) reset or closed unanswered, or 503 without Retry-After; (13-15) answered with an error rather than the content; target 0.',
+        note: 'Targets: peak RSS <= 400 MiB, ping p99 <= 50 ms (of fewer than 100 pings, p99 is the slowest). A fresh HTTP server (token set) on a tree of 1,500 notes and a 4 MiB file per attack; attack 11 is its own stdio server. Requests lost: (attack 12) reset or closed unanswered, or 503 without Retry-After; (13-15) answered with an error rather than the content; target 0. Commit: where a run re-measured only some attacks (FOLDER_MCP_BENCH_ATTACKS), the commit each row was measured at.',
       },
     ];
   },
