@@ -1,6 +1,6 @@
 // The two lanes of the test suite (test/e2e and test/unit; the cluster is a
 // third, `npm run test:cluster`). `npm test` runs the quick lane: every unit
-// test but the two below, and the end-to-end tests that show each era, each
+// test but the four below, and the end-to-end tests that show each era, each
 // transport and each tool working through the real server; it stays within
 // 90 s on a quiet 2-core machine. `npm run test:slow` runs the slow lane:
 // the files named here, each slow by what it does (many server starts, the
@@ -17,6 +17,8 @@ import { join } from 'node:path';
 export const SLOW = {
   'unit/converters': 'the conversion process under memory, time and address-space limits: converter bombs',
   'unit/scan-watch-redteam': "the scan's watches raced by thousands of directory changes",
+  'unit/content-index-scale': "the content index's build over 11,000 and 1,500 files",
+  'unit/filtering.budget': 'pathological patterns against the scan budget, over thousands of rows',
   'e2e/fuzz.e2e': 'the model-based fuzzer: seeds of random operations on every watcher backend',
   'e2e/formats.e2e': 'every document format through the binary, bombs included',
   'e2e/search-formats.e2e': 'hostile documents in the content index',

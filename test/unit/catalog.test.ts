@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { lazyCatalog } from '../../src/app.ts';
 import type { Catalog } from '../../src/catalog/catalog.ts';
-import { ContentSearch, contentIndexUnfollowed, isTextMime, locate } from '../../src/search/content-search.ts';
+import { ContentSearch, isTextMime, locate } from '../../src/search/content-search.ts';
 import { encodeRelative, escapeGlob, prefixUris } from '../../src/catalog/paths.ts';
 import { scopeQuery } from '../../src/catalog/scope.ts';
 import { parseSearchQuery, SearchQueryError } from '../../src/search/search-query.ts';
@@ -21,7 +21,7 @@ import { FolderIndex } from '../../src/index/folder-index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { matchesQuery, planQuery } from '../../src/query/plan.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
-import { bigTree, tempDir, waitFor, writeTree } from '../basics.ts';
+import { tempDir, waitFor, writeTree } from '../basics.ts';
 
 describe('parseSearchQuery', () => {
   const cases: [string, string, string[]][] = [
@@ -287,6 +287,11 @@ test('a warm restart answers from the last index and says it is re-checking unti
     // known yet: the answer must say it may be stale.
     assert.deepEqual(search2.progress, { done: 2, total: 2, complete: true, waiting: 0, rechecking: true });
     assert.deepEqual(hits('omega'), []);
+    // The search tool says so, in its text and its structured result.
+    const ctx = { index: again, roots: [root], log: silentLogger } as unknown as ServerContext;
+    const stale = await searchTool.run({ ctx, search: search2 }, { query: 'omega', limit: 20 });
+    assert.equal(stale.structuredContent!.rechecking, true);
+    assert.match(String(stale.content[0]!.text), /being re-checked against the disk; a file changed since may be missing/);
     // The catch-up finds the edit, then ends.
     again.apply({ upserted: [entryRow(path, 'a.md', false, statSync(path), root.uri, 0)], removed: [] });
     open();
@@ -294,88 +299,11 @@ test('a warm restart answers from the last index and says it is re-checking unti
     await search2.idle();
     assert.deepEqual(search2.progress, { done: 2, total: 2, complete: true, waiting: 0, rechecking: false });
     assert.deepEqual(hits('omega'), ['a.md']);
+    const fresh = await searchTool.run({ ctx, search: search2 }, { query: 'omega', limit: 20 });
+    assert.equal(fresh.structuredContent!.rechecking, undefined);
+    assert.doesNotMatch(String(fresh.content[0]!.text), /re-checked/);
     await search2.close();
     again.close();
-  } finally {
-    dir.cleanup();
-    state.cleanup();
-  }
-});
-
-test('a warm restart checks the content index a slice at a time: every document counted, those gone meanwhile dropped', async () => {
-  const dir = tempDir();
-  const state = tempDir('folder-mcp-state-');
-  try {
-    // Past two slices (CHECK_SLICE_ROWS = 5,000) of entries and of document ids.
-    bigTree(dir.path, 11_000, (i) => `d${String(Math.floor(i / 100)).padStart(3, '0')}/f${i}.txt`, 'alpha\n');
-    const root = makeRoot(dir.path);
-    const dbFile = join(state.path, 'i.db');
-    const index = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
-    const search = new ContentSearch(index, silentLogger);
-    search.start();
-    await search.idle();
-    assert.deepEqual(search.progress, { done: 11_000, total: 11_000, complete: true, waiting: 0, rechecking: false });
-    await search.close();
-    // Folders that go while no content index listens (first, middle and last slice of ids): their documents are orphans.
-    const gone = ['d000', 'd060', 'd109'];
-    index.apply({ upserted: [], removed: gone.map((d) => pathToFileURL(join(dir.path, d)).href + '/') });
-
-    // As a --no-search server leaves it: the build is not taken for complete.
-    contentIndexUnfollowed(index.db);
-    index.close();
-
-    const again = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
-    const search2 = new ContentSearch(again, silentLogger);
-    search2.start();
-    // The search tool's wait: a build counted past its bound is not waited for; one within it is, to the end.
-    assert.equal(await search2.whenComplete(60_000, 1000), false, 'counted 10,700 > 1,000: no wait');
-    assert.equal(await search2.whenComplete(60_000, 20_000), true, 'within the bound: waits for the build');
-    await search2.idle();
-    assert.deepEqual(search2.progress, { done: 10_700, total: 10_700, complete: true, waiting: 0, rechecking: false });
-    const docs = again.db.prepare(`SELECT count(*) AS n FROM search_docs`).get() as { n: number };
-    assert.equal(docs.n, 10_700, 'the orphans of all three slices are dropped');
-    await search2.close();
-    again.close();
-
-    // Now that build finished: a warm restart answers from it at once, complete, while it re-checks every document.
-    const third = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
-    const search3 = new ContentSearch(third, silentLogger);
-    search3.start();
-    const counted = (await waitFor(() => (search3.progress.total > 0 ? { ...search3.progress } : undefined), 60_000, 'the documents counted'))!;
-    assert.equal(counted.complete, true, `complete as soon as counted (${counted.done} of ${counted.total} re-checked)`);
-    assert.equal(await search3.whenComplete(60_000, 1000), true, 'a complete build is never waited for');
-    await search3.idle();
-    assert.deepEqual(search3.progress, { done: 10_700, total: 10_700, complete: true, waiting: 0, rechecking: false });
-    await search3.close();
-    third.close();
-  } finally {
-    dir.cleanup();
-    state.cleanup();
-  }
-});
-
-test('with a big and a small folder served together, the small one is indexed first, whatever their order', async () => {
-  const dir = tempDir();
-  const state = tempDir('folder-mcp-state-');
-  try {
-    // URI order puts the big folder first: the build must not.
-    bigTree(join(dir.path, 'a-big'), 1_500, (i) => `d${i % 10}/f${i}.txt`, 'alpha\n');
-    writeTree(join(dir.path, 'z-small'), { 'note.md': 'the quokka plan\n', 'more.txt': 'beta\n' });
-    const roots = [makeRoot(join(dir.path, 'a-big')), makeRoot(join(dir.path, 'z-small'))];
-    const index = new FolderIndex({ roots, dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
-    const search = new ContentSearch(index, silentLogger);
-    search.start();
-    await search.idle();
-    assert.deepEqual(search.progress, { done: 1_502, total: 1_502, complete: true, waiting: 0, rechecking: false });
-    const ids = (root: string) =>
-      (index.db.prepare(`SELECT id FROM search_docs WHERE uri >= ? AND uri < ?`).all(root, `${root}\uffff`) as { id: number }[]).map((r) => r.id);
-    const small = ids(roots[1]!.uri);
-    const big = ids(roots[0]!.uri);
-    assert.equal(small.length, 2);
-    assert.equal(big.length, 1_500);
-    assert.ok(Math.max(...small) < Math.min(...big), `the small folder's documents (ids ${small.join(', ')}) were indexed after the big one's (from ${Math.min(...big)})`);
-    await search.close();
-    index.close();
   } finally {
     dir.cleanup();
     state.cleanup();
