@@ -1,18 +1,18 @@
 #!/usr/bin/env node
-// `npm test`, after the build (dist/ and build/tests/): the quick lane of the
-// tests (scripts/lanes.mjs) and the checks
-// (scripts/checks.mjs: types, lint, layers, links) and node's test runner
-// over the bundled test files, side by side. The checks run at a lower
-// priority: they are pure CPU, and the tests wait on events (a watcher, a
-// child process, a socket) often enough that on 2 cores the checks finish in
-// the gaps instead of holding every test back by their 13-18 s. The checks'
-// output is printed whole once the tests end, then the tests' closing line
-// again, so the last line still says how the tests went; the exit code is 1
-// if either failed. Checks not done when the tests end start over at the
-// normal priority (beside other busy work, niced, they would wait for it).
+// `npm test`, after the build (dist/ and build/tests/): node's test runner
+// over the bundled test files of the quick lane (scripts/lanes.mjs) and,
+// side by side, the quick checks (scripts/checks.mjs --only layers,links: no
+// import points up, no link or named path is broken). The type check and the
+// linter are `npm run checks` (CI runs them): some 70 s of CPU from a fresh
+// clone, they would add a third to npm test's time. The checks run at a
+// lower priority, in the gaps the tests leave. Their output is printed whole
+// once the tests end, then the tests' closing line again, so the last line
+// still says how the tests went; the exit code is 1 if either failed. Checks
+// not done when the tests end start over at the normal priority (beside
+// other busy work, niced, they would wait for it).
 // Arguments are passed to the test runner (e.g. `npm test --
 // --test-name-pattern=sibling`). `--slow` first (`npm run test:slow`): the
-// slow lane instead, without the checks.
+// slow lane instead, without the checks; `--no-checks`: the quick lane alone.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +21,8 @@ import { SUITES, TESTS_OUT } from './build-tests.mjs';
 import { checkLanes, isSlow } from './lanes.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** The checks npm test runs: a second of CPU each (types and lint: `npm run checks`). */
+const QUICK_CHECKS = 'layers,links';
 /** How much lower the checks run than the tests (nice(1) steps). */
 const CHECKS_NICENESS = 10;
 
@@ -42,7 +44,7 @@ function runChecks(niceness) {
   let output = '';
   let child;
   const done = new Promise((resolve) => {
-    child = spawn(process.execPath, [join(ROOT, 'scripts', 'checks.mjs'), ...(niceness === undefined ? [] : ['--nice', String(niceness)])], {
+    child = spawn(process.execPath, [join(ROOT, 'scripts', 'checks.mjs'), '--only', QUICK_CHECKS, ...(niceness === undefined ? [] : ['--nice', String(niceness)])], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
@@ -96,7 +98,7 @@ const tests = new Promise((resolve) => {
 const testResult = await tests;
 // Niced, the checks only had the gaps the tests left; on a machine busy with other work (8 CPU burners)
 // they had almost nothing, and a process cannot raise its own priority back. Not done by now: they start
-// over at the normal priority (their work is a few tens of seconds of CPU).
+// over at the normal priority (their work is a few seconds of CPU).
 if (!checksFinished) {
   checks.stop();
   await checks.done;
@@ -108,6 +110,6 @@ const lane = slowLane ? 'slow lane' : 'quick lane';
 if (!withChecks) process.stdout.write(`${lane}: ${lastLine.trim()}${testResult.why ? ` (${testResult.why})` : ''}\n`);
 else {
   process.stdout.write(`\n${checksOutput.trimEnd()}${checkResult.why ? `\n${checkResult.why}` : ''}\n`);
-  process.stdout.write(`${checkResult.ok ? 'checks passed' : 'checks FAILED (above)'}; ${lane}: ${lastLine.trim()}${testResult.why ? ` (${testResult.why})` : ''}\n`);
+  process.stdout.write(`${checkResult.ok ? 'layers and links passed' : 'layers or links FAILED (above)'}; ${lane}: ${lastLine.trim()}${testResult.why ? ` (${testResult.why})` : ''}\n`);
 }
 process.exitCode = testResult.ok && checkResult.ok ? 0 : 1;
