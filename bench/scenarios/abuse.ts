@@ -254,9 +254,12 @@ async function stdioUnread(root: string): Promise<AttackResult> {
  * 1,000-session cap, its replay buffer (MAX_REPLAY_BYTES) included, that
  * attack 16 checks: docs/security.md and docs/http.md state it, from that
  * attack's measurement (245 KiB at 33951d8, 244 before; 80 KiB, 94 before,
- * for a session that read nothing).
+ * for a session that read nothing). At ee37fbb the same commit gave 239 KiB
+ * on a quiet machine and 257 beside a full CI run: the settled RSS of 1,000
+ * sessions moves by some 18 MiB with when the collector ran, so the bound
+ * is the higher figure with that much again (it was 256 until then).
  */
-const SESSION_LIMIT_KIB = 256;
+const SESSION_LIMIT_KIB = 272;
 
 /** RSS once it has stopped falling: sampled every 250 ms until two samples 1 s apart differ by under 1 MiB (10 s at most). */
 async function settledRssMiB(pid: number): Promise<number> {
