@@ -244,7 +244,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
   // A warm start builds at once: its content index, when the last run completed it, answers meanwhile.
   // (A failed catch-up still surfaces as it did: `finally` passes the rejection on, unhandled.)
   const caughtUp = new Promise<void>((resolve) => void started.finally(resolve));
-  search?.start(index.warm ? undefined : caughtUp, caughtUp);
+  search?.start(caughtUp);
   return {
     ctx,
     catalog,

@@ -70,14 +70,14 @@ export class ContentSearch {
   }
 
   /**
-   * Starts the background build (after the first scan, and once
-   * `startAfter` has settled, fulfilled or not, when given), live updates,
-   * and the embedding. `caughtUp` settles once the index has caught up with
-   * the disk after its scan: until then, and until a warm start's re-check
-   * of every document is done, `progress.rechecking` is true.
+   * Starts the background build, live updates and the embedding.
+   * `caughtUp` settles once the index has caught up with the disk after its
+   * scan: a cold build waits for it, and until then, and until a warm
+   * start's re-check of every document is done, `progress.rechecking` is
+   * true (ContentIndexBuilder.start).
    */
-  start(startAfter?: Promise<unknown>, caughtUp?: Promise<unknown>): void {
-    this.builder.start(startAfter, caughtUp);
+  start(caughtUp?: Promise<unknown>): void {
+    this.builder.start(caughtUp);
     this.meaning?.start();
   }
 

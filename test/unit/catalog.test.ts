@@ -279,7 +279,7 @@ test('a warm restart answers from the last index and says it is re-checking unti
     // What src/app.ts gives a warm start: the live sync's catch-up, which finds what changed since the last run.
     let open!: () => void;
     const caughtUp = new Promise<void>((resolve) => (open = resolve));
-    search2.start(undefined, caughtUp);
+    search2.start(caughtUp);
     await search2.idle();
     const scope = { ...planQuery({ method: 'resources/list' }), exact: true };
     const hits = (q: string) => search2.search(parseSearchQuery(q), scope, 10).map((h) => h.row.name);
