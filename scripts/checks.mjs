@@ -6,14 +6,11 @@
 // run side by side; each one's output is printed whole when it ends. Exits 1
 // if any failed. `npm test` runs the last two beside the tests (a second of
 // CPU each; scripts/test.mjs): the first two would add a third to its time.
-//   node scripts/checks.mjs [--nice N] [--only NAME,NAME]   (N: run at that lower priority, with the checks it starts)
+//   node scripts/checks.mjs [--only NAME,NAME]
 import { spawn } from 'node:child_process';
-import { setPriority } from 'node:os';
 import { parseArgs } from 'node:util';
 
-const { values } = parseArgs({ options: { nice: { type: 'string' }, only: { type: 'string' } } });
-// Before any check starts: they inherit it.
-if (values.nice !== undefined) setPriority(0, Number(values.nice));
+const { values } = parseArgs({ options: { only: { type: 'string' } } });
 
 const CHECKS = [
   // Incremental: an unchanged tree is checked in about 2 s instead of 6; what changed, and what depends on it,

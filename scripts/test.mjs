@@ -2,14 +2,12 @@
 // `npm test`, after the build (dist/ and build/tests/): node's test runner
 // over the bundled test files of the quick lane (scripts/lanes.mjs) and,
 // side by side, the quick checks (scripts/checks.mjs --only layers,links: no
-// import points up, no link or named path is broken). The type check and the
-// linter are `npm run checks` (CI runs them): some 70 s of CPU from a fresh
-// clone, they would add a third to npm test's time. The checks run at a
-// lower priority, in the gaps the tests leave. Their output is printed whole
-// once the tests end, then the tests' closing line again, so the last line
-// still says how the tests went; the exit code is 1 if either failed. Checks
-// not done when the tests end start over at the normal priority (beside
-// other busy work, niced, they would wait for it).
+// import points up, no link or named path is broken; a second of CPU each).
+// The type check and the linter are `npm run checks` (CI runs them): some
+// 70 s of CPU from a fresh clone, they would add a third to npm test's time.
+// The checks' output is printed whole once the tests end, then the tests'
+// closing line again, so the last line still says how the tests went; the
+// exit code is 1 if either failed.
 // Arguments are passed to the test runner (e.g. `npm test --
 // --test-name-pattern=sibling`). `--slow` first (`npm run test:slow`): the
 // slow lane instead, without the checks; `--no-checks`: the quick lane alone.
@@ -21,10 +19,8 @@ import { SUITES, TESTS_OUT } from './build-tests.mjs';
 import { checkLanes, isSlow } from './lanes.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-/** The checks npm test runs: a second of CPU each (types and lint: `npm run checks`). */
+/** The checks npm test runs (types and lint: `npm run checks`). */
 const QUICK_CHECKS = 'layers,links';
-/** How much lower the checks run than the tests (nice(1) steps). */
-const CHECKS_NICENESS = 10;
 
 const args = process.argv.slice(2);
 /** Takes a flag of ours off the front of the arguments (the rest go to the test runner). */
@@ -39,45 +35,17 @@ const files = SUITES.flatMap((suite) =>
     .map((name) => join(TESTS_OUT, suite, name)),
 ).filter((file) => isSlow(file) === slowLane);
 
-/** Runs the checks (at `niceness` when given), in a process group of their own so that they can be stopped whole. */
-function runChecks(niceness) {
-  let output = '';
-  let child;
-  const done = new Promise((resolve) => {
-    child = spawn(process.execPath, [join(ROOT, 'scripts', 'checks.mjs'), '--only', QUICK_CHECKS, ...(niceness === undefined ? [] : ['--nice', String(niceness)])], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
+/** The quick checks, or (slow lane, --no-checks) a stand-in that has passed. */
+const checks = !withChecks
+  ? Promise.resolve({ ok: true, output: '' })
+  : new Promise((resolve) => {
+      let output = '';
+      const child = spawn(process.execPath, [join(ROOT, 'scripts', 'checks.mjs'), '--only', QUICK_CHECKS], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stdout.on('data', (chunk) => (output += chunk));
+      child.stderr.on('data', (chunk) => (output += chunk));
+      child.on('error', (error) => resolve({ ok: false, output, why: String(error) }));
+      child.on('close', (code) => resolve({ ok: code === 0, output }));
     });
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    child.on('error', (error) => resolve({ ok: false, why: String(error) }));
-    child.on('close', (code, signal) => resolve({ ok: code === 0, stopped: signal !== null }));
-  });
-  return {
-    done: done.then((result) => ({ ...result, output })),
-    stop: () => {
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    },
-  };
-}
-
-/** The checks of `npm test` (none in the slow lane): a stand-in that is done, and passed. */
-const noChecks = { done: Promise.resolve({ ok: true, output: '' }), stop: () => {} };
-let checks = withChecks ? runChecks(CHECKS_NICENESS) : noChecks;
-let checksFinished = false;
-void checks.done.then(() => (checksFinished = true));
-// In a group of their own, the checks do not hear a Ctrl-C at the terminal: they are stopped with us.
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    checks.stop();
-    process.kill(process.pid, signal);
-  });
-}
 
 let lastLine = '';
 const tests = new Promise((resolve) => {
@@ -96,15 +64,7 @@ const tests = new Promise((resolve) => {
 });
 
 const testResult = await tests;
-// Niced, the checks only had the gaps the tests left; on a machine busy with other work (8 CPU burners)
-// they had almost nothing, and a process cannot raise its own priority back. Not done by now: they start
-// over at the normal priority (their work is a few seconds of CPU).
-if (!checksFinished) {
-  checks.stop();
-  await checks.done;
-  checks = runChecks();
-}
-const checkResult = await checks.done;
+const checkResult = await checks;
 const checksOutput = checkResult.output;
 const lane = slowLane ? 'slow lane' : 'quick lane';
 if (!withChecks) process.stdout.write(`${lane}: ${lastLine.trim()}${testResult.why ? ` (${testResult.why})` : ''}\n`);
