@@ -64,8 +64,9 @@ export function mergeInto(old: Results, fresh: Results): Results {
     }
     const scenarios = { ...prev.scenarios, ...entry.scenarios };
     for (const [name, result] of Object.entries(entry.scenarios)) {
-      if (isPartial(result) && isPartial(prev.scenarios[name] ?? { attacks: [] }, false)) {
-        scenarios[name] = mergeAttacks(prev.scenarios[name] as PartialResult, result, commitsOf(prev)[name] ?? prev.commit, commitsOf(entry)[name] ?? entry.commit);
+      const before = prev.scenarios[name];
+      if (hasAttacks(result) && result.partial === true && hasAttacks(before)) {
+        scenarios[name] = mergeAttacks(before, result, commitsOf(prev)[name] ?? prev.commit, commitsOf(entry)[name] ?? entry.commit);
       }
     }
     out.sizes[size] = { ...entry, at: { ...prev.at, ...entry.at }, commits: { ...commitsOf(prev), ...commitsOf(entry) }, scenarios };
@@ -79,8 +80,8 @@ interface PartialResult {
   attacks: { attack: string; commit?: string }[];
 }
 
-function isPartial(result: unknown, flagged = true): result is PartialResult {
-  return typeof result === 'object' && result !== null && Array.isArray((result as PartialResult).attacks) && (!flagged || (result as PartialResult).partial === true);
+function hasAttacks(result: unknown): result is PartialResult {
+  return typeof result === 'object' && result !== null && Array.isArray((result as PartialResult).attacks);
 }
 
 /** The earlier result's attacks, those measured again replaced (in the earlier order; new ones at the end). */
@@ -88,7 +89,7 @@ function mergeAttacks(prev: PartialResult, fresh: PartialResult, prevCommit: str
   const again = new Map(fresh.attacks.map((a) => [a.attack, { ...a, commit }]));
   const kept = prev.attacks.map((a) => again.get(a.attack) ?? { ...a, commit: a.commit ?? prevCommit });
   const added = [...again.values()].filter((a) => !prev.attacks.some((p) => p.attack === a.attack));
-  return { ...prev, partial: undefined, attacks: [...kept, ...added] } as PartialResult;
+  return { attacks: [...kept, ...added] };
 }
 
 /** Each scenario's commit at one size, for entries written before `commits` existed too. */

@@ -196,6 +196,11 @@ async function orFailed(attack: string, what: string, measure: () => Promise<Att
   }
 }
 
+/** A stdio attack (its own server), when wanted: measured, or a row that says why not. */
+async function onStdio(attack: string, what: string, measure: (attack: string, what: string) => Promise<AttackResult>): Promise<AttackResult | null> {
+  return wanted(attack) ? orFailed(attack, what, () => measure(attack, what)) : null;
+}
+
 async function onFreshServer(root: string, attack: string, what: string, run: (server: Server) => Promise<void>): Promise<AttackResult | null> {
   if (!wanted(attack)) return null;
   return orFailed(attack, what, async () => {
@@ -213,7 +218,7 @@ async function onFreshServer(root: string, attack: string, what: string, run: (s
 }
 
 /** The stdio attack: 3,000 list requests from a client that reads nothing for 3 s. Peak RSS of that server. */
-async function stdioUnread(root: string): Promise<AttackResult> {
+async function stdioUnread(root: string, attack: string, what: string): Promise<AttackResult> {
   const child = spawn(process.execPath, [CLI, '--db', ':memory:', '--no-search', '--page-size', '2000', root], { stdio: ['pipe', 'pipe', 'ignore'] });
   child.stdout.pause();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -238,8 +243,8 @@ async function stdioUnread(root: string): Promise<AttackResult> {
     await exited;
   }
   return {
-    attack: '11 stdio, not read',
-    what: '3,000 list requests (2,000-item pages) from a client that reads nothing for 3 s, then everything',
+    attack,
+    what,
     peakRssMiB: Math.round(peak),
     victimP50Ms: null,
     victimP99Ms: null,
@@ -485,7 +490,7 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
     });
     if (bursts) log(bursts.failed === undefined ? { ...bursts, ...burstCounts } : bursts);
 
-    if (wanted('11')) log(await orFailed('11 stdio, not read', '3,000 list requests (2,000-item pages) from a client that reads nothing for 3 s, then everything', () => stdioUnread(root)));
+    log(await onStdio('11 stdio, not read', '3,000 list requests (2,000-item pages) from a client that reads nothing for 3 s, then everything', (a, w) => stdioUnread(root, a, w)));
 
     // Issue 34: 300 sessions of 30 such reads held 827 KiB each (78 -> 320 MiB settled), against 128 Ki characters documented.
     mkdirSync(join(root, 'replay'));
@@ -503,20 +508,14 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
 
     // Issue 34: 16 such reads held 680 MiB (text) and 487 MiB (binary); 16 calls of read with 20 paths, 644 MiB.
     const read = (id: number, file: string) => ({ id, method: 'resources/read', params: { uri: `${rootUri}large/${file}` } });
-    if (wanted('13')) {
-      const what = '16 concurrent resources/read of 16 text files of 4 MiB (escaped in JSON, two-byte in V8)';
-      log(await orFailed('13 stdio reads, text', what, () => stdioBurst(root, '13 stdio reads, text', what, Array.from({ length: 16 }, (_, i) => read(i, `t${i}.txt`)))));
-    }
-    if (wanted('14')) {
-      const what = '16 concurrent resources/read of 16 binary files of 4 MiB (base64)';
-      log(await orFailed('14 stdio reads, binary', what, () => stdioBurst(root, '14 stdio reads, binary', what, Array.from({ length: 16 }, (_, i) => read(i, `b${i}.bin`)))));
-    }
-    if (wanted('15')) {
-      const paths = Array.from({ length: 20 }, (_, i) => `large/b${i}.bin`);
-      const what = '16 concurrent calls of the read tool, each with paths of 20 binary files of 4 MiB (1 MiB windows)';
-      const calls = Array.from({ length: 16 }, (_, i) => ({ id: i, method: 'tools/call', params: { name: 'read', arguments: { paths, length: 1024 * 1024 } } }));
-      log(await orFailed('15 stdio read tool, 20 paths', what, () => stdioBurst(root, '15 stdio read tool, 20 paths', what, calls)));
-    }
+    log(await onStdio('13 stdio reads, text', '16 concurrent resources/read of 16 text files of 4 MiB (escaped in JSON, two-byte in V8)', (a, w) =>
+      stdioBurst(root, a, w, Array.from({ length: 16 }, (_, i) => read(i, `t${i}.txt`)))));
+    log(await onStdio('14 stdio reads, binary', '16 concurrent resources/read of 16 binary files of 4 MiB (base64)', (a, w) =>
+      stdioBurst(root, a, w, Array.from({ length: 16 }, (_, i) => read(i, `b${i}.bin`)))));
+    const paths = Array.from({ length: 20 }, (_, i) => `large/b${i}.bin`);
+    const calls = Array.from({ length: 16 }, (_, i) => ({ id: i, method: 'tools/call', params: { name: 'read', arguments: { paths, length: 1024 * 1024 } } }));
+    log(await onStdio('15 stdio read tool, 20 paths', '16 concurrent calls of the read tool, each with paths of 20 binary files of 4 MiB (1 MiB windows)', (a, w) =>
+      stdioBurst(root, a, w, calls)));
     return { attacks, ...(process.env.FOLDER_MCP_BENCH_ATTACKS ? { partial: true } : {}) };
   } finally {
     rmSync(root, { recursive: true, force: true });
