@@ -114,23 +114,24 @@ describe('Rechecks: the periodic safety diff', () => {
   };
   /** Lets the diff's promise and the rescheduling after it run. */
   const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+  /** No diff until 1 ms before `ms` from now, and one more at `ms`. */
+  const oneDiffAt = async (ms: number, diffs: () => number) => {
+    const before = diffs();
+    mock.timers.tick(ms - 1);
+    await settle();
+    assert.equal(diffs(), before, `no diff before ${ms} ms`);
+    mock.timers.tick(1);
+    await settle();
+    assert.equal(diffs(), before + 1, `a diff at ${ms} ms`);
+  };
 
   test('the first diff runs 60 s after a quick start-up check, the next 100 times the last diff later, and what it found is logged', async () => {
     await run('dirs', async (rechecks, diffs, _stop, logged) => {
       rechecks.scheduleSafetyDiff(50);
-      mock.timers.tick(59_999);
-      assert.equal(diffs(), 0);
-      mock.timers.tick(1);
-      await settle();
-      assert.equal(diffs(), 1);
+      await oneDiffAt(60_000, diffs);
       assert.match(logged.join('\n'), /periodic check applied 2 change\(s\)/);
       // The diff took 1,000 ms: the next is 100 s later, not 60.
-      mock.timers.tick(99_999);
-      await settle();
-      assert.equal(diffs(), 1);
-      mock.timers.tick(1);
-      await settle();
-      assert.equal(diffs(), 2);
+      await oneDiffAt(100_000, diffs);
       assert.equal(rechecks.scheduled, 1, 'another diff is scheduled');
     });
   });
@@ -138,12 +139,7 @@ describe('Rechecks: the periodic safety diff', () => {
   test('a slow start-up check spaces the first diff by 100 times its duration', async () => {
     await run('chokidar', async (rechecks, diffs) => {
       rechecks.scheduleSafetyDiff(2000);
-      mock.timers.tick(199_999);
-      await settle();
-      assert.equal(diffs(), 0);
-      mock.timers.tick(1);
-      await settle();
-      assert.equal(diffs(), 1);
+      await oneDiffAt(200_000, diffs);
     });
   });
 
