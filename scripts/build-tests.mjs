@@ -28,8 +28,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const TESTS_OUT = resolve(ROOT, 'build/tests');
 /** The suites `npm test` runs. */
 export const SUITES = ['e2e', 'unit'];
-/** Built too, run on their own: `npm run test:cluster` (nginx, redis-server and three replicas; .ci/run runs it). */
-export const BUILT_SUITES = [...SUITES, 'cluster'];
+/** Built too, run on their own: `npm run test:cluster` (nginx, redis-server and three replicas) and `npm run test:windows` (node.exe under Wine); .ci/run runs both. */
+export const BUILT_SUITES = [...SUITES, 'cluster', 'windows'];
 
 /** Each module's `import.meta.url` as the URL of its own source file, as if loaded from it. */
 const ownMetaUrl = {

@@ -11,7 +11,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const FLOORS = [
-  ['keys', 'log', 'uri', 'sqlite', 'config', 'entry', 'errno', 'workers', 'job-queue', 'turns'],
+  ['keys', 'log', 'fs-path', 'uri', 'sqlite', 'config', 'entry', 'errno', 'workers', 'job-queue', 'turns'],
   ['content/'],
   ['index/'],
   ['query/', 'resource', 'search/'],

@@ -139,7 +139,9 @@ Serve one or more folders as MCP resources over stdio (or Streamable HTTP: --htt
 
 Options:
   --db PATH              index file (default: one per set of folders and options
-                         under $XDG_CACHE_HOME/folder-mcp or ~/.cache/folder-mcp);
+                         in the user's cache folder: $XDG_CACHE_HOME/folder-mcp,
+                         else ~/.cache/folder-mcp, %LOCALAPPDATA%\\folder-mcp on
+                         Windows, ~/Library/Caches/folder-mcp on macOS);
                          ':memory:' keeps it in memory
   --page-size N          items per list page (default ${DEFAULT_PAGE_SIZE}, max ${MAX_PAGE_SIZE})
   --exclude PATTERN      leave out paths matching a .gitignore-style pattern

@@ -18,6 +18,7 @@ import type { Logger } from './log.ts';
 import { AnswerHolds } from './protocol/answer-holds.ts';
 import { StdioTransport } from './protocol/sdk/stdio-transport.ts';
 import { makeRoot, type Root } from './uri.ts';
+import { toSlashPath } from './fs-path.ts';
 
 /** What to do with a command line. */
 export type Launch =
@@ -94,7 +95,9 @@ function resolveRoots(folders: readonly string[]): Root[] {
   for (const folder of folders) {
     let real: string;
     try {
-      real = realpathSync(resolve(folder));
+      // realpath(3) itself, not Node's JS walk: on Windows and macOS it spells the path as the disk does (case,
+      // long names for 8.3 ones), so a folder given as `c:\users\me` and as `C:\Users\Me` is one root.
+      real = toSlashPath(realpathSync.native(resolve(folder)));
       if (!statSync(real).isDirectory()) throw new UsageError(`not a folder: ${folder}`);
       accessSync(real, constants.R_OK | constants.X_OK);
     } catch (error) {

@@ -3,11 +3,19 @@
 // canonical URI built here, and every client URI is checked here before any
 // other module touches the disk.
 import { realpath as fsRealpath, stat as fsStat } from 'node:fs/promises';
-import { posix } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import {
+  basename,
+  childPrefix,
+  HOST_FLAVOUR,
+  isAbsoluteSlashPath,
+  normalizeSlashPath,
+  rootLength,
+  toSlashPath,
+  type Flavour,
+} from './fs-path.ts';
 
 export interface Root {
-  /** realpath of the served folder, no trailing separator */
+  /** realpath of the served folder as a slash path (src/fs-path.ts), no trailing separator but at a file-system root */
   path: string;
   /** its collection URI: pathToFileURL(path).href + '/' */
   uri: string;
@@ -25,9 +33,9 @@ export interface Root {
 export const PATH_MAX_BYTES = 4096;
 export const MAX_URI_LENGTH = 'file://'.length + 3 * PATH_MAX_BYTES + 1;
 
-function stripTrailingSlashes(p: string): string {
-  const stripped = p.replace(/\/+$/, '');
-  return stripped === '' ? '/' : stripped;
+/** The flavour a normalised absolute slash path was written in: only Windows writes `C:/` or `//server/share`. */
+function flavourOf(path: string): Flavour {
+  return path.startsWith('//') || /^[A-Za-z]:/.test(path) ? 'win32' : 'posix';
 }
 
 // The canonical spelling must not drift with the Node version (URIs are primary
@@ -72,16 +80,18 @@ function utf8Escapes(char: string): string {
 }
 
 /**
- * Canonical URI of an absolute path: pathToFileURL(path).href, plus a trailing '/' for directories.
- * ASCII only (non-ASCII percent-encoded, uppercase hex).
+ * Canonical URI of an absolute slash path (src/fs-path.ts): pathToFileURL(path).href, plus a trailing '/' for
+ * directories. ASCII only (non-ASCII percent-encoded, uppercase hex). `/r/a` is `file:///r/a`; on Windows
+ * `C:/r/a` is `file:///C:/r/a` and the share `//server/share/a` is `file://server/share/a`.
  */
-export function pathToUri(absPath: string, isDirectory: boolean): string {
+export function pathToUri(absPath: string, isDirectory: boolean, flavour: Flavour = HOST_FLAVOUR): string {
   // pathToFileURL would resolve a relative path against process.cwd(): a hidden
   // input that would make the URI depend on where the server was started.
-  if (!posix.isAbsolute(absPath)) throw new TypeError(`pathToUri needs an absolute path: ${absPath}`);
-  const path = stripTrailingSlashes(posix.normalize(absPath));
-  const href = 'file://' + percentEncodePath(path);
-  if (!isDirectory || href.endsWith('/')) return href; // the root '/' is already 'file:///'
+  if (!isAbsoluteSlashPath(absPath, flavour)) throw new TypeError(`pathToUri needs an absolute path: ${absPath}`);
+  const path = normalizeSlashPath(absPath, flavour);
+  // A share's '//server' is the URI's authority; a drive path gets the empty authority's '//' and its own '/'.
+  const href = (path.startsWith('//') ? 'file:' : path.startsWith('/') ? 'file://' : 'file:///') + percentEncodePath(path);
+  if (!isDirectory || href.endsWith('/')) return href; // a file-system root ('file:///', 'file:///C:/') has its '/'
   return href + '/';
 }
 
@@ -96,37 +106,54 @@ export function childUri(parentUri: string, name: string, isDirectory: boolean):
   return isDirectory ? `${uri}/` : uri;
 }
 
-/** Inverse for canonical URIs from our own index (trailing '/' dropped). */
-export function uriToPath(uri: string): string {
-  return stripTrailingSlashes(fileURLToPath(uri));
+/** Inverse for canonical URIs from our own index: the slash path (trailing '/' dropped but at a file-system root). */
+export function uriToPath(uri: string, flavour: Flavour = HOST_FLAVOUR): string {
+  if (!uri.startsWith('file://')) throw new TypeError(`not a file: URI: ${uri}`);
+  let path = decodeURIComponent(uri.slice('file://'.length));
+  if (flavour === 'win32') {
+    if (/^\/[A-Za-z]:\//.test(path)) path = path.slice(1);
+    else if (!path.startsWith('/')) path = '//' + path; // file://server/share/x
+  }
+  return normalizeSlashPath(path, flavour);
 }
 
 /**
- * Pure, lexical: is `candidate` (absolute, already normalised) equal to root or inside it?
- * Must not admit sibling prefixes (/srv/app vs /srv/app-secrets). Handles root '/' too.
+ * Pure, lexical: is `candidate` (an absolute, normalised slash path) equal to root or inside it? Must not admit
+ * sibling prefixes (/srv/app vs /srv/app-secrets). Handles file-system roots (`/`, `C:/`) too. `foldCase`
+ * compares without regard to case, as a Windows volume looks names up: only for a first look at a client's
+ * spelling, before realpath gives the spelling on disk, which is then compared exactly.
  */
-export function isPathInside(rootPath: string, candidate: string): boolean {
+export function isPathInside(rootPath: string, candidate: string, foldCase = false): boolean {
   // Security: fail closed on anything that is not an absolute, normalised path;
   // a stray '..' segment or NUL here would make a string comparison lie.
-  if (!isNormalisedAbsolute(rootPath) || !isNormalisedAbsolute(candidate)) return false;
-  const root = stripTrailingSlashes(rootPath);
-  const cand = stripTrailingSlashes(candidate);
+  const rootTrimmed = trimTrailingSlashes(rootPath);
+  const candTrimmed = trimTrailingSlashes(candidate);
+  if (!isNormalisedAbsolute(rootTrimmed) || !isNormalisedAbsolute(candTrimmed)) return false;
+  const root = foldCase ? rootTrimmed.toUpperCase() : rootTrimmed;
+  const cand = foldCase ? candTrimmed.toUpperCase() : candTrimmed;
   if (cand === root) return true;
   // Security: compare against root + '/', never root alone, or '/srv/app'
-  // would admit '/srv/app-secrets'. The root '/' already ends in '/'.
-  const prefix = root === '/' ? '/' : root + '/';
-  return cand.startsWith(prefix);
+  // would admit '/srv/app-secrets'. A file-system root already ends in '/'.
+  return cand.startsWith(childPrefix(root));
+}
+
+/** `/a/b/` as `/a/b`; a file-system root (`/`, `C:/`, `//server/share/`) keeps its '/'. */
+function trimTrailingSlashes(p: string): string {
+  const root = rootLength(p);
+  let end = p.length;
+  while (end > root && p[end - 1] === '/') end--;
+  return p.slice(0, end);
 }
 
 function isNormalisedAbsolute(p: string): boolean {
-  return p.startsWith('/') && !p.includes('\0') && posix.normalize(p) === p;
+  return rootLength(p) > 0 && !p.includes('\0') && normalizeSlashPath(p, flavourOf(p)) === p;
 }
 
-/** The root containing absPath (lexically), or undefined. With nested roots, the deepest. */
-export function findRoot(roots: readonly Root[], absPath: string): Root | undefined {
+/** The root containing absPath (lexically), or undefined. With nested roots, the deepest. `foldCase`: see isPathInside. */
+export function findRoot(roots: readonly Root[], absPath: string, foldCase = false): Root | undefined {
   let best: Root | undefined;
   for (const root of roots) {
-    if (!isPathInside(root.path, absPath)) continue;
+    if (!isPathInside(root.path, absPath, foldCase)) continue;
     if (best === undefined || root.path.length > best.path.length) best = root;
   }
   return best;
@@ -135,24 +162,47 @@ export function findRoot(roots: readonly Root[], absPath: string): Root | undefi
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 // Security: an encoded '/' would be a separator only after decoding, so it could
 // smuggle a '..' past a check done on segments; NUL truncates paths in C APIs.
-// Neither can name a file we serve. An encoded '\\' (%5C) is allowed: on POSIX
-// it is an ordinary character, and the canonical URI of such a file uses it.
+// Neither can name a file we serve. An encoded '\\' (%5C) is allowed on POSIX,
+// where it is an ordinary character (the canonical URI of such a file uses it);
+// on Windows it is a separator, as smuggling as '/'.
 const FORBIDDEN_ESCAPE = /%(?:2f|00)/i;
+const FORBIDDEN_ESCAPE_WIN32 = /%(?:2f|00|5c)/i;
 const BAD_ESCAPE = /%(?![0-9a-fA-F]{2})/;
 const DRIVE_LETTER = /^\/[A-Za-z][:|](?:\/|$)/;
 
 /**
+ * Windows names that a path must not hold: a ':' past the drive is an
+ * alternate data stream (`a.txt:secret`); a trailing '.' or ' ' is dropped by
+ * the Win32 layer, so `a.txt.` would reach `a.txt` by another spelling; the
+ * device names (`CON`, `NUL`, `COM1.txt`...) name no file; and `<>"|?*` and
+ * controls are never in a name. Such a segment names nothing we serve.
+ */
+export function isForbiddenWin32Segment(segment: string): boolean {
+  if (segment === '' || segment === '.' || segment === '..') return false;
+  if (/[\x00-\x1f<>:"|?*]/.test(segment)) return true;
+  if (/[. ]$/.test(segment)) return true;
+  // The device is named by what comes before the first '.', trailing spaces aside: `NUL.tar.gz` and `nul .txt` too.
+  return WIN32_DEVICE.test(segment.split('.')[0]!.trimEnd());
+}
+
+const WIN32_DEVICE = /^(?:CON|PRN|AUX|NUL|COM[0-9¹²³]|LPT[0-9¹²³]|CONIN\$|CONOUT\$)$/i;
+
+/**
  * Pure parse of a client-supplied URI. Returns null when it cannot name anything we serve:
  * not a string, longer than MAX_URI_LENGTH, scheme other than file: (case-insensitive scheme ok),
- * a host other than '' or 'localhost', a query or fragment, an encoded slash (%2F / %5C), a NUL (raw or %00),
- * invalid percent-encoding, or not absolute. Otherwise decodes percent-encoding (so `file:///r/caf%C3%A9`,
- * `file:///r/caf%c3%a9` and `file:///r/café` give the same path), resolves `.`/`..` segments (also
- * `%2e%2e`) lexically with path.posix semantics, and returns the absolute path and whether the URI ended in '/'.
+ * a host other than '' or 'localhost' (on Windows a host is a share: `file://server/share/x`), a query or
+ * fragment, an encoded slash (%2F; %5C on Windows), a NUL (raw or %00), invalid percent-encoding, or not
+ * absolute. Otherwise decodes percent-encoding (so `file:///r/caf%C3%A9`, `file:///r/caf%c3%a9` and
+ * `file:///r/café` give the same path), resolves `.`/`..` segments (also `%2e%2e`) lexically, clamped at the
+ * file-system root, and returns the absolute slash path and whether the URI ended in '/'.
+ *
+ * On Windows (`flavour`): `file:///C:/x`, `file:///c:/x` and `file:///C|/x` name `C:/x` (the drive letter
+ * upper case); a segment isForbiddenWin32Segment refuses names nothing. On POSIX a drive letter names nothing.
  *
  * `trailingSlash` is also true when the last segment is `.` or `..` (`dir/.` names a directory, as in posix).
- * The returned path never ends in '/' except for the root '/'.
+ * The returned path never ends in '/' except at a file-system root.
  */
-export function parseFileUri(input: unknown): { path: string; trailingSlash: boolean } | null {
+export function parseFileUri(input: unknown, flavour: Flavour = HOST_FLAVOUR): { path: string; trailingSlash: boolean } | null {
   if (typeof input !== 'string' || input.length > MAX_URI_LENGTH) return null;
   // Hand-parsed rather than via WHATWG `new URL`: that parser silently drops
   // tabs and newlines, trims spaces, turns '\\' into '/' and resolves dot
@@ -161,13 +211,17 @@ export function parseFileUri(input: unknown): { path: string; trailingSlash: boo
   const scheme = /^file:/i.exec(input);
   if (scheme === null) return null;
   let rest = input.slice(scheme[0].length);
+  let share = '';
   if (rest.startsWith('//')) {
     const slash = rest.indexOf('/', 2);
     const authority = slash === -1 ? rest.slice(2) : rest.slice(2, slash);
-    // Security: a host would mean another machine (or a UNC share); we only
-    // serve this one. Hosts are case-insensitive, so 'LOCALHOST' is accepted.
-    if (authority !== '' && authority.toLowerCase() !== 'localhost') return null;
     rest = slash === -1 ? '' : rest.slice(slash);
+    // Security: a host means another machine. On POSIX we serve only this one; on Windows a host is a share
+    // (`\\server\share`), which is served when a root is on it. Hosts are case-insensitive: 'LOCALHOST' is local.
+    if (authority !== '' && authority.toLowerCase() !== 'localhost') {
+      if (flavour !== 'win32' || !/^[A-Za-z0-9._-]+$/.test(authority)) return null;
+      share = `//${authority}`;
+    }
   }
   // RFC 8089 also allows `file:/path` (no authority); `file:path` is relative.
   if (!rest.startsWith('/')) return null;
@@ -175,7 +229,7 @@ export function parseFileUri(input: unknown): { path: string; trailingSlash: boo
   // encoded), so one here cannot name a file we serve.
   if (rest.includes('?') || rest.includes('#')) return null;
   if (rest.includes('\0') || rest.includes('\\')) return null;
-  if (FORBIDDEN_ESCAPE.test(rest) || BAD_ESCAPE.test(rest)) return null;
+  if ((flavour === 'win32' ? FORBIDDEN_ESCAPE_WIN32 : FORBIDDEN_ESCAPE).test(rest) || BAD_ESCAPE.test(rest)) return null;
   if (LONE_SURROGATE.test(rest)) return null;
   let decoded: string;
   try {
@@ -185,13 +239,24 @@ export function parseFileUri(input: unknown): { path: string; trailingSlash: boo
   } catch {
     return null; // URIError: invalid percent-encoding, by definition names nothing
   }
-  if (DRIVE_LETTER.test(decoded)) return null; // a Windows path; we are posix only
   const segments = decoded.split('/');
   const last = segments[segments.length - 1];
   const trailingSlash = last === '' || last === '.' || last === '..';
-  // Security: dot segments are resolved after decoding, so '%2e%2e' counts as
-  // '..'; posix.normalize clamps '..' at '/', it can never climb above it.
-  const path = stripTrailingSlashes(posix.normalize(decoded));
+  if (flavour === 'posix') {
+    if (DRIVE_LETTER.test(decoded)) return null; // a Windows path: names nothing here
+    // Security: dot segments are resolved after decoding, so '%2e%2e' counts as '..', clamped at '/'.
+    return { path: normalizeSlashPath(decoded, 'posix'), trailingSlash };
+  }
+  let path: string;
+  if (share !== '') path = share + decoded;
+  else if (DRIVE_LETTER.test(decoded)) path = decoded[1]!.toUpperCase() + ':/' + decoded.slice(4);
+  else return null; // `file:///x`: no drive, no share, so no absolute Windows path
+  // The drive's ':' (or a share's name) is past: any other ':' is a stream, and the Win32 rules hold per segment.
+  const body = path.slice(share !== '' ? share.length : 3).split('/');
+  if (body.some(isForbiddenWin32Segment)) return null;
+  // Security: '..' clamps at the drive or the share, never climbing into the server's other shares.
+  path = normalizeSlashPath(path, 'win32');
+  if (!isAbsoluteSlashPath(path, 'win32')) return null;
   return { path, trailingSlash };
 }
 
@@ -238,7 +303,9 @@ export interface ResolveFs {
   stat(p: string): Promise<{ isFile(): boolean; isDirectory(): boolean }>;
 }
 
-const defaultFs: ResolveFs = { realpath: (p) => fsRealpath(p), stat: (p) => fsStat(p) };
+// fs.promises.realpath is realpath(3) (GetFinalPathNameByHandle on Windows): the spelling on disk, long names
+// for 8.3 ones, and on Windows backslashes, which the slash path turns.
+const defaultFs: ResolveFs = { realpath: async (p) => toSlashPath(await fsRealpath(p)), stat: (p) => fsStat(p) };
 
 // Errors that mean "this path names nothing we can serve". Anything else (EIO,
 // EMFILE, ...) is a fault of the server and is thrown, not hidden as not found.
@@ -265,12 +332,19 @@ async function orNotFound<T>(op: Promise<T>): Promise<T | null> {
  * A trailing '/' on a file gives null (as in posix); a directory without one resolves, and its returned
  * uri has the '/'. The check is a snapshot: callers should open the returned real path, not the client's.
  */
-export async function resolveUri(input: unknown, roots: readonly Root[], fsImpl: ResolveFs = defaultFs): Promise<ResolvedUri | null> {
-  const parsed = parseFileUri(input);
+export async function resolveUri(
+  input: unknown,
+  roots: readonly Root[],
+  fsImpl: ResolveFs = defaultFs,
+  flavour: Flavour = HOST_FLAVOUR,
+): Promise<ResolvedUri | null> {
+  const parsed = parseFileUri(input, flavour);
   if (parsed === null) return null;
   // Security: a path outside every root never reaches the file system, so no
-  // errno or timing difference can tell a client whether it exists.
-  if (findRoot(roots, parsed.path) === undefined) return null;
+  // errno or timing difference can tell a client whether it exists. On Windows
+  // the volume ignores case, so this first look does too (`file:///c:/users/...`);
+  // the look at the real path below, spelled as on disk, is exact.
+  if (findRoot(roots, parsed.path, flavour === 'win32') === undefined) return null;
   const real = await orNotFound(fsImpl.realpath(parsed.path));
   if (real === null) return null;
   // Security: a symlink inside a root may point anywhere; only its target
@@ -282,12 +356,12 @@ export async function resolveUri(input: unknown, roots: readonly Root[], fsImpl:
   const isDirectory = stats.isDirectory();
   if (!isDirectory && !stats.isFile()) return null; // sockets, FIFOs, devices: reading one could block or leak
   if (parsed.trailingSlash && !isDirectory) return null;
-  return { uri: pathToUri(real, isDirectory), path: real, root, isDirectory };
+  return { uri: pathToUri(real, isDirectory, flavour), path: real, root, isDirectory };
 }
 
-/** Makes a Root from a folder path the user gave (realpath'd by the caller). */
-export function makeRoot(realPath: string): Root {
-  if (!posix.isAbsolute(realPath)) throw new TypeError(`makeRoot needs an absolute path: ${realPath}`);
-  const path = stripTrailingSlashes(posix.normalize(realPath));
-  return { path, uri: pathToUri(path, true), name: path === '/' ? '/' : posix.basename(path) };
+/** Makes a Root from a folder path the user gave (realpath'd by the caller), in slash or platform form. */
+export function makeRoot(realPath: string, flavour: Flavour = HOST_FLAVOUR): Root {
+  const path = toSlashPath(realPath, flavour);
+  if (!isAbsoluteSlashPath(path, flavour)) throw new TypeError(`makeRoot needs an absolute path: ${realPath}`);
+  return { path, uri: pathToUri(path, true, flavour), name: path === '/' ? '/' : basename(path) };
 }

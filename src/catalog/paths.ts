@@ -2,7 +2,7 @@
 // or a path relative to a served folder. Models write paths; the index speaks
 // canonical URIs. Every name still goes through lookupEntry, whose answer is
 // index membership, so nothing here can reach outside the roots.
-import { posix } from 'node:path';
+import { below, HOST_FLAVOUR, isAbsoluteSlashPath, join, normalizeSlashPath, toSlashPath, type Flavour } from '../fs-path.ts';
 import { listingName } from '../content/collection.ts';
 import { missingSegments } from '../content/safe-write.ts';
 import type { EntryRow } from '../entry.ts';
@@ -13,13 +13,14 @@ import { compileGlob } from '../query/glob.ts';
 import { canonicalUriText, findRoot, parseFileUri, pathToUri, type Root } from '../uri.ts';
 import { ToolFailure } from './tool.ts';
 
-const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+// Two characters at least: a one-letter "scheme" is a Windows drive (`C:\x`, `c:/x`), a path.
+const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]+:/;
 
 /** Canonical spelling of one path segment (decoded text), as pathToUri writes it. */
 export function encodeSegment(segment: string): string {
   // pathToUri normalises, which would eat '.' and '..'; those are ASCII and never encoded.
   if (segment === '' || segment === '.' || segment === '..') return segment;
-  return pathToUri(`/${segment}`, false).slice('file:///'.length);
+  return pathToUri(`/${segment}`, false, 'posix').slice('file:///'.length);
 }
 
 /** Canonical spelling of a relative path text, segment by segment, not normalised. */
@@ -37,15 +38,40 @@ export function isUriText(text: string): boolean {
 }
 
 /**
+ * A path argument as a model writes it, in slash form (src/fs-path.ts). On
+ * Windows '\' separates as '/' does (no Windows name holds one), and `C:\x`,
+ * `c:/x`, `\\server\share\x` and WSL's `/mnt/c/x` are absolute; on POSIX a
+ * path is absolute when it starts with '/'. A relative path comes back as
+ * written, separators turned. `trailingSlash`: the text ended in a separator.
+ */
+export function toolPath(text: string, flavour: Flavour = HOST_FLAVOUR): { absolute?: string; relative?: string; trailingSlash: boolean } {
+  let t = flavour === 'win32' ? text.replaceAll('\\', '/') : text;
+  const trailingSlash = t.endsWith('/');
+  if (flavour === 'win32') {
+    const wsl = /^\/mnt\/([A-Za-z])(?:\/|$)/.exec(t);
+    if (wsl) t = `${wsl[1]!.toUpperCase()}:/${t.slice(wsl[0].length)}`;
+    const slash = toSlashPath(t, 'win32');
+    if (isAbsoluteSlashPath(slash, 'win32')) return { absolute: slash, trailingSlash };
+    // `/x` on Windows names no drive: read as relative to the served folders, as a prefix is.
+    return { relative: t, trailingSlash };
+  }
+  if (t.startsWith('/')) return { absolute: normalizeSlashPath(t, 'posix'), trailingSlash };
+  return { relative: t, trailingSlash };
+}
+
+/**
  * The URI prefixes a `prefix`-style argument stands for: a URI prefix as it is
  * (canonical spelling), or a relative path under every root; with several
  * roots also as the tools print paths, the root's label first (`notes/to`
  * under the root labelled `notes`; a text the label itself starts with, such
  * as `no`, names that whole root).
  */
-export function prefixUris(text: string, roots: readonly Root[]): string[] {
+export function prefixUris(text: string, roots: readonly Root[], flavour: Flavour = HOST_FLAVOUR): string[] {
   if (isUriText(text)) return [canonicalUriText(text)];
-  const rel = text.replace(/^\.?\/+/, '');
+  const given = toolPath(text, flavour);
+  // A Windows path (`C:\proj\src`) stands for its URI; on POSIX a leading '/' has always read as relative.
+  if (flavour === 'win32' && given.absolute !== undefined) return [canonicalUriText(pathToUri(given.absolute, given.trailingSlash, flavour))];
+  const rel = (given.relative ?? text).replace(/^\.?\/+/, '');
   const uris = roots.map((root) => root.uri + encodeRelative(rel));
   // With one folder, tools print the folder itself by its name (tree's first entry): that name is the whole folder too.
   if (roots.length === 1 && rel !== '' && rel === roots[0]!.name) uris.push(roots[0]!.uri);
@@ -145,12 +171,13 @@ export class AmbiguousPath extends ToolFailure {
  * whose label it starts with (`b/proj/src/a.ts`); naming entries in two roots
  * it throws AmbiguousPath, listing them.
  */
-export async function resolveTarget(ctx: ServerContext, text: string): Promise<EntryRow | undefined> {
+export async function resolveTarget(ctx: ServerContext, text: string, flavour: Flavour = HOST_FLAVOUR): Promise<EntryRow | undefined> {
   const lookup = (uri: string) =>
     lookupEntry(uri, { store: ctx.index.store, roots: ctx.roots, followSymlinks: ctx.followSymlinks });
   if (isUriText(text)) return lookup(text);
-  if (text.startsWith('/')) return lookup(pathToUri(posix.normalize(text), text.endsWith('/')));
-  const rel = text.replace(/^\.\/+/, '');
+  const given = toolPath(text, flavour);
+  if (given.absolute !== undefined) return lookup(pathToUri(given.absolute, given.trailingSlash, flavour));
+  const rel = given.relative!.replace(/^\.\/+/, '');
   const found = new Map<string, EntryRow>();
   const labels = ctx.roots.length > 1 ? labelsOf(ctx.roots) : [];
   for (const [i, root] of ctx.roots.entries()) {
@@ -187,27 +214,29 @@ export interface WritePath {
  * roots (the caller says "Not found", as for reads). Looks at the disk, never
  * outside the roots; safe-write checks everything again when it writes.
  */
-export function resolveWritePath(text: string, roots: readonly Root[]): WritePath | undefined {
+export function resolveWritePath(text: string, roots: readonly Root[], flavour: Flavour = HOST_FLAVOUR): WritePath | undefined {
   const show = (path: string) => {
     const root = findRoot(roots, path);
     if (!root) return listingName(path);
-    const rel = path === root.path ? '' : path.slice(root.path === '/' ? 1 : root.path.length + 1);
+    const rel = below(root.path, path);
     if (roots.length === 1) return listingName(rel === '' ? root.name : rel);
     const label = labelsOf(roots)[roots.indexOf(root)]!;
     return listingName(rel === '' ? label : `${label}/${rel}`);
   };
   const inside = (path: string) => (findRoot(roots, path) ? { path, shown: show(path) } : undefined);
   if (isUriText(text)) {
-    const parsed = parseFileUri(text);
-    return parsed ? inside(parsed.path.replace(/(.)\/+$/, '$1')) : undefined;
+    const parsed = parseFileUri(text, flavour);
+    return parsed ? inside(parsed.path) : undefined;
   }
   if (text.includes('\0')) return undefined;
-  if (text.startsWith('/')) return inside(posix.normalize(text).replace(/(.)\/+$/, '$1'));
-  const rel = text.replace(/^(\.\/+)+/, '').replace(/\/+$/, '');
-  const readings = roots.map((root) => posix.join(root.path, rel));
+  const given = toolPath(text, flavour);
+  if (given.absolute !== undefined) return inside(given.absolute);
+  const rel = given.relative!.replace(/^(\.\/+)+/, '').replace(/\/+$/, '');
+  const under = (dir: string, path: string) => normalizeSlashPath(join(dir, path), flavour);
+  const readings = roots.map((root) => under(root.path, rel));
   if (roots.length > 1) {
     labelsOf(roots).forEach((label, i) => {
-      if (rel === label || rel.startsWith(`${label}/`)) readings.push(posix.join(roots[i]!.path, rel.slice(label.length + 1)));
+      if (rel === label || rel.startsWith(`${label}/`)) readings.push(under(roots[i]!.path, rel.slice(label.length + 1)));
     });
   }
   const candidates = [...new Set(readings)].filter((path) => findRoot(roots, path) !== undefined);

@@ -7,6 +7,7 @@
 // same try/catch.
 import { readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
 import { lstat, stat } from 'node:fs/promises';
+import { toSlashPath } from '../fs-path.ts';
 
 export type FileKind = 'file' | 'directory' | 'FIFO' | 'socket' | 'character device' | 'block device' | 'symlink' | 'unknown';
 
@@ -86,9 +87,12 @@ async function lookOrNullAsync<T>(look: () => Promise<T>, absence: Absence): Pro
   }
 }
 
-/** realpath(3) itself, synchronously: one system call over cached directory entries, not one lstat per component. */
+/**
+ * realpath(3) itself, synchronously: one system call over cached directory entries, not one lstat per component.
+ * As a slash path (src/fs-path.ts), so that it compares with the index's paths on Windows too.
+ */
 export function realOrNull(path: string, absence: Absence): string | null {
-  return lookOrNull(() => realpathSync.native(path), absence);
+  return lookOrNull(() => toSlashPath(realpathSync.native(path)), absence);
 }
 
 /** stat, synchronously. */

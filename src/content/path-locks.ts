@@ -11,7 +11,7 @@
 // waits for another (no deadlock), and a stream of edits of one file cannot
 // starve a move of its folder.
 import { realpathSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { basename, childPrefix, dirname, join, toSlashPath } from '../fs-path.ts';
 
 export interface PathHold {
   /** Absolute, normalised. */
@@ -117,7 +117,7 @@ function overlaps(a: Request, b: Request): boolean {
 }
 
 function under(path: string, folder: string): boolean {
-  return path.startsWith(folder === '/' ? '/' : `${folder}/`);
+  return path.startsWith(childPrefix(folder));
 }
 
 /**
@@ -129,10 +129,10 @@ export function lockKey(path: string): string {
   const rest: string[] = [];
   for (let at = path; ; at = dirname(at)) {
     try {
-      const real = realpathSync.native(at);
-      return rest.length === 0 ? real : `${real === '/' ? '' : real}/${rest.reverse().join('/')}`;
+      const real = toSlashPath(realpathSync.native(at));
+      return rest.length === 0 ? real : join(real, ...rest.reverse());
     } catch {
-      if (at === '/' || dirname(at) === at) return path;
+      if (dirname(at) === at) return path;
       rest.push(basename(at));
     }
   }

@@ -16,7 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants, fstatSync, type BigIntStats } from 'node:fs';
 import { link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { basename, below, childPrefix, dirname } from '../fs-path.ts';
 import { findRoot, type Root } from '../uri.ts';
 import { errnoCode } from '../errno.ts';
 import {
@@ -76,8 +76,8 @@ export function judgeTarget(path: string, roots: readonly Root[]): Verdict {
   const root = findRoot(roots, path);
   if (root === undefined) return { ok: false, reason: 'not-found', message: 'not in the served folders' };
   if (path === root.path) return { ok: false, reason: 'refused', message: 'it is a served folder itself' };
-  const below = path.slice(root.path === '/' ? 1 : root.path.length + 1).split('/');
-  const never = below.find((segment) => NEVER_WRITTEN.has(segment));
+  const segments = below(root.path, path).split('/');
+  const never = segments.find((segment) => NEVER_WRITTEN.has(segment));
   if (never !== undefined) return { ok: false, reason: 'refused', message: `writes never go into ${never}/` };
   return { ok: true, root };
 }
@@ -126,7 +126,9 @@ class PinnedDir {
     if (realOrNull(path) !== path) throw new WriteError('not-found', 'its folder does not exist, or is reached through a symlink');
     let handle: FileHandle;
     try {
-      handle = await open(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      // Windows has no O_DIRECTORY or O_NOFOLLOW (undefined: 0 here); libuv opens a folder there with
+      // FILE_FLAG_BACKUP_SEMANTICS, and the fstat below checks it is one.
+      handle = await open(path, constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | (constants.O_NOFOLLOW ?? 0));
     } catch (error) {
       throw new WriteError('not-found', `its folder cannot be opened (${errnoCode(error) ?? 'error'})`);
     }
@@ -145,7 +147,7 @@ class PinnedDir {
 
   /** The name to give system calls for `name` inside this directory. */
   at(name: string): string {
-    return this.viaProc ? `/proc/self/fd/${this.handle.fd}/${name}` : `${this.path}/${name}`;
+    return this.viaProc ? `/proc/self/fd/${this.handle.fd}/${name}` : childPrefix(this.path) + name;
   }
 
   /**
@@ -270,7 +272,7 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
   const name = basename(path);
   const dir = await PinnedDir.open(dirname(path), roots);
   const tempName = `.folder-mcp-${randomBytes(8).toString('hex')}.tmp`;
-  const tempPath = `${dir.path}/${tempName}`;
+  const tempPath = childPrefix(dir.path) + tempName;
   let tempCreated = false;
   try {
     const existing = await lstatOrNull(dir.at(name));
@@ -292,12 +294,14 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     try {
       temp = fstatSync(handle.fd, { bigint: true });
       await handle.writeFile(data);
-      if (existing) await keepOwner(handle, existing, temp);
-      // After chown, which clears setuid and setgid.
-      await handle.chmod(mode);
-      const kept = Number(fstatSync(handle.fd, { bigint: true }).mode) & 0o7777;
-      if (kept !== mode) {
-        throw new WriteError('refused', `its mode ${octal(mode)} cannot be kept (the new file would be ${octal(kept)}); nothing was changed`);
+      if (POSIX_FILES) {
+        if (existing) await keepOwner(handle, existing, temp);
+        // After chown, which clears setuid and setgid.
+        await handle.chmod(mode);
+        const kept = Number(fstatSync(handle.fd, { bigint: true }).mode) & 0o7777;
+        if (kept !== mode) {
+          throw new WriteError('refused', `its mode ${octal(mode)} cannot be kept (the new file would be ${octal(kept)}); nothing was changed`);
+        }
       }
       await handle.sync();
       temp = fstatSync(handle.fd, { bigint: true });
@@ -325,6 +329,10 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
       checkIdentity(fstatSync(options.expect.handle.fd, { bigint: true }), options.expect.identity);
     }
     if (options.hooks?.afterLastLook) await options.hooks.afterLastLook();
+    // Windows refuses a rename onto a file that any handle holds open, ours too: the edit's handle closes here,
+    // after its last look. No other program can write to the old file after the rename there either: while one
+    // holds it open the rename fails (renameOverRetrying), so there is nothing to rescue.
+    if (!POSIX_FILES && options.expect) await options.expect.handle.close();
     if (options.createOnly) {
       // link(2) fails with EEXIST if the name was taken meanwhile: create-only without a window.
       try {
@@ -335,12 +343,12 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
       }
       await unlink(dir.at(tempName));
     } else {
-      await rename(dir.at(tempName), dir.at(name));
+      await renameOverRetrying(dir.at(tempName), dir.at(name));
     }
     tempCreated = false;
-    await dir.handle.sync();
+    await syncDirectory(dir.handle);
     dir.verifyAfter();
-    const outside = options.expect ? await rescueOutsideWrite(dir, name, temp, options.expect, mode) : undefined;
+    const outside = options.expect && POSIX_FILES ? await rescueOutsideWrite(dir, name, temp, options.expect, mode) : undefined;
     return { created: existing === null, tempPath, written: { ino: temp.ino, mtimeNs: temp.mtimeNs }, ...(outside ? { outside } : {}) };
   } finally {
     if (tempCreated) await unlink(dir.at(tempName)).catch(() => {});
@@ -489,8 +497,8 @@ async function keepBeside(dir: PinnedDir, name: string, bytes: Buffer, mode: num
   } finally {
     await handle.close();
   }
-  await dir.handle.sync();
-  return { kind: 'kept', keptPath: `${dir.path}/${keptName}`, bytes: bytes.byteLength };
+  await syncDirectory(dir.handle);
+  return { kind: 'kept', keptPath: childPrefix(dir.path) + keptName, bytes: bytes.byteLength };
 }
 
 /** The identity to pass in `expect` for the file behind an open handle. */
@@ -506,12 +514,12 @@ export function identityOf(handle: FileHandle): FileIdentity & { nlink: number; 
  */
 export async function makeDirectory(path: string, roots: readonly Root[], parents: boolean, hooks?: WriteHooks): Promise<string[]> {
   const root = check(judgeTarget(path, roots));
-  const segments = path.slice(root.path === '/' ? 1 : root.path.length + 1).split('/');
+  const segments = below(root.path, path).split('/');
   const created: string[] = [];
   let dir = await PinnedDir.open(root.path, roots);
   try {
     for (const [i, segment] of segments.entries()) {
-      const childPath = `${dir.path === '/' ? '' : dir.path}/${segment}`;
+      const childPath = childPrefix(dir.path) + segment;
       const last = i === segments.length - 1;
       const existing = await lstatOrNull(dir.at(segment));
       if (existing && kindOf(existing) === 'symlink') {
@@ -531,7 +539,7 @@ export async function makeDirectory(path: string, roots: readonly Root[], parent
         } catch (error) {
           if (errnoCode(error) !== 'EEXIST') throw error; // made meanwhile: opened and checked below like any other
         }
-        await dir.handle.sync();
+        await syncDirectory(dir.handle);
       }
       const next = await PinnedDir.open(childPath, roots);
       await dir.close();
@@ -605,8 +613,8 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
     } else {
       await renameChecked(source.at(fromName), target.at(toName));
     }
-    await source.handle.sync();
-    if (target.path !== source.path) await target.handle.sync();
+    await syncDirectory(source.handle);
+    if (target.path !== source.path) await syncDirectory(target.handle);
     source.verifyAfter();
     target.verifyAfter();
     return { kind, replaced };
@@ -630,10 +638,52 @@ export function judgeMoveSource(from: string, roots: readonly Root[]): Refusal |
 
 async function renameChecked(from: string, to: string): Promise<void> {
   try {
-    await rename(from, to);
+    await renameOverRetrying(from, to);
   } catch (error) {
-    throw moveError(error);
+    throw error instanceof WriteError ? error : moveError(error);
   }
+}
+
+/**
+ * POSIX file semantics: owners and mode bits, and a rename that replaces a
+ * file others hold open. Windows keeps no POSIX owner (fchown does nothing)
+ * and of the mode bits only "read-only", so a write there keeps neither and
+ * checks neither; and it refuses to rename onto an open file.
+ */
+const POSIX_FILES = process.platform !== 'win32';
+
+/**
+ * On Windows a rename onto a file that another program holds open (an
+ * editor, a virus scanner, the search indexer) fails with EPERM, EBUSY or
+ * EACCES for as long as it is held. Tried again with a growing pause, as
+ * graceful-fs does, for at most RENAME_RETRY_MS in all; then one clear
+ * error, and the caller removes its temp file. Elsewhere a rename is tried once.
+ */
+export const RENAME_RETRY_MS = 2_000;
+
+async function renameOverRetrying(from: string, to: string, windows = process.platform === 'win32'): Promise<void> {
+  const started = performance.now();
+  for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
+    try {
+      return await rename(from, to);
+    } catch (error) {
+      const code = errnoCode(error);
+      if (!windows || (code !== 'EPERM' && code !== 'EBUSY' && code !== 'EACCES')) throw error;
+      if (performance.now() - started + pause > RENAME_RETRY_MS) {
+        throw new WriteError('changed', `another program holds it open (${code}, for ${RENAME_RETRY_MS / 1000} s of retries); nothing was changed`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
+/**
+ * fsync of a folder, so the new name survives a crash. Windows cannot flush a
+ * folder opened for reading (FlushFileBuffers needs write access): NTFS
+ * journals the rename itself.
+ */
+async function syncDirectory(handle: FileHandle): Promise<void> {
+  if (process.platform !== 'win32') await handle.sync();
 }
 
 function moveError(error: unknown): Error {
@@ -654,7 +704,7 @@ function moveError(error: unknown): Error {
  */
 export function missingSegments(path: string): number {
   let missing = 0;
-  for (let at = path; at !== '/'; at = dirname(at), missing++) {
+  for (let at = path; dirname(at) !== at; at = dirname(at), missing++) {
     if (realOrNull(at) === at) return missing;
   }
   return missing;

@@ -1,6 +1,6 @@
 import ignore, { type Ignore } from 'ignore';
 import { readFileSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { below, join } from '../fs-path.ts';
 import type { Root } from '../uri.ts';
 import { findRoot } from '../uri.ts';
 
@@ -52,8 +52,8 @@ export class IgnoreRules {
     const root = findRoot(this.roots, absPath);
     if (!root) return true;
     if (absPath === root.path) return false;
-    const rel = relative(root.path, absPath);
-    const parts = rel.split(sep);
+    const rel = below(root.path, absPath);
+    const parts = rel.split('/');
     for (const part of parts) if (ALWAYS_EXCLUDED.has(part)) return true;
     if (this.exclude && this.exclude.ignores(asIgnorePath(rel, isDirectory))) return true;
     // Each ancestor's .gitignore judges the path relative to that ancestor;
@@ -61,7 +61,7 @@ export class IgnoreRules {
     let dir = root.path;
     for (let i = 0; i < parts.length; i++) {
       const rules = this.rulesOf(dir);
-      if (rules && rules.ignores(asIgnorePath(parts.slice(i).join(sep), isDirectory))) return true;
+      if (rules && rules.ignores(asIgnorePath(parts.slice(i).join('/'), isDirectory))) return true;
       dir = join(dir, parts[i]!);
     }
     return false;
@@ -87,6 +87,5 @@ export class IgnoreRules {
 }
 
 function asIgnorePath(rel: string, isDirectory: boolean): string {
-  const posix = rel.split(sep).join('/');
-  return isDirectory ? `${posix}/` : posix;
+  return isDirectory ? `${rel}/` : rel;
 }

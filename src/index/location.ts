@@ -7,6 +7,7 @@ import { lstatSync, mkdirSync, realpathSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isPathInside } from '../uri.ts';
+import { toSlashPath } from '../fs-path.ts';
 
 type Realpath = (path: string) => string;
 
@@ -32,7 +33,7 @@ export function realPathOf(path: string, realpath: Realpath = realpathSync.nativ
 /** Whether an index at `dbFile` (and its -wal and -shm beside it) would be inside a served root. */
 export function isInsideRoots(dbFile: string, rootRealPaths: readonly string[], realpath: Realpath = realpathSync.native): boolean {
   if (dbFile === ':memory:') return false;
-  const real = realPathOf(dbFile, realpath);
+  const real = toSlashPath(realPathOf(dbFile, realpath));
   return rootRealPaths.some((root) => isPathInside(root, real) || real === root);
 }
 
@@ -55,6 +56,19 @@ export function privateTempDir(base: string = tmpdir()): string | null {
 }
 
 /**
+ * The user's cache folder, as each platform has it: `$XDG_CACHE_HOME` wherever
+ * it is set, else `%LOCALAPPDATA%` on Windows (what is cached stays on this
+ * machine, out of a roaming profile), `~/Library/Caches` on macOS, `~/.cache`
+ * elsewhere.
+ */
+export function userCacheDir(env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string {
+  if (env.XDG_CACHE_HOME) return env.XDG_CACHE_HOME;
+  if (platform === 'win32') return env.LOCALAPPDATA || join(homedir(), 'AppData', 'Local');
+  if (platform === 'darwin') return join(homedir(), 'Library', 'Caches');
+  return join(homedir(), '.cache');
+}
+
+/**
  * Where the index lives by default: one file per set of roots and the options
  * that change what is indexed, in the user's cache dir. Never inside a served
  * root (the server never writes there; judged by real paths): if the cache dir
@@ -66,12 +80,13 @@ export function defaultDbPath(
   config: { exclude: readonly string[]; gitignore: boolean },
   env: NodeJS.ProcessEnv = process.env,
   tempDir: () => string | null = privateTempDir,
+  platform: NodeJS.Platform = process.platform,
 ): string {
   const key = createHash('sha256')
     .update(JSON.stringify({ roots: rootPaths, exclude: config.exclude, gitignore: config.gitignore }))
     .digest('hex')
     .slice(0, 16);
-  const cache = join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'folder-mcp', `${key}.db`);
+  const cache = join(userCacheDir(env, platform), 'folder-mcp', `${key}.db`);
   if (!isInsideRoots(cache, rootPaths)) return cache;
   const temp = tempDir();
   if (temp !== null && !isInsideRoots(join(temp, `${key}.db`), rootPaths)) return join(temp, `${key}.db`);

@@ -10,7 +10,7 @@ import {
   readSync,
   type Stats,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join } from '../fs-path.ts';
 import type { Logger } from '../log.ts';
 import { childUri, pathToUri, type Root } from '../uri.ts';
 import { BINARY_FALLBACK_MIME, COLLECTION_MIME, TEXT_FALLBACK_MIME, extOf, mimeFromName } from '../content/mime.ts';

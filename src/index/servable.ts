@@ -1,5 +1,5 @@
 import { lstat, lstatSync, readdir, readdirSync, type Dirent, type Stats } from 'node:fs';
-import { join } from 'node:path';
+import { childPrefix } from '../fs-path.ts';
 import type { Logger } from '../log.ts';
 
 /**
@@ -186,7 +186,7 @@ function splitInvalidNames(raw: Dirent<Buffer>[] | Dirent[]): DirListing {
 
 /** The escaped full path of a bad name in `dir`, for a warning. */
 export function invalidPathText(dir: string, name: Buffer): string {
-  return escapeName(Buffer.concat([Buffer.from(join(dir, '/')), name]));
+  return escapeName(Buffer.concat([Buffer.from(childPrefix(dir)), name]));
 }
 
 /**

@@ -5,7 +5,8 @@
 // writes the index; the worst a forged or stale one can do is make a replica
 // look at a path of its own folder. The transport (Redis pub/sub:
 // ./redis-transport.ts) only carries text.
-import { dirname, posix } from 'node:path';
+import { posix } from 'node:path';
+import { below, childPrefix, dirname } from '../fs-path.ts';
 import type { CommittedChange } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import { findRoot, isPathInside, PATH_MAX_BYTES, uriToPath, type Root } from '../uri.ts';
@@ -98,7 +99,7 @@ function resolveRelative(root: Root, rel: unknown): string | null {
   if (rel.startsWith('/') || rel.includes('\0') || posix.normalize(rel) !== rel || rel === '..' || rel.startsWith('../') || rel.endsWith('/')) {
     return null;
   }
-  const path = root.path === '/' ? `/${rel}` : `${root.path}/${rel}`;
+  const path = childPrefix(root.path) + rel;
   return isPathInside(root.path, path) ? path : null;
 }
 
@@ -170,7 +171,7 @@ export class HintBus {
       if ((this.hinted.get(path) ?? 0) > now) continue;
       const root = findRoot(this.options.roots, path);
       if (!root) continue;
-      const rel = path === root.path ? '' : path.slice(root.path === '/' ? 1 : root.path.length + 1);
+      const rel = below(root.path, path);
       let set = this.outgoing.get(root.path);
       if (!set) this.outgoing.set(root.path, (set = new Set()));
       // Past one message's worth the root goes as a tree hint: no need to hold more.

@@ -1,7 +1,7 @@
 import type { Stats } from 'node:fs';
 import { access as accessCallback, constants, lstat as lstatCallback } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { basename, dirname, join, sep } from 'node:path';
+import { basename, childPrefix, dirname, join } from '../fs-path.ts';
 import { EntryKind, type EntryColumns, type EntryRow } from '../entry.ts';
 import { scanInThread } from '../index/scan-thread.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
@@ -223,7 +223,7 @@ export class Reconciler {
   private async relistChanged(check: PathCheck): Promise<boolean> {
     for (const dir of check.relists) {
       if (this.signal.aborted) return false;
-      if (![...check.trees].some((tree) => dir === tree || dir.startsWith(tree + sep))) await this.relist(dir);
+      if (![...check.trees].some((tree) => dir === tree || dir.startsWith(childPrefix(tree)))) await this.relist(dir);
     }
     return true;
   }
@@ -528,7 +528,7 @@ export class Reconciler {
    * that can be lstat'ed but not searched is locked (its rows stay).
    */
   private async lockedAbove(path: string, root: Root): Promise<void> {
-    for (let dir = dirname(path); path !== root.path && (dir === root.path || dir.startsWith(root.path + sep)); dir = dirname(dir)) {
+    for (let dir = dirname(path); path !== root.path && (dir === root.path || dir.startsWith(childPrefix(root.path))); dir = dirname(dir)) {
       const st = await lstatOrDenied(dir);
       if (st === DENIED) continue;
       if (st?.isDirectory()) await this.markLocked(dir, null);

@@ -4,7 +4,7 @@
 // scripts/build.mjs builds this module on its own (dist/scan-watch.js) for
 // the worker to load: it imports nothing that starts anything.
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, join } from '../fs-path.ts';
 import { describeError, errnoCode, isNoEntry } from '../errno.ts';
 import type { ThreadScanObserver } from '../index/scan-observer.ts';
 

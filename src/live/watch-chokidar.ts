@@ -1,5 +1,5 @@
 import { lstat, lstatSync, realpathSync, type Stats } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, toSlashPath } from '../fs-path.ts';
 import type { FSWatcher } from 'chokidar';
 import { ROOT_RETURN_POLL_MS } from './watch-dirs.ts';
 import { isResourceExhausted, outermostDirs, type RewatchReason, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
@@ -238,8 +238,9 @@ class ChokidarWatcher implements Watcher {
   /** chokidar's events, and its raw ones (every fs.watch event: see chokidarWatcher), as paths that may have changed. */
   private forwardEvents(watcher: FSWatcher): void {
     const { sink } = this.start;
+    // chokidar names paths as the platform spells them: backslashes on Windows.
     const changed = (path: string) => {
-      if (!this.closed) sink.changed(path);
+      if (!this.closed) sink.changed(toSlashPath(path));
     };
     for (const event of ['add', 'addDir', 'change', 'unlink', 'unlinkDir'] as const) watcher.on(event, changed);
     // The watched path and the name in it. On a file's own watch the name is
@@ -247,8 +248,9 @@ class ChokidarWatcher implements Watcher {
     watcher.on('raw', (_event, name: string | null, details: unknown) => {
       const watched = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
       if (this.closed || typeof watched !== 'string') return;
-      sink.changed(watched);
-      if (name) sink.changed(join(watched, name));
+      const dir = toSlashPath(watched);
+      sink.changed(dir);
+      if (name) sink.changed(join(dir, toSlashPath(name)));
     });
   }
 
@@ -311,7 +313,7 @@ class ChokidarWatcher implements Watcher {
 /** Whether no component of `path` is a link (true when it cannot be told: gone, unreadable). */
 function isRealPath(path: string): boolean {
   try {
-    return realpathSync.native(path) === path;
+    return toSlashPath(realpathSync.native(path)) === path;
   } catch {
     return true;
   }

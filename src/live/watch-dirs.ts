@@ -1,5 +1,5 @@
 import { lstatSync, watch, type Dirent, type FSWatcher, type Stats } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, toSlashPath } from '../fs-path.ts';
 import { describeError, isNoEntry } from '../errno.ts';
 import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
 import { fsWatchDirectory, type WatchDirectory } from './scan-watch.ts';
@@ -351,7 +351,8 @@ async function startRecursive({ roots, sink }: WatchStart): Promise<DirsWatcher>
         if (closed) return;
         // A null name: the OS dropped the details (e.g. FSEvents' MustScanSubDirs).
         if (filename === null) void sink.rescan(root.path);
-        else sink.changed(join(root.path, filename));
+        // A path below the root, with backslashes on Windows.
+        else sink.changed(join(root.path, toSlashPath(filename)));
       });
       watcher.on('error', (error) => {
         if (!closed) sink.fatal(error);

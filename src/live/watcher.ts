@@ -1,4 +1,4 @@
-import { dirname } from 'node:path';
+import { dirname } from '../fs-path.ts';
 import type { IgnoreRules } from '../index/ignore.ts';
 import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';

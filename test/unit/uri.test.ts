@@ -188,7 +188,7 @@ describe('isPathInside', () => {
 });
 
 describe('findRoot', () => {
-  const roots = ['/srv/app', '/srv/app-secrets', '/srv/app/vendor', '/data'].map(makeRoot);
+  const roots = ['/srv/app', '/srv/app-secrets', '/srv/app/vendor', '/data'].map((p) => makeRoot(p));
   const rows: Array<{ path: string; expected: string | undefined }> = [
     { path: '/srv/app/src/main.ts', expected: '/srv/app' },
     { path: '/srv/app', expected: '/srv/app' },

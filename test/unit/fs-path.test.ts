@@ -1,0 +1,238 @@
+// The path model for both flavours, on every platform: Windows rules run on
+// Linux (and POSIX rules on Windows) because the flavour is a parameter.
+import assert from 'node:assert/strict';
+import { posix, win32 } from 'node:path';
+import { describe, test } from 'node:test';
+import { basename, dirname, isAbsoluteSlashPath, join, normalizeSlashPath, rootLength, toSlashPath, type Flavour } from '../../src/fs-path.ts';
+import { toolPath } from '../../src/catalog/paths.ts';
+import { findRoot, isForbiddenWin32Segment, isPathInside, makeRoot, parseFileUri, pathToUri, resolveUri, uriToPath, type ResolveFs } from '../../src/uri.ts';
+
+describe('toSlashPath', () => {
+  const rows: Array<[Flavour, string, string]> = [
+    ['win32', 'C:\\Users\\me\\proj', 'C:/Users/me/proj'],
+    ['win32', 'c:\\users\\me\\proj\\', 'C:/users/me/proj'],
+    ['win32', 'C:/Users/me/./proj/../proj2', 'C:/Users/me/proj2'],
+    ['win32', 'C:\\', 'C:/'],
+    ['win32', 'C:\\..\\..', 'C:/'],
+    ['win32', '\\\\server\\share\\dir\\f.txt', '//server/share/dir/f.txt'],
+    ['win32', '\\\\server\\share', '//server/share/'],
+    ['win32', '\\\\server\\share\\..\\other', '//server/share/other'],
+    ['win32', '\\\\?\\C:\\very\\long\\path', 'C:/very/long/path'],
+    ['win32', '\\\\?\\UNC\\server\\share\\x', '//server/share/x'],
+    ['win32', 'src\\a.ts', 'src/a.ts'],
+    ['win32', 'C:relative', 'C:relative'],
+    ['posix', '/home/me/proj', '/home/me/proj'],
+    ['posix', '/home/me/proj/', '/home/me/proj'],
+    ['posix', '//home//me/./x/../y', '/home/me/y'],
+    ['posix', '/a\\b', '/a\\b'], // a backslash is a character of a POSIX name
+    ['posix', '/..', '/'],
+    ['posix', 'a/../..', '..'],
+  ];
+  for (const [flavour, input, expected] of rows) {
+    test(`${flavour}: ${JSON.stringify(input)} -> ${JSON.stringify(expected)}`, () => assert.equal(toSlashPath(input, flavour), expected));
+  }
+
+  test('agrees with path.win32 and path.posix on what is absolute', () => {
+    const samples = ['C:\\x', 'c:/x', 'C:x', '\\\\server\\share\\x', '\\x', 'x\\y', '/x', 'x/y', '//server/share', ''];
+    for (const sample of samples) {
+      // path.win32 calls '\x' (the current drive's root) absolute; a server started anywhere cannot mean it, so it is not.
+      const expectedWin = win32.isAbsolute(sample) && /^[A-Za-z]:|^[\\/]{2}[^\\/]+[\\/][^\\/]+/.test(sample);
+      assert.equal(isAbsoluteSlashPath(toSlashPath(sample, 'win32'), 'win32'), expectedWin, `win32 ${sample}`);
+      assert.equal(isAbsoluteSlashPath(toSlashPath(sample, 'posix'), 'posix'), posix.isAbsolute(sample), `posix ${sample}`);
+    }
+  });
+});
+
+describe('join, dirname, basename, rootLength on slash paths', () => {
+  const rows: Array<{ path: string; dir: string; base: string; root: number }> = [
+    { path: '/a/b', dir: '/a', base: 'b', root: 1 },
+    { path: '/a', dir: '/', base: 'a', root: 1 },
+    { path: '/', dir: '/', base: '', root: 1 },
+    { path: 'C:/a/b', dir: 'C:/a', base: 'b', root: 3 },
+    { path: 'C:/a', dir: 'C:/', base: 'a', root: 3 },
+    { path: 'C:/', dir: 'C:/', base: 'C:', root: 3 },
+    { path: '//srv/share/a', dir: '//srv/share/', base: 'a', root: 12 },
+    { path: '//srv/share/', dir: '//srv/share/', base: 'share', root: 12 },
+  ];
+  for (const row of rows) {
+    test(row.path, () => {
+      assert.equal(dirname(row.path), row.dir);
+      assert.equal(basename(row.path), row.base);
+      assert.equal(rootLength(row.path), row.root);
+    });
+  }
+  test('join', () => {
+    assert.equal(join('/r', 'a'), '/r/a');
+    assert.equal(join('/', 'a'), '/a');
+    assert.equal(join('C:/', 'a', 'b'), 'C:/a/b');
+    assert.equal(join('//srv/share/', 'a'), '//srv/share/a');
+    assert.equal(join('/r', 'a/../b'), '/r/b');
+    assert.equal(join('C:/r', '../../..'), 'C:/');
+    assert.equal(join('/r', ''), '/r');
+  });
+  test('normalizeSlashPath keeps a share and clamps at it', () => {
+    assert.equal(normalizeSlashPath('//srv/share/../../x', 'win32'), '//srv/share/x');
+    assert.equal(normalizeSlashPath('//srv/share/../../x', 'posix'), '/x');
+  });
+});
+
+describe('canonical URIs of Windows paths, and back', () => {
+  const rows: Array<{ path: string; dir: boolean; uri: string }> = [
+    { path: 'C:/Users/me/proj', dir: true, uri: 'file:///C:/Users/me/proj/' },
+    { path: 'C:/Users/me/caf\u00e9 #1.txt', dir: false, uri: 'file:///C:/Users/me/caf%C3%A9%20%231.txt' },
+    { path: 'C:/', dir: true, uri: 'file:///C:/' },
+    { path: '//server/share/dir', dir: true, uri: 'file://server/share/dir/' },
+    { path: '//server/share/a%b', dir: false, uri: 'file://server/share/a%25b' },
+  ];
+  for (const row of rows) {
+    test(`${row.path} <-> ${row.uri}`, () => {
+      assert.equal(pathToUri(row.path, row.dir, 'win32'), row.uri);
+      assert.equal(uriToPath(row.uri, 'win32'), row.path);
+    });
+  }
+  test('a Windows spelling is normalised first: backslashes, lower-case drive', () => {
+    assert.equal(pathToUri(toSlashPath('c:\\Users\\me\\x.txt', 'win32'), false, 'win32'), 'file:///C:/Users/me/x.txt');
+  });
+  test('relative and drive-relative paths have no URI', () => {
+    for (const path of ['Users/me', 'C:Users', '/no-drive']) assert.throws(() => pathToUri(path, false, 'win32'), TypeError, path);
+  });
+  test('POSIX URIs are unchanged', () => {
+    assert.equal(pathToUri('/srv/app', true, 'posix'), 'file:///srv/app/');
+    assert.equal(uriToPath('file:///C:/x', 'posix'), '/C:/x');
+  });
+  test('makeRoot takes a Windows path as the user typed it', () => {
+    const root = makeRoot('c:\\Users\\Me\\Proj\\', 'win32');
+    assert.deepEqual(root, { path: 'C:/Users/Me/Proj', uri: 'file:///C:/Users/Me/Proj/', name: 'Proj' });
+    assert.deepEqual(makeRoot('\\\\nas\\team', 'win32'), { path: '//nas/team/', uri: 'file://nas/team/', name: 'team' });
+  });
+});
+
+describe('parseFileUri, Windows rules', () => {
+  const rows: Array<{ uri: string; path: string | null; why: string }> = [
+    { uri: 'file:///C:/r/a.txt', path: 'C:/r/a.txt', why: 'canonical' },
+    { uri: 'file:///c:/r/a.txt', path: 'C:/r/a.txt', why: 'lower-case drive' },
+    { uri: 'file:///C|/r/a.txt', path: 'C:/r/a.txt', why: "the old '|' spelling of a drive" },
+    { uri: 'file://localhost/C:/r/a.txt', path: 'C:/r/a.txt', why: 'localhost' },
+    { uri: 'file:///C:/r/sub/../a.txt', path: 'C:/r/a.txt', why: 'dot segments' },
+    { uri: 'file:///C:/../../Windows', path: 'C:/Windows', why: "'..' clamps at the drive" },
+    { uri: 'file://server/share/r/a.txt', path: '//server/share/r/a.txt', why: 'a UNC share' },
+    { uri: 'file://server/share/../../other/x', path: '//server/share/other/x', why: "'..' clamps at the share" },
+    { uri: 'file:///r/a.txt', path: null, why: 'no drive: nothing absolute' },
+    { uri: 'file:///C:/r/a.txt:secret', path: null, why: 'an alternate data stream' },
+    { uri: 'file:///C:/r/a.txt::$DATA', path: null, why: 'the default stream by name' },
+    { uri: 'file:///C:/r/a.txt.', path: null, why: 'a trailing dot' },
+    { uri: 'file:///C:/r/a.txt%20', path: null, why: 'a trailing space' },
+    { uri: 'file:///C:/r/CON', path: null, why: 'a device' },
+    { uri: 'file:///C:/r/nul.txt', path: null, why: 'a device with an extension' },
+    { uri: 'file:///C:/r/COM1.tar.gz', path: null, why: 'a device with two extensions' },
+    { uri: 'file:///C:/r/lpt9', path: null, why: 'a device, lower case' },
+    { uri: 'file:///C:/r/console.txt', path: 'C:/r/console.txt', why: 'not a device' },
+    { uri: 'file:///C:/r/a%5C..%5C..%5Cx', path: null, why: 'an encoded backslash' },
+    { uri: 'file:///C:/r/a%3Fb', path: null, why: "'?' is never in a Windows name" },
+    { uri: 'file:///C:/r/a*b', path: null, why: "'*' is never in a Windows name" },
+    { uri: 'file://evil.example%2F/x', path: null, why: 'a host that is not a name' },
+  ];
+  for (const row of rows) {
+    test(`${row.uri}: ${row.why}`, () => assert.equal(parseFileUri(row.uri, 'win32')?.path ?? null, row.path));
+  }
+  test('on POSIX a drive letter names nothing and a host is refused', () => {
+    assert.equal(parseFileUri('file:///C:/r/a.txt', 'posix'), null);
+    assert.equal(parseFileUri('file://server/share/x', 'posix'), null);
+    assert.equal(parseFileUri('file:///r/a%5Cb', 'posix')?.path, '/r/a\\b');
+  });
+  test('isForbiddenWin32Segment', () => {
+    for (const bad of ['CON', 'con', 'Aux.txt', 'NUL .txt', 'COM\u00b9', 'CONIN$', 'a:b', 'x.', 'x ', 'a|b', 'a<b']) assert.equal(isForbiddenWin32Segment(bad), true, bad);
+    for (const good of ['CONSOLE', 'nully', 'COM10', '.git', '..', '.', 'a b', 'café']) assert.equal(isForbiddenWin32Segment(good), false, good);
+  });
+});
+
+describe('containment under Windows rules', () => {
+  const roots = ['C:\\Users\\me\\proj', 'C:\\Users\\me\\proj-secrets', '\\\\nas\\team\\docs'].map((p) => makeRoot(p, 'win32'));
+  test('the sibling-prefix trap, on drives and shares', () => {
+    assert.equal(findRoot(roots, 'C:/Users/me/proj/a')?.path, 'C:/Users/me/proj');
+    assert.equal(findRoot(roots, 'C:/Users/me/proj-secrets/k')?.path, 'C:/Users/me/proj-secrets');
+    assert.equal(findRoot(roots, 'C:/Users/me/projX'), undefined);
+    assert.equal(findRoot(roots, '//nas/team/docs/x')?.path, '//nas/team/docs');
+    assert.equal(findRoot(roots, '//nas/team/docsX'), undefined);
+    assert.equal(findRoot(roots, '//nas/other/docs/x'), undefined);
+    assert.equal(findRoot(roots, 'D:/Users/me/proj/a'), undefined);
+  });
+  test('case: folded only when asked (the first look at a client spelling), exact otherwise', () => {
+    assert.equal(findRoot(roots, 'c:/users/ME/PROJ/a'), undefined);
+    assert.equal(findRoot(roots, 'c:/users/ME/PROJ/a', true)?.path, 'C:/Users/me/proj');
+    assert.equal(isPathInside('C:/Users/me/proj', 'C:/USERS/me/proj-secrets', true), false);
+  });
+  test('a file-system root as a root', () => {
+    assert.equal(isPathInside('C:/', 'C:/x/y'), true);
+    assert.equal(isPathInside('C:/', 'D:/x'), false);
+    assert.equal(isPathInside('/', '/x'), true);
+  });
+  test('unnormalised paths fail closed', () => {
+    assert.equal(isPathInside('C:/r', 'C:/r/../x'), false);
+    assert.equal(isPathInside('C:/r', 'C:/r//x'), false);
+    assert.equal(isPathInside('C:/r', 'C:r/x'), false);
+  });
+});
+
+describe('resolveUri under Windows rules (a file system of a case-insensitive volume, injected)', () => {
+  // The volume as Windows shows it: lookups ignore case and 8.3 names; realpath answers with the spelling on disk.
+  const onDisk = new Map([
+    ['C:/USERS/ME/PROJ', 'C:/Users/me/proj'],
+    ['C:/USERS/ME/PROJ/README.MD', 'C:/Users/me/proj/README.md'],
+    ['C:/USERS/ME/PROJ/LONGFO~1', 'C:/Users/me/proj/Long folder name'],
+    ['C:/USERS/ME/PROJ/LONG FOLDER NAME', 'C:/Users/me/proj/Long folder name'],
+    ['C:/USERS/ME/PROJ/LONG FOLDER NAME/X.TXT', 'C:/Users/me/proj/Long folder name/x.txt'],
+    ['C:/USERS/ME/PROJ/LONGFO~1/X.TXT', 'C:/Users/me/proj/Long folder name/x.txt'],
+    ['C:/USERS/ME/PROJ/JUNCTION', 'C:/Windows/System32'],
+  ]);
+  const dirs = new Set(['C:/Users/me/proj', 'C:/Users/me/proj/Long folder name', 'C:/Windows/System32']);
+  const fs: ResolveFs = {
+    realpath: async (p) => {
+      const real = onDisk.get(p.toUpperCase());
+      if (real === undefined) throw Object.assign(new Error('ENOENT'), { code: 'ENOENT' });
+      return real;
+    },
+    stat: async (p) => ({ isFile: () => !dirs.has(p), isDirectory: () => dirs.has(p) }),
+  };
+  const roots = [makeRoot('C:\\Users\\me\\proj', 'win32')];
+  const rows: Array<{ uri: string; expected: string | null }> = [
+    { uri: 'file:///C:/Users/me/proj/README.md', expected: 'file:///C:/Users/me/proj/README.md' },
+    { uri: 'file:///c:/users/ME/proj/readme.MD', expected: 'file:///C:/Users/me/proj/README.md' },
+    { uri: 'file:///C:/Users/me/proj/LONGFO~1/x.txt', expected: 'file:///C:/Users/me/proj/Long%20folder%20name/x.txt' },
+    { uri: 'file:///C:/Users/me/proj/junction', expected: null },
+    { uri: 'file:///C:/Users/me/proj/README.md:evil', expected: null },
+    { uri: 'file:///C:/Users/me/proj/missing', expected: null },
+  ];
+  for (const row of rows) {
+    test(`${row.uri} -> ${row.expected}`, async () => {
+      assert.equal((await resolveUri(row.uri, roots, fs, 'win32'))?.uri ?? null, row.expected);
+    });
+  }
+});
+
+describe('the tools\' path language', () => {
+  const rows: Array<[Flavour, string, { absolute?: string; relative?: string }]> = [
+    ['win32', 'C:\\Users\\me\\proj\\a.ts', { absolute: 'C:/Users/me/proj/a.ts' }],
+    ['win32', 'c:/Users/me/proj/a.ts', { absolute: 'C:/Users/me/proj/a.ts' }],
+    ['win32', '\\\\nas\\team\\docs\\x', { absolute: '//nas/team/docs/x' }],
+    ['win32', '/mnt/c/Users/me', { absolute: 'C:/Users/me' }],
+    ['win32', 'src\\deep\\a.ts', { relative: 'src/deep/a.ts' }],
+    ['win32', 'src/deep/a.ts', { relative: 'src/deep/a.ts' }],
+    ['win32', '/src/a.ts', { relative: '/src/a.ts' }],
+    ['posix', '/srv/app/a.ts', { absolute: '/srv/app/a.ts' }],
+    ['posix', 'src\\a.ts', { relative: 'src\\a.ts' }],
+    ['posix', 'C:/x', { relative: 'C:/x' }],
+  ];
+  for (const [flavour, text, expected] of rows) {
+    test(`${flavour}: ${text}`, () => {
+      const got = toolPath(text, flavour);
+      assert.equal(got.absolute, expected.absolute);
+      assert.equal(got.relative, expected.relative);
+    });
+  }
+  test('every absolute path read back prints the same URI', () => {
+    for (const text of ['C:\\a\\b.txt', 'c:/a/b.txt', '/mnt/c/a/b.txt']) {
+      assert.equal(pathToUri(toolPath(text, 'win32').absolute!, false, 'win32'), 'file:///C:/a/b.txt');
+    }
+  });
+});

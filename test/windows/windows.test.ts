@@ -1,0 +1,186 @@
+// The Windows lane: run by Node.js for Windows (node.exe) under Wine, by
+// `npm run test:windows` (scripts/test-windows.mjs), never by npm test. The
+// real v2 SDK client spawns `node.exe dist/cli.js FOLDER` over stdio pipes,
+// both Windows processes, and uses the server as Claude Desktop on Windows
+// would: a folder given as `C:\...`, URIs `file:///C:/...`, reads, search,
+// a PDF's text alternative, the write tools with Windows paths, and the
+// watcher (ReadDirectoryChangesW, recursive) seen in resources/list and in
+// `updated`. Each test waits for the event it needs, never a fixed sleep.
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { z } from 'zod';
+import { makePdf } from '../fixtures.ts';
+
+const Loose = z.looseObject({});
+type Loose = Record<string, unknown>;
+/** The repository: the lane runs from it (scripts/test-windows.mjs sets the working folder). */
+const CLI = resolve('dist', 'cli.js');
+const WAIT_MS = 60_000;
+
+if (process.platform !== 'win32') throw new Error('the Windows lane runs on Node.js for Windows: npm run test:windows');
+
+interface Served {
+  client: Client;
+  folder: string;
+  /** The folder's URI as the server spells it: `file:///C:/...`. */
+  uri: string;
+  close(): Promise<void>;
+}
+
+async function serve(folder: string, extra: string[] = []): Promise<Served> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, ...extra, folder], stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const client = new Client({ name: 'folder-mcp-windows-lane', version: '0.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(transport).catch((error: Error) => {
+    error.message += `; the server's stderr:\n${stderr}`;
+    throw error;
+  });
+  const real = realpathSync.native(folder);
+  const uri = `file:///${real.replaceAll('\\', '/').replace(/^[a-z]:/, (d) => d.toUpperCase())}/`;
+  return { client, folder, uri, close: () => client.close() };
+}
+
+function request(client: Client, method: string, params: Loose = {}): Promise<Loose> {
+  return client.request({ method, params } as never, Loose as never) as Promise<Loose>;
+}
+
+async function listUris(client: Client, params: Loose = {}): Promise<string[]> {
+  const uris: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await request(client, 'resources/list', { ...params, ...(cursor && { cursor }) });
+    for (const item of page.resources as Array<{ uri: string }>) uris.push(item.uri);
+    cursor = page.nextCursor as string | undefined;
+  } while (cursor);
+  return uris;
+}
+
+async function callTool(client: Client, name: string, args: Loose): Promise<{ text: string; structured: Loose; isError: boolean }> {
+  const result = await request(client, 'tools/call', { name, arguments: args });
+  const text = (result.content as Array<{ type: string; text?: string; resource?: { text?: string } }>).map((c) => c.text ?? c.resource?.text ?? '').join('\n');
+  return { text, structured: (result.structuredContent ?? {}) as Loose, isError: result.isError === true };
+}
+
+/** Polls `check` until it holds: the watcher's event has reached the index. */
+async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + WAIT_MS;
+  for (let pause = 20; ; pause = Math.min(pause * 2, 500)) {
+    if (await check()) return;
+    if (Date.now() > deadline) assert.fail(`not seen within ${WAIT_MS / 1000} s: ${what}`);
+    await new Promise((r) => setTimeout(r, pause));
+  }
+}
+
+describe('Windows: node.exe dist/cli.js C:\\...', () => {
+  let dir: string;
+  let served: Served;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'folder-mcp-win-'));
+    mkdirSync(join(dir, 'src', 'deep'), { recursive: true });
+    writeFileSync(join(dir, 'README.md'), '# Windows lane\nThe quick brown zebrafish.\n');
+    writeFileSync(join(dir, 'src', 'main.ts'), 'export const answer = 42;\n');
+    writeFileSync(join(dir, 'src', 'deep', 'notes.txt'), 'line one\nline two\n');
+    writeFileSync(join(dir, 'report.pdf'), makePdf(['Quarterly figures for the aardvark']));
+    served = await serve(dir, ['--write', '--db', ':memory:']);
+  });
+  after(async () => {
+    await served?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('lists every file and folder under file:///C:/... URIs, in URI order', async () => {
+    const uris = await listUris(served.client);
+    assert.match(served.uri, /^file:\/\/\/[A-Z]:\//);
+    assert.deepEqual(uris, [
+      served.uri,
+      `${served.uri}README.md`,
+      `${served.uri}report.pdf`,
+      `${served.uri}src/`,
+      `${served.uri}src/deep/`,
+      `${served.uri}src/deep/notes.txt`,
+      `${served.uri}src/main.ts`,
+    ]);
+    const prefixed = await listUris(served.client, { prefix: `${served.uri}src/` });
+    assert.equal(prefixed.length, 4);
+  });
+
+  test('reads a file by its URI, by a lower-case drive letter, and not outside the folder', async () => {
+    const read = await request(served.client, 'resources/read', { uri: `${served.uri}src/main.ts` });
+    assert.equal((read.contents as Array<{ text: string }>)[0]!.text, 'export const answer = 42;\n');
+    const lower = served.uri.replace(/^file:\/\/\/([A-Z]):/, (_, d: string) => `file:///${d.toLowerCase()}:`);
+    const again = await request(served.client, 'resources/read', { uri: `${lower}src/main.ts` });
+    assert.equal((again.contents as Array<{ uri: string }>)[0]!.uri, `${served.uri}src/main.ts`);
+    await assert.rejects(request(served.client, 'resources/read', { uri: `${served.uri}..%5C..%5Cwindows%5Cwin.ini` }));
+    await assert.rejects(request(served.client, 'resources/read', { uri: `${served.uri}README.md:secret` }));
+  });
+
+  test('a PDF has its text as a format alternative', async () => {
+    const read = await request(served.client, 'resources/read', { uri: `${served.uri}report.pdf` });
+    const contents = read.contents as Array<{ mimeType: string; text?: string }>;
+    assert.equal(contents[0]!.mimeType, 'application/pdf');
+    assert.ok(contents.some((c) => c.mimeType === 'text/plain' && c.text?.includes('aardvark')), JSON.stringify(contents.map((c) => c.mimeType)));
+  });
+
+  test('search finds text by content; the read tool takes a Windows path', async () => {
+    await eventually('search finds zebrafish', async () => (await callTool(served.client, 'search', { query: 'zebrafish' })).text.includes('README.md'));
+    const byPath = await callTool(served.client, 'read', { uri: join(dir, 'src', 'deep', 'notes.txt') });
+    assert.equal(byPath.isError, false, byPath.text);
+    assert.match(byPath.text, /line two/);
+  });
+
+  test('write, edit, mkdir and move with Windows paths; each change is on disk and in the listing', async () => {
+    const written = await callTool(served.client, 'write', { path: join(dir, 'src', 'new.txt'), content: 'alpha\r\nbeta\r\n' });
+    assert.equal(written.isError, false, written.text);
+    assert.equal(readFileSync(join(dir, 'src', 'new.txt'), 'utf8'), 'alpha\r\nbeta\r\n');
+    const edited = await callTool(served.client, 'edit', { path: 'src\\new.txt', edits: [{ old_text: 'beta', new_text: 'gamma' }] });
+    assert.equal(edited.isError, false, edited.text);
+    assert.equal(readFileSync(join(dir, 'src', 'new.txt'), 'utf8'), 'alpha\r\ngamma\r\n');
+    const made = await callTool(served.client, 'mkdir', { path: 'src/made/inner' });
+    assert.equal(made.isError, false, made.text);
+    const moved = await callTool(served.client, 'move', { from: join(dir, 'src', 'new.txt'), to: 'src\\made\\inner\\moved.txt' });
+    assert.equal(moved.isError, false, moved.text);
+    assert.equal(readFileSync(join(dir, 'src', 'made', 'inner', 'moved.txt'), 'utf8'), 'alpha\r\ngamma\r\n');
+    await eventually('the move is listed', async () => {
+      const uris = await listUris(served.client);
+      return uris.includes(`${served.uri}src/made/inner/moved.txt`) && !uris.includes(`${served.uri}src/new.txt`);
+    });
+    const outside = await callTool(served.client, 'write', { path: 'C:\\Windows\\folder-mcp-was-here.txt', content: 'x' });
+    assert.equal(outside.isError, true);
+    const stream = await callTool(served.client, 'write', { path: 'README.md:hidden', content: 'x' });
+    assert.equal(stream.isError, true, stream.text);
+  });
+
+  test('the watcher: a file added, renamed and deleted by another program shows in resources/list', async () => {
+    writeFileSync(join(dir, 'src', 'deep', 'added.md'), 'added\n');
+    await eventually('added.md listed', async () => (await listUris(served.client)).includes(`${served.uri}src/deep/added.md`));
+    renameSync(join(dir, 'src', 'deep', 'added.md'), join(dir, 'src', 'deep', 'renamed.md'));
+    await eventually('the rename listed', async () => {
+      const uris = await listUris(served.client);
+      return uris.includes(`${served.uri}src/deep/renamed.md`) && !uris.includes(`${served.uri}src/deep/added.md`);
+    });
+    unlinkSync(join(dir, 'src', 'deep', 'renamed.md'));
+    await eventually('the delete listed', async () => !(await listUris(served.client)).includes(`${served.uri}src/deep/renamed.md`));
+  });
+
+  test('subscribe: a change by another program sends updated for the file', async () => {
+    const uri = `${served.uri}src/deep/notes.txt`;
+    const updated = new Promise<string>((resolvePromise) => {
+      served.client.setNotificationHandler('notifications/resources/updated' as never, ((n: { params: { uri: string } }) => {
+        if (n.params.uri === uri) resolvePromise(n.params.uri);
+      }) as never);
+    });
+    const listen = await served.client.listen({ resourceSubscriptions: [uri] });
+    try {
+      writeFileSync(join(dir, 'src', 'deep', 'notes.txt'), 'line one\nline two\nline three\n');
+      assert.equal(await updated, uri);
+    } finally {
+      await listen.close();
+    }
+  });
+});
