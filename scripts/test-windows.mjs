@@ -15,6 +15,7 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { unpackExtension } from '@anthropic-ai/mcpb';
 import { buildTests, TESTS_OUT } from './build-tests.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -76,6 +77,13 @@ const env = {
 };
 const work = mkdtempSync(join(tmpdir(), 'folder-mcp-wine-'));
 try {
+  // The .mcpb as Claude Desktop on Windows unpacks it: the lane starts its server too (test/windows: FOLDER_MCP_BUNDLE).
+  const bundleOut = join(work, 'bundle');
+  execFileSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'bundle.ts'), '--out', bundleOut], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  const version = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
+  const unpacked = join(work, 'Claude Extensions', 'folder-mcp');
+  if (!(await unpackExtension({ mcpbPath: join(bundleOut, `folder-mcp-${version}.mcpb`), outputDir: unpacked, silent: true }))) throw new Error('mcpb unpack failed');
+  env.FOLDER_MCP_BUNDLE = winPath(unpacked);
   if (!existsSync(join(prefix, 'system.reg'))) {
     // A fresh prefix reports Windows 7, which Node.js refuses; Windows 10 is what users run.
     await run(wine, ['winecfg', '-v', 'win10'], env, join(work, 'winecfg.txt'));
@@ -92,11 +100,13 @@ try {
   process.stdout.write(text);
   const other = readFileSync(join(work, 'node-output.txt'), 'utf8').trim();
   if (other) process.stdout.write(`\nnode.exe printed:\n${other}\n`);
-  const pass = /ℹ pass (\d+)/.exec(text)?.[1] ?? '0';
-  const fail = /ℹ fail (\d+)/.exec(text)?.[1] ?? (code === 0 ? '0' : '1');
+  const count = (what) => Number(new RegExp(`ℹ ${what} (\\d+)`).exec(text)?.[1] ?? 0);
+  const pass = count('pass');
+  // A test cancelled (its suite's hook failed) did not pass: it counts as failed, and so does a run with no report.
+  const fail = count('fail') + count('cancelled') + (code !== 0 && count('fail') + count('cancelled') === 0 ? 1 : 0);
   const seconds = ((performance.now() - started) / 1000).toFixed(0);
   process.stdout.write(`\nWindows lane (${NODE_WIN} under ${wine}, ${seconds} s): ${pass} passed, ${fail} failed\n`);
-  process.exitCode = code === 0 && fail === '0' && Number(pass) > 0 ? 0 : 1;
+  process.exitCode = code === 0 && fail === 0 && pass > 0 ? 0 : 1;
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

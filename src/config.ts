@@ -19,7 +19,7 @@ export interface EmbedConfig {
   key?: string;
 }
 
-export const WATCHER_KINDS = ['auto', 'chokidar', 'dirs', 'poll', 'none'] as const;
+export const WATCHER_KINDS = ['auto', 'chokidar', 'dirs', 'recursive', 'poll', 'none'] as const;
 export type WatcherKind = (typeof WATCHER_KINDS)[number];
 
 export interface Config {
@@ -153,7 +153,7 @@ Options:
   --write                add the tools that change files: write, edit, mkdir,
                          move (default: read-only)
   --max-write-bytes N    largest file the write tools write (default ${DEFAULT_MAX_WRITE_BYTES})
-  --watcher KIND         auto | chokidar | dirs | poll | none (default auto)
+  --watcher KIND         auto | chokidar | dirs | recursive | poll | none (default auto)
   --poll-interval MS     with the poll watcher, at least MS between two walks of the tree (default ${DEFAULT_POLL_INTERVAL_MS})
   --no-search            no full-text content index and no search tool
   --search-budget-ms N   time one search may take; past it the result is cut

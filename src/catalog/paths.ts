@@ -197,6 +197,19 @@ export async function resolveTarget(ctx: ServerContext, text: string, flavour: F
   return found.values().next().value;
 }
 
+/**
+ * On Windows a path typed with another case of a served folder's own path
+ * (`c:\\users\\me\\proj\\x`) is that folder's: the volume ignores case. The
+ * part that names the folder is spelled as the folder is; what lies below is
+ * left as typed (the disk keeps the spelling of what exists, safe-write checks
+ * what it writes). Elsewhere, and outside every root, `path` as it is.
+ */
+function spelledAsRoot(roots: readonly Root[], path: string, flavour: Flavour): string {
+  if (flavour !== 'win32' || findRoot(roots, path) !== undefined) return path;
+  const root = findRoot(roots, path, true);
+  return root === undefined ? path : root.path + path.slice(root.path.length);
+}
+
 /** Where a write tool's path argument points: an absolute path, normalised, that may not exist yet. */
 export interface WritePath {
   path: string;
@@ -223,7 +236,10 @@ export function resolveWritePath(text: string, roots: readonly Root[], flavour: 
     const label = labelsOf(roots)[roots.indexOf(root)]!;
     return listingName(rel === '' ? label : `${label}/${rel}`);
   };
-  const inside = (path: string) => (findRoot(roots, path) ? { path, shown: show(path) } : undefined);
+  const inside = (typed: string) => {
+    const path = spelledAsRoot(roots, typed, flavour);
+    return findRoot(roots, path) ? { path, shown: show(path) } : undefined;
+  };
   if (isUriText(text)) {
     const parsed = parseFileUri(text, flavour);
     return parsed ? inside(parsed.path) : undefined;

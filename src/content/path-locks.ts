@@ -46,7 +46,11 @@ export class PathLocks {
   /** The file each of the last writes left at a path (inode and mtime): nobody else wrote it since if it is still that. */
   private readonly written = new Map<string, { ino: bigint; mtimeNs: bigint }>();
 
-  constructor(private readonly waitMs = PATH_LOCK_WAIT_MS) {}
+  constructor(
+    private readonly waitMs = PATH_LOCK_WAIT_MS,
+    /** Whose rules fold spellings into one key (lockKey); a parameter so that tests run Windows' on Linux. */
+    private readonly platform: NodeJS.Platform = process.platform,
+  ) {}
 
   /** How many requests hold or wait (for tests: the table empties when every change is over). */
   get size(): number {
@@ -59,7 +63,7 @@ export class PathLocks {
    * PathBusyError past the wait limit.
    */
   async run<T>(holds: readonly PathHold[], change: () => Promise<T>): Promise<T> {
-    const request: Request = { holds: holds.map((h) => ({ key: lockKey(h.path), tree: h.tree === true })), grant: () => {}, granted: false };
+    const request: Request = { holds: holds.map((h) => ({ key: lockKey(h.path, this.platform), tree: h.tree === true })), grant: () => {}, granted: false };
     const granted = new Promise<void>((resolve) => (request.grant = resolve));
     this.queue.push(request);
     this.pump();
@@ -83,7 +87,7 @@ export class PathLocks {
 
   /** Remembers what a write of this server left at `path`. */
   noteWritten(path: string, file: { ino: bigint; mtimeNs: bigint }): void {
-    const key = lockKey(path);
+    const key = lockKey(path, this.platform);
     this.written.delete(key);
     this.written.set(key, file);
     if (this.written.size > WRITTEN_KEPT) this.written.delete(this.written.keys().next().value!);
@@ -91,7 +95,7 @@ export class PathLocks {
 
   /** Is `file` what this server's last write left at `path`, untouched since (same inode and mtime)? */
   wroteLast(path: string, file: { ino: bigint; mtimeNs: bigint }): boolean {
-    const last = this.written.get(lockKey(path));
+    const last = this.written.get(lockKey(path, this.platform));
     return last !== undefined && last.ino === file.ino && last.mtimeNs === file.mtimeNs;
   }
 
@@ -123,19 +127,29 @@ function under(path: string, folder: string): boolean {
 /**
  * The key of `path`: its real path, or for a path that does not exist (yet)
  * the real path of its deepest existing folder plus the rest, so that
- * spellings through a symlinked folder meet. Pure but for realpath.
+ * spellings through a symlinked folder meet. Where volumes ignore case and
+ * Unicode normalization by default (Windows, macOS), the key is folded too:
+ * `Notes.txt` and `notes.txt`, or `café` composed and decomposed, are one
+ * file there, so they take one lock, whether the file exists yet or not
+ * (realpath spells what exists as on disk; what does not, it cannot). On a
+ * case-sensitive volume of those platforms two such files share a lock: they
+ * wait for each other, nothing more. Pure but for realpath.
  */
-export function lockKey(path: string): string {
+export function lockKey(path: string, platform: NodeJS.Platform = process.platform): string {
   const rest: string[] = [];
   for (let at = path; ; at = dirname(at)) {
     try {
       const real = toSlashPath(realpathSync.native(at));
-      return rest.length === 0 ? real : join(real, ...rest.reverse());
+      return foldKey(rest.length === 0 ? real : join(real, ...rest.reverse()), platform);
     } catch {
-      if (dirname(at) === at) return path;
+      if (dirname(at) === at) return foldKey(path, platform);
       rest.push(basename(at));
     }
   }
+}
+
+function foldKey(key: string, platform: NodeJS.Platform): string {
+  return platform === 'win32' || platform === 'darwin' ? key.normalize('NFC').toLowerCase() : key;
 }
 
 /**

@@ -16,8 +16,8 @@
 import { randomBytes } from 'node:crypto';
 import { constants, fstatSync, type BigIntStats } from 'node:fs';
 import { link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, below, childPrefix, dirname } from '../fs-path.ts';
-import { findRoot, type Root } from '../uri.ts';
+import { basename, below, childPrefix, dirname, HOST_FLAVOUR, type Flavour } from '../fs-path.ts';
+import { findRoot, isForbiddenWin32Segment, type Root } from '../uri.ts';
 import { errnoCode } from '../errno.ts';
 import {
   kernelPathOf,
@@ -72,13 +72,18 @@ export type Verdict = VerdictOf<WriteReason, { root: Root }>;
  * segment below the root may be one of NEVER_WRITTEN. Outside is not-found,
  * as for reads: never tell a client what lies outside the roots.
  */
-export function judgeTarget(path: string, roots: readonly Root[]): Verdict {
+export function judgeTarget(path: string, roots: readonly Root[], flavour: Flavour = HOST_FLAVOUR): Verdict {
   const root = findRoot(roots, path);
   if (root === undefined) return { ok: false, reason: 'not-found', message: 'not in the served folders' };
   if (path === root.path) return { ok: false, reason: 'refused', message: 'it is a served folder itself' };
   const segments = below(root.path, path).split('/');
   const never = segments.find((segment) => NEVER_WRITTEN.has(segment));
   if (never !== undefined) return { ok: false, reason: 'refused', message: `writes never go into ${never}/` };
+  // Security: Windows would write `a.txt:s` into a hidden stream of a.txt, `a.txt.` as a.txt, `nul.txt` nowhere.
+  const bad = flavour === 'win32' ? segments.find(isForbiddenWin32Segment) : undefined;
+  if (bad !== undefined) {
+    return { ok: false, reason: 'refused', message: `${JSON.stringify(bad)} is not a Windows file name (a stream, a device, a trailing dot or space, or one of <>:"|?*)` };
+  }
   return { ok: true, root };
 }
 

@@ -1,6 +1,6 @@
 import type { WatcherKind } from '../config.ts';
 import { startChokidarWatcher } from './watch-chokidar.ts';
-import { startDirsWatcher } from './watch-dirs.ts';
+import { startDirsWatcher, startRecursiveWatcher } from './watch-dirs.ts';
 import { startNoneWatcher } from './watch-none.ts';
 import { startPollWatcher } from './watch-poll.ts';
 import type { StartWatcher, WatcherBackend } from './watcher.ts';
@@ -8,6 +8,7 @@ import type { StartWatcher, WatcherBackend } from './watcher.ts';
 export const BACKEND_STARTERS: Record<WatcherBackend, StartWatcher> = {
   chokidar: startChokidarWatcher,
   dirs: startDirsWatcher,
+  recursive: startRecursiveWatcher,
   poll: startPollWatcher,
   none: startNoneWatcher,
 };
@@ -57,6 +58,8 @@ export function planWatchers(kind: WatcherKind): WatcherPlan {
       return { candidates: ['chokidar', 'poll'], reason: '--watcher chokidar' };
     case 'dirs':
       return { candidates: ['dirs', 'poll'], reason: '--watcher dirs' };
+    case 'recursive':
+      return { candidates: ['recursive', 'poll'], reason: '--watcher recursive' };
     case 'auto':
       return { candidates: ['dirs', 'poll'], reason: 'auto' };
   }

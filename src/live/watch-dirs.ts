@@ -19,6 +19,7 @@ export const ROOT_RETURN_POLL_MS = 500;
 
 /** The `dirs` backend as running: how many directories it watches, for tests and the probe. */
 export interface DirsWatcher extends Watcher {
+  readonly backend: 'dirs' | 'recursive';
   /** Directories with a watch of their own (Linux); the roots elsewhere. */
   readonly watching: number;
   isWatching(dir: string): boolean;
@@ -55,10 +56,23 @@ export interface DirsWatcherOptions {
 export function dirsWatcher(options: DirsWatcherOptions = {}): StartWatcher {
   const watchDirectory = options.watchDirectory ?? fsWatchDirectory;
   const recursive = options.recursive ?? process.platform !== 'linux';
-  return (start) => (recursive ? startRecursive(start) : startPerDirectory(start, watchDirectory));
+  return (start) => (recursive ? startRecursive(start, 'dirs') : startPerDirectory(start, watchDirectory));
 }
 
 export const startDirsWatcher: StartWatcher = dirsWatcher();
+
+/**
+ * `recursive`: one recursive fs.watch per root on every platform, what `dirs`
+ * is on macOS and Windows. On Linux Node emulates it (a watch per directory,
+ * kept by Node itself), so the e2e watch tests and the fuzzer run the code
+ * path that macOS and Windows users run, here.
+ */
+export const startRecursiveWatcher: StartWatcher = (start) => startRecursive(start, 'recursive');
+
+/** `recursive` as it runs on `platform` (tests: macOS's second diff, on Linux). */
+export function recursiveWatcherAs(platform: NodeJS.Platform): StartWatcher {
+  return (start) => startRecursive(start, 'recursive', platform);
+}
 
 interface Watched {
   watcher: FSWatcher;
@@ -341,10 +355,17 @@ class PerDirectoryWatcher implements DirsWatcher {
   }
 }
 
-/** Off Linux: one native recursive watch per root (FSEvents on macOS, ReadDirectoryChangesW on Windows). */
-async function startRecursive({ roots, sink }: WatchStart): Promise<DirsWatcher> {
+/**
+ * Off Linux: one native recursive watch per root (FSEvents on macOS,
+ * ReadDirectoryChangesW on Windows; on Linux, Node's emulation). An event
+ * names a path below the root, with backslashes on Windows; on macOS a
+ * root's path is its real path (`/private/var/...`), which is what FSEvents
+ * reports under, and what URIs use.
+ */
+async function startRecursive({ roots, sink }: WatchStart, backend: 'dirs' | 'recursive', platform = process.platform): Promise<DirsWatcher> {
   let closed = false;
   const watchers: FSWatcher[] = [];
+  let settle: NodeJS.Timeout | undefined;
   try {
     for (const root of roots) {
       const watcher = watch(root.path, { recursive: true, persistent: false }, (_event, filename) => {
@@ -363,18 +384,31 @@ async function startRecursive({ roots, sink }: WatchStart): Promise<DirsWatcher>
     for (const watcher of watchers) watcher.close();
     throw error;
   }
+  // FSEvents starts some undefined time after fs.watch returns (nodejs/node#52601): a change in that gap has no
+  // event, and may come after the start-up diff looked. So each root is diffed once more when FSEvents has surely
+  // begun; what changed since is then in the index or in an event.
+  if (platform === 'darwin') {
+    settle = setTimeout(() => {
+      if (!closed) for (const root of roots) void sink.rescan(root.path);
+    }, FSEVENTS_SETTLE_MS);
+    settle.unref();
+  }
   return {
-    backend: 'dirs',
+    backend,
     get watching() {
       return closed ? 0 : watchers.length;
     },
     isWatching: (dir) => !closed && roots.some((r) => r.path === dir),
     async close() {
       closed = true;
+      clearTimeout(settle);
       for (const watcher of watchers) watcher.close();
     },
   };
 }
+
+/** How long after fs.watch returns FSEvents is taken to watch (macOS): the roots are diffed again then. */
+export const FSEVENTS_SETTLE_MS = 2_000;
 
 /** lstat, null when the path is gone or cannot be looked at (then it is not watched: the sync layer decides what it serves). */
 function lstatOrNull(path: string): Stats | null {

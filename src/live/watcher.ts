@@ -4,7 +4,7 @@ import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
 
 /** The concrete backends `--watcher` can name (besides `auto`). */
-export const WATCHER_BACKENDS = ['chokidar', 'dirs', 'poll', 'none'] as const;
+export const WATCHER_BACKENDS = ['chokidar', 'dirs', 'recursive', 'poll', 'none'] as const;
 export type WatcherBackend = (typeof WATCHER_BACKENDS)[number];
 
 /**

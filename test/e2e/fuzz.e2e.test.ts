@@ -12,7 +12,7 @@ const SEEDS = [1, 2, 3];
 const OPS = 40;
 
 describe('the fuzzer: the listing equals the disk after random operations, restarts and kills', { skip: process.platform !== 'linux' ? 'the watchers are tested on Linux' : unreadableFoldersSkip() }, () => {
-  for (const backend of ['dirs', 'poll'] as const) {
+  for (const backend of ['dirs', 'recursive', 'poll'] as const) {
     for (const seed of SEEDS) {
       test(`${backend}, seed ${seed}, ${OPS} operations`, async () => {
         // 20 s to settle: far more than a loaded machine needs, far less than the 60 s safety diff that would hide a miss.

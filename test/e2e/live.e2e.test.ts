@@ -10,7 +10,7 @@ import { diskUris, rejectsWith, serveTree, tempDir, waitFor, writeTree, type Con
 import { connectWithNotes, listingDiff, listingEqualsDisk, type Notes } from '../live-helpers.ts';
 
 // LIVE_BACKENDS=dirs,poll narrows the loop while working on one backend.
-const BACKENDS = (process.env.LIVE_BACKENDS?.split(',') ?? ['chokidar', 'dirs', 'poll']) as Array<'chokidar' | 'dirs' | 'poll'>;
+const BACKENDS = (process.env.LIVE_BACKENDS?.split(',') ?? ['chokidar', 'dirs', 'recursive', 'poll']) as Array<'chokidar' | 'dirs' | 'recursive' | 'poll'>;
 /** Polling sees a change within a couple of seconds; leave room for a loaded machine. */
 const TIMEOUT = 30_000;
 /** The burst test: 5,000 files walked and compared with the listing at each look, on a machine that may be busy. */

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { posix, win32 } from 'node:path';
 import { describe, test } from 'node:test';
 import { basename, dirname, isAbsoluteSlashPath, join, normalizeSlashPath, rootLength, toSlashPath, type Flavour } from '../../src/fs-path.ts';
-import { toolPath } from '../../src/catalog/paths.ts';
+import { resolveWritePath, toolPath } from '../../src/catalog/paths.ts';
+import { judgeTarget } from '../../src/content/safe-write.ts';
 import { findRoot, isForbiddenWin32Segment, isPathInside, makeRoot, parseFileUri, pathToUri, resolveUri, uriToPath, type ResolveFs } from '../../src/uri.ts';
 
 describe('toSlashPath', () => {
@@ -230,6 +231,25 @@ describe('the tools\' path language', () => {
       assert.equal(got.relative, expected.relative);
     });
   }
+  test('a write path typed with another case of the served folder is that folder\'s, on Windows only', () => {
+    const win = [makeRoot('C:\\Users\\me\\proj', 'win32')];
+    assert.deepEqual(resolveWritePath('c:\\users\\ME\\proj\\src\\New.txt', win, 'win32'), { path: 'C:/Users/me/proj/src/New.txt', shown: 'src/New.txt' });
+    assert.deepEqual(resolveWritePath('src\\New.txt', win, 'win32'), { path: 'C:/Users/me/proj/src/New.txt', shown: 'src/New.txt' });
+    assert.equal(resolveWritePath('c:\\users\\me\\proj-secrets\\x', win, 'win32'), undefined);
+    assert.equal(resolveWritePath('src\\a.txt:stream', win, 'win32')?.path, 'C:/Users/me/proj/src/a.txt:stream', 'refused by judgeTarget (below)');
+    const posixRoots = [makeRoot('/srv/App', 'posix')];
+    assert.equal(resolveWritePath('/srv/app/x', posixRoots, 'posix'), undefined);
+  });
+  test('the write tools refuse what Windows would write elsewhere', () => {
+    const win = [makeRoot('C:\\r', 'win32')];
+    for (const path of ['C:/r/a.txt:s', 'C:/r/a.txt.', 'C:/r/dir /x', 'C:/r/nul.txt', 'C:/r/d/COM1', 'C:/r/a?b']) {
+      const verdict = judgeTarget(path, win, 'win32');
+      assert.equal(verdict.ok, false, path);
+    }
+    assert.equal(judgeTarget('C:/r/d/console.txt', win, 'win32').ok, true);
+    assert.equal(judgeTarget('/r/nul.txt', [makeRoot('/r', 'posix')], 'posix').ok, true, 'a POSIX name');
+  });
+
   test('every absolute path read back prints the same URI', () => {
     for (const text of ['C:\\a\\b.txt', 'c:/a/b.txt', '/mnt/c/a/b.txt']) {
       assert.equal(pathToUri(toolPath(text, 'win32').absolute!, false, 'win32'), 'file:///C:/a/b.txt');

@@ -3,10 +3,10 @@
 // one folder are one key, holds are granted in arrival order, and a wait
 // past the limit is refused. Each test waits for events (promises), never time.
 import assert from 'node:assert/strict';
-import { mkdirSync, realpathSync, symlinkSync } from 'node:fs';
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { lockKey, PathBusyError, PathLocks } from '../../src/content/path-locks.ts';
+import { lockKey, PATH_LOCK_WAIT_MS, PathBusyError, PathLocks } from '../../src/content/path-locks.ts';
 import { tempDir } from '../basics.ts';
 
 /** A change that runs until `release()` is called, and says when it started. */
@@ -103,6 +103,46 @@ describe('PathLocks', () => {
       symlinkSync(join(real, 'd'), join(real, 'link'));
       assert.equal(lockKey(join(real, 'link/new/f.txt')), join(real, 'd/new/f.txt'));
       assert.equal(lockKey(join(real, 'd')), join(real, 'd'));
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('lockKey: on Windows and macOS every spelling of a file is one key, existing or not; on Linux case is a name', () => {
+    const dir = tempDir('folder-mcp-locks-');
+    try {
+      const real = realpathSync(dir.path);
+      mkdirSync(join(real, 'd'));
+      writeFileSync(join(real, 'd', 'Notes.txt'), 'x');
+      for (const platform of ['win32', 'darwin'] as const) {
+        assert.equal(lockKey(join(real, 'D/NOTES.txt'), platform), lockKey(join(real, 'd/Notes.txt'), platform), platform);
+        assert.equal(lockKey(join(real, 'd/New.md'), platform), lockKey(join(real, 'd/new.MD'), platform), `${platform}: not there yet`);
+        assert.equal(lockKey(join(real, 'd/cafe\u0301.md'), platform), lockKey(join(real, 'd/caf\u00e9.md'), platform), `${platform}: normalization`);
+      }
+      assert.notEqual(lockKey(join(real, 'd/New.md'), 'linux'), lockKey(join(real, 'd/new.md'), 'linux'));
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('two spellings of one file wait for each other under Windows rules', async () => {
+    const dir = tempDir('folder-mcp-locks-');
+    try {
+      const real = realpathSync(dir.path);
+      const locks = new PathLocks(PATH_LOCK_WAIT_MS, 'win32');
+      const order: string[] = [];
+      let release!: () => void;
+      const first = locks.run([{ path: join(real, 'Report.docx') }], async () => {
+        order.push('first in');
+        await new Promise<void>((resolve) => (release = resolve));
+        order.push('first out');
+      });
+      const second = locks.run([{ path: join(real, 'REPORT.DOCX') }], async () => void order.push('second'));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(order, ['first in'], 'the second spelling waits');
+      release();
+      await Promise.all([first, second]);
+      assert.deepEqual(order, ['first in', 'first out', 'second']);
     } finally {
       dir.cleanup();
     }

@@ -11,7 +11,7 @@ import { IgnoreRules } from '../../src/index/ignore.ts';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
 import { Live } from '../../src/live/live.ts';
 import type { WatchDirectory } from '../../src/live/scan-watch.ts';
-import { dirsWatcher, startDirsWatcher, type DirsWatcher } from '../../src/live/watch-dirs.ts';
+import { dirsWatcher, recursiveWatcherAs, startDirsWatcher, type DirsWatcher } from '../../src/live/watch-dirs.ts';
 import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
@@ -231,6 +231,18 @@ describe('watcher dirs', () => {
         await reported(rec, join(root, 'a/b/y.md'), 'a file in a nested directory');
       },
       dirsWatcher({ recursive: true }),
+    );
+  });
+
+  test('on macOS the roots are diffed again once FSEvents has surely started (nodejs/node#52601)', async () => {
+    await withWatcher(
+      { 'a/x.md': 'x\n' },
+      async ({ root, watcher, rec }) => {
+        assert.equal(watcher.backend, 'recursive');
+        await waitFor(() => rec.rescans.includes(root), TIMEOUT, 'the second diff of the root');
+        assert.deepEqual(rec.rescans, [root], 'once, of the root');
+      },
+      recursiveWatcherAs('darwin'),
     );
   });
 });

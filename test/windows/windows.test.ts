@@ -9,7 +9,7 @@
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -182,5 +182,48 @@ describe('Windows: node.exe dist/cli.js C:\\...', () => {
     } finally {
       await listen.close();
     }
+  });
+});
+
+describe('Windows: the .mcpb, unpacked and started as Claude Desktop on Windows starts it', { skip: process.env.FOLDER_MCP_BUNDLE ? false : 'FOLDER_MCP_BUNDLE: set by npm run test:windows' }, () => {
+  let dir: string;
+  let home: string;
+  let client: Client;
+  let uri: string;
+  before(async () => {
+    const { getMcpConfigForManifest } = await import('@anthropic-ai/mcpb');
+    const unpacked = process.env.FOLDER_MCP_BUNDLE!;
+    dir = mkdtempSync(join(tmpdir(), 'folder-mcp-win-bundle-'));
+    home = mkdtempSync(join(tmpdir(), 'folder-mcp-win-home-'));
+    writeFileSync(join(dir, 'notes.md'), '# Notes\nThe marmalade recipe.\n');
+    writeFileSync(join(dir, 'q3.pdf'), makePdf(['Quarterly report of the pangolin']));
+    // The manifest's mcp_config with ${__dirname} and the picked folder substituted by the mcpb library's own code.
+    const manifest = JSON.parse(readFileSync(join(unpacked, 'manifest.json'), 'utf8'));
+    const config = await getMcpConfigForManifest({ manifest, extensionPath: unpacked, systemDirs: { HOME: home }, userConfig: { folders: [dir] }, pathSeparator: '\\' });
+    assert.ok(config);
+    // `${__dirname}/dist/cli.js`: the library joins with '/', and node.exe takes the mixed separators as Windows does.
+    assert.deepEqual(config.args, [`${unpacked}/dist/cli.js`, '--', dir]);
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: config.args ?? [],
+      cwd: home,
+      env: { ...(process.env as Record<string, string>), LOCALAPPDATA: home, NODE_PATH: '' },
+      stderr: 'pipe',
+    });
+    client = new Client({ name: 'claude-desktop-stand-in', version: '0.0.0' });
+    await client.connect(transport);
+    uri = `file:///${realpathSync.native(dir).replaceAll('\\', '/').replace(/^[a-z]:/, (d) => d.toUpperCase())}/`;
+  });
+  after(async () => {
+    await client?.close();
+    for (const path of [dir, home]) rmSync(path, { recursive: true, force: true });
+  });
+
+  test('lists the picked folder and reads its PDF as text, with the index in %LOCALAPPDATA%', async () => {
+    assert.deepEqual(await listUris(client), [uri, `${uri}notes.md`, `${uri}q3.pdf`]);
+    const read = await request(client, 'resources/read', { uri: `${uri}q3.pdf` });
+    assert.ok((read.contents as Array<{ text?: string }>).some((c) => c.text?.includes('pangolin')));
+    await eventually('search finds marmalade', async () => (await callTool(client, 'search', { query: 'marmalade' })).text.includes('notes.md'));
+    assert.ok(readdirSync(join(home, 'folder-mcp')).some((name) => name.endsWith('.db')), 'the index under %LOCALAPPDATA%\\folder-mcp');
   });
 });
