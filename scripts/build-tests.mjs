@@ -31,31 +31,35 @@ export const SUITES = ['e2e', 'unit'];
 /** Built too, run on their own: `npm run test:cluster` (nginx, redis-server and three replicas) and `npm run test:windows` (node.exe under Wine); .ci/run runs both. */
 export const BUILT_SUITES = [...SUITES, 'cluster', 'windows'];
 
-/** Each module's `import.meta.url` as the URL of its own source file, as if loaded from it. */
-const ownMetaUrl = {
+/**
+ * Each module's `import.meta.url` as the URL of its own source file, as if loaded from it. The Windows suite runs
+ * in node.exe under Wine, which sees this machine's `/` as its drive Z: (`file:///Z:/work/...`).
+ */
+const ownMetaUrl = (underWine = false) => ({
   name: 'own-import-meta-url',
   setup(build) {
     build.onLoad({ filter: /\.(ts|mts|mjs|js)$/ }, async (args) => {
       const text = await readFile(args.path, 'utf8');
+      const url = underWine ? `file:///Z:${pathToFileURL(args.path).pathname}` : pathToFileURL(args.path).href;
       return {
-        contents: text.replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href)),
+        contents: text.replaceAll('import.meta.url', JSON.stringify(url)),
         loader: args.path.endsWith('ts') ? 'ts' : 'js',
       };
     });
   },
-};
+});
 
-/** Writes a clean `outdir`: one bundle per test file of test/e2e and test/unit. */
+/** Writes a clean `outdir`: one bundle per test file of each suite (the Windows suite's for Wine, see ownMetaUrl). */
 export async function buildTests({ outdir = TESTS_OUT } = {}) {
   rmSync(outdir, { recursive: true, force: true });
-  const entryPoints = BUILT_SUITES.flatMap((suite) =>
-    readdirSync(join(ROOT, 'test', suite))
-      .filter((name) => name.endsWith('.test.ts'))
-      .map((name) => join(ROOT, 'test', suite, name)),
-  );
-  await build({
+  const entriesOf = (suites) =>
+    suites.flatMap((suite) =>
+      readdirSync(join(ROOT, 'test', suite))
+        .filter((name) => name.endsWith('.test.ts'))
+        .map((name) => join(ROOT, 'test', suite, name)),
+    );
+  const options = {
     absWorkingDir: ROOT,
-    entryPoints,
     outdir,
     outbase: join(ROOT, 'test'),
     bundle: true,
@@ -67,9 +71,14 @@ export async function buildTests({ outdir = TESTS_OUT } = {}) {
     sourcemap: 'linked',
     sourcesContent: false,
     logLevel: 'warning',
-    plugins: [ownMetaUrl],
-  });
-  return entryPoints.length;
+  };
+  const here = entriesOf(BUILT_SUITES.filter((suite) => suite !== 'windows'));
+  const wine = entriesOf(['windows']);
+  await Promise.all([
+    build({ ...options, entryPoints: here, plugins: [ownMetaUrl()] }),
+    build({ ...options, entryPoints: wine, plugins: [ownMetaUrl(true)] }),
+  ]);
+  return here.length + wine.length;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {

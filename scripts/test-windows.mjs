@@ -89,7 +89,7 @@ try {
     await run(wine, ['winecfg', '-v', 'win10'], env, join(work, 'winecfg.txt'));
   }
   const report = join(work, 'report.txt');
-  const files = ['windows.test.js'].map((name) => winPath(join(TESTS_OUT, 'windows', name)));
+  const files = ['windows.test.js', 'fuzz.test.js'].map((name) => winPath(join(TESTS_OUT, 'windows', name)));
   const code = await run(
     wine,
     [exe, '--enable-source-maps', '--test', '--test-concurrency=1', '--test-reporter=spec', `--test-reporter-destination=${winPath(report)}`, ...process.argv.slice(2), ...files],

@@ -131,7 +131,7 @@ function content(size: number, salt: number): string {
 }
 
 /** Generates the next operation from the disk as it is (so every operation applies). */
-function nextOp(rand: () => number, place: Place, up: boolean, unreadable: boolean): Op {
+function nextOp(rand: () => number, place: Place, up: boolean, kinds: OpKinds): Op {
   const innerAway = innerIsAway(place);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
   const { files, dirs, links } = walk(place.root);
@@ -169,12 +169,12 @@ function nextOp(rand: () => number, place: Place, up: boolean, unreadable: boole
     const linked = files.filter((f) => lstatSync(join(place.root, f)).nlink > 1);
     return { t: 'append', path: pick(linked.length > 0 && rand() < 0.7 ? linked : files), size: 1 + Math.floor(rand() * 8) };
   }
-  if (r2 < 0.65 && movable.length > 0 && unreadable) return { t: 'lock', path: pick(movable) };
+  if (r2 < 0.65 && movable.length > 0 && kinds.unreadable) return { t: 'lock', path: pick(movable) };
   if (r2 < 0.8) {
     const locked = dirs.filter((d) => (lstatSync(join(place.root, d)).mode & 0o777) === 0);
     if (locked.length > 0) return { t: 'unlock', path: pick(locked) };
   }
-  if (r2 < 0.9 && files.length > 0 && unreadable) return { t: 'lock-file', path: pick(files) };
+  if (r2 < 0.9 && files.length > 0 && kinds.unreadable) return { t: 'lock-file', path: pick(files) };
   if (r2 < 1 && files.length > 0) return { t: 'unlock-file', path: pick(files) };
   const r = rand();
   if (r < 0.25 || files.length === 0) {
@@ -200,12 +200,12 @@ function nextOp(rand: () => number, place: Place, up: boolean, unreadable: boole
     const b = pick(movable);
     if (a !== b && !a.startsWith(`${b}/`) && !b.startsWith(`${a}/`)) return { t: 'swap', a, b };
   }
-  if (r < 0.82 && movable.length > 0) return { t: 'dir-to-file', path: pick(movable) };
-  if (r < 0.88 && files.length > 0) return { t: 'file-to-dir', path: pick(files) };
+  if (r < 0.82 && movable.length > 0 && kinds.replaced) return { t: 'dir-to-file', path: pick(movable) };
+  if (r < 0.88 && files.length > 0 && kinds.replaced) return { t: 'file-to-dir', path: pick(files) };
   if (r < 0.91) return { t: 'remake-root', files: [pick(NAMES), `${pick(NAMES.filter((n) => !n.includes('.')))}/${pick(NAMES)}`] };
   if (r < 0.95) return innerAway ? { t: 'inner-back' } : { t: 'inner-away' };
-  if (r < 0.97 && movable.length > 0) return { t: 'dir-to-link', path: pick(movable) };
-  if (r < 0.99 && links.length > 0) return { t: 'link-to-dir', path: pick(links), file: pick(NAMES) };
+  if (r < 0.97 && movable.length > 0 && kinds.links) return { t: 'dir-to-link', path: pick(movable) };
+  if (r < 0.99 && links.length > 0 && kinds.links) return { t: 'link-to-dir', path: pick(links), file: pick(NAMES) };
   const path = free();
   return path ? { t: 'write', path, size: Math.floor(rand() * 64) } : { t: 'check' };
 }
@@ -217,6 +217,26 @@ function innerIsAway(place: Place): boolean {
 
 /** Errors of an operation that no longer applies (in a replayed, shrunk run): it is skipped. */
 const NOT_APPLICABLE = new Set(['ENOENT', 'ERR_FS_EISDIR', 'EEXIST', 'ENOTDIR', 'EISDIR', 'ENOTEMPTY', 'EINVAL']);
+
+/**
+ * On Windows a folder cannot be renamed or removed while any program holds a
+ * file in it open, the server among them (it reads what changed): the call
+ * fails with EPERM, EBUSY or EACCES for as long as that lasts, as it does for
+ * a user's own tools. The fuzzer's operations wait that out, for up to 5 s.
+ */
+const BUSY_RETRIES = process.platform === 'win32' ? { maxRetries: 50, retryDelay: 100 } : {};
+
+function renameBusy(from: string, to: string): void {
+  for (let waited = 0; ; waited += 50) {
+    try {
+      return renameSync(from, to);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (process.platform !== 'win32' || waited >= 5_000 || (code !== 'EPERM' && code !== 'EBUSY' && code !== 'EACCES')) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    }
+  }
+}
 
 /**
  * Applies a disk operation (server operations do nothing here); returns the
@@ -241,53 +261,53 @@ function applyDiskOp(place: Place, op: Op, i: number): string[] | null {
         return [op.path];
       }
       case 'rm':
-        rmSync(path(op.path), { recursive: true });
+        rmSync(path(op.path), { recursive: true, ...BUSY_RETRIES });
         return [];
       case 'mkdir':
         mkdirSync(path(op.path));
         return [];
       case 'mv':
-        renameSync(path(op.from), path(op.to));
+        renameBusy(path(op.from), path(op.to));
         return [];
       case 'swap':
-        renameSync(path(op.a), path(`${op.a}.swap`));
-        renameSync(path(op.b), path(op.a));
-        renameSync(path(`${op.a}.swap`), path(op.b));
+        renameBusy(path(op.a), path(`${op.a}.swap`));
+        renameBusy(path(op.b), path(op.a));
+        renameBusy(path(`${op.a}.swap`), path(op.b));
         return [];
       case 'dir-to-file':
-        rmSync(path(op.path), { recursive: true });
+        rmSync(path(op.path), { recursive: true, ...BUSY_RETRIES });
         write(op.path, 9);
         return [op.path];
       case 'file-to-dir':
-        rmSync(path(op.path));
+        rmSync(path(op.path), BUSY_RETRIES);
         mkdirSync(path(op.path));
         return [];
       case 'dir-to-link':
         // As a checkout does it: the link made beside, then renamed into place (one atomic step).
         symlinkSync(place.outside, path(`${op.path}.lnk`));
-        renameSync(path(op.path), path(`${op.path}.old`));
-        renameSync(path(`${op.path}.lnk`), path(op.path));
+        renameBusy(path(op.path), path(`${op.path}.old`));
+        renameBusy(path(`${op.path}.lnk`), path(op.path));
         return [];
       case 'link-to-dir':
         // The other way (a checkout back to the branch before): a folder again where the link was, with a file in it.
         if (!lstatSync(path(op.path)).isSymbolicLink()) return null;
-        rmSync(path(op.path));
+        rmSync(path(op.path), BUSY_RETRIES);
         write(`${op.path}/${op.file}`, 11);
         return [`${op.path}/${op.file}`];
       case 'remake-root':
         if (innerIsAway(place)) return null; // the inner folder would be lost with it
-        rmSync(place.root, { recursive: true });
+        rmSync(place.root, { recursive: true, ...BUSY_RETRIES });
         mkdirSync(path(INNER), { recursive: true });
         for (const file of op.files) write(file, 5);
         return op.files;
       case 'inner-away':
         if (innerIsAway(place)) return null;
-        renameSync(path(INNER), place.away);
+        renameBusy(path(INNER), place.away);
         return [];
       case 'inner-back':
         if (!innerIsAway(place)) return null;
-        rmSync(path(INNER), { recursive: true, force: true });
-        renameSync(place.away, path(INNER));
+        rmSync(path(INNER), { recursive: true, force: true, ...BUSY_RETRIES });
+        renameBusy(place.away, path(INNER));
         return [];
       case 'hardlink':
         // Then written through either name by later writes and appends (both keep the inode).
@@ -498,18 +518,34 @@ function freshPlace(seed: number): { place: Place; cleanup: () => void } {
 }
 
 /** Generates and runs `ops` operations from `seed`; returns the failure (ops shrunk) or null. */
+/** Which kinds of operation a run makes besides the plain ones. */
+interface OpKinds {
+  /** Files and folders made unreadable to the server (mode 000, the server run as nobody). */
+  unreadable: boolean;
+  /** Folders turned into symlinks and back. */
+  links: boolean;
+  /** A folder replaced by a file of its name, a file by a folder. */
+  replaced: boolean;
+}
+
 /**
- * Whether a run makes files and folders unreadable to the server. Not for
- * `recursive` on Linux: Node emulates a recursive fs.watch there with a watch
- * per file and folder, and its walk of a folder stops, silently, at the first
- * entry it cannot watch (EACCES, as nobody), leaving the rest of that folder
- * and the folders below unwatched until the safety diff. That is Node's
- * emulation, not what the backend runs on macOS (FSEvents) or Windows
- * (ReadDirectoryChangesW), which watch a tree whatever its modes; the runs on
- * Linux are there for the backend's own code path (docs/live-updates.md).
+ * Every kind, but for `recursive` on Linux. Node emulates a recursive
+ * fs.watch there with a watch per file and folder, which differs from the
+ * backend on macOS (FSEvents) and Windows (ReadDirectoryChangesW), both of
+ * which watch a tree whatever its modes and links: the emulation's walk of a
+ * folder stops, silently, at the first entry it may not watch (EACCES); a
+ * symlink it watched stays known after it is replaced by a folder of the same
+ * name, whose files it then never reports; and so does a folder replaced by a
+ * file and then by a folder again (its watch was on the first folder's inode).
+ * Seeds 5010, 6044 and 6074 found these. The runs on Linux are there for the backend's own code path
+ * (docs/live-updates.md); the other backends run every kind.
  */
-function makesUnreadable(backend: Backend): boolean {
-  return backend !== 'recursive' || process.platform !== 'linux';
+function opKinds(backend: Backend): OpKinds {
+  const emulated = backend === 'recursive' && process.platform === 'linux';
+  // Windows: a symlink needs a privilege (or Developer Mode) that Claude Desktop's users rarely have, and a mode
+  // of 000 is only the read-only attribute there (still readable): neither kind means there what it means here.
+  const windows = process.platform === 'win32';
+  return { unreadable: !emulated && !windows, links: !emulated && !windows, replaced: !emulated };
 }
 
 export async function fuzz(options: FuzzOptions): Promise<FuzzFailure | null> {
@@ -521,7 +557,7 @@ export async function fuzz(options: FuzzOptions): Promise<FuzzFailure | null> {
   try {
     let up = true;
     for (let i = 0; i < options.ops; i++) {
-      const op = nextOp(rand, scratch.place, up, makesUnreadable(backend));
+      const op = nextOp(rand, scratch.place, up, opKinds(backend));
       ops.push(op);
       applyDiskOp(scratch.place, op, i + 1);
       if (op.t === 'start') up = true;

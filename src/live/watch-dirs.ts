@@ -362,28 +362,63 @@ class PerDirectoryWatcher implements DirsWatcher {
  * root's path is its real path (`/private/var/...`), which is what FSEvents
  * reports under, and what URIs use.
  */
-async function startRecursive({ roots, sink }: WatchStart, backend: 'dirs' | 'recursive', platform = process.platform): Promise<DirsWatcher> {
+async function startRecursive({ roots, sink, log }: WatchStart, backend: 'dirs' | 'recursive', platform = process.platform): Promise<DirsWatcher> {
   let closed = false;
-  const watchers: FSWatcher[] = [];
   let settle: NodeJS.Timeout | undefined;
-  try {
-    for (const root of roots) {
-      const watcher = watch(root.path, { recursive: true, persistent: false }, (_event, filename) => {
-        if (closed) return;
-        // A null name: the OS dropped the details (e.g. FSEvents' MustScanSubDirs).
-        if (filename === null) void sink.rescan(root.path);
-        // A path below the root, with backslashes on Windows.
-        else sink.changed(join(root.path, toSlashPath(filename)));
-      });
-      watcher.on('error', (error) => {
-        if (!closed) sink.fatal(error);
-      });
-      watchers.push(watcher);
+  /** Each root's watch, and the identity of the folder it watches ('' while there is none at the root's path). */
+  const watched = new Map<string, { watcher: FSWatcher | undefined; identity: string }>();
+  const open = (root: string): FSWatcher => {
+    const watcher = watch(root, { recursive: true, persistent: false }, (_event, filename) => {
+      if (closed) return;
+      // A null name: the OS dropped the details (a Windows buffer overflow, FSEvents' MustScanSubDirs).
+      if (filename === null) return void sink.rescan(root);
+      // A path below the root, with backslashes on Windows; '' is the root itself (gone, or replaced).
+      const path = join(root, toSlashPath(filename));
+      if (path === root) lookAtRoots();
+      sink.changed(path);
+    });
+    watcher.on('error', (error) => {
+      if (closed) return;
+      // The root's own watch ends with it (deleted, moved): the look at the roots watches it again once it is back.
+      if (folderIdentity(root) !== watched.get(root)?.identity) return lookAtRoots();
+      sink.fatal(error);
+    });
+    return watcher;
+  };
+  /**
+   * A recursive watch holds the folder it was opened on, not its path: a root
+   * removed and made again (`rm -rf`, a checkout), or moved away and back, has
+   * no watch any more. Each root's identity is looked at twice a second (an
+   * lstat each); a root that changed is watched afresh and diffed whole, and
+   * one that is gone is diffed (its entries go) and looked for again.
+   */
+  const lookAtRoots = (): void => {
+    for (const [root, entry] of watched) {
+      if (closed) return;
+      const now = folderIdentity(root);
+      if (now === entry.identity) continue;
+      entry.watcher?.close();
+      entry.watcher = undefined;
+      entry.identity = now;
+      if (now !== '') {
+        try {
+          entry.watcher = open(root);
+        } catch (error) {
+          log.warn(`watcher (${backend}): ${root}: ${describeError(error)}; looked for again`);
+          entry.identity = '';
+        }
+      }
+      void sink.rescan(root);
     }
+  };
+  try {
+    for (const root of roots) watched.set(root.path, { identity: folderIdentity(root.path), watcher: open(root.path) });
   } catch (error) {
-    for (const watcher of watchers) watcher.close();
+    for (const entry of watched.values()) entry.watcher?.close();
     throw error;
   }
+  const rootLook = setInterval(lookAtRoots, ROOT_RETURN_POLL_MS);
+  rootLook.unref();
   // FSEvents starts some undefined time after fs.watch returns (nodejs/node#52601): a change in that gap has no
   // event, and may come after the start-up diff looked. So each root is diffed once more when FSEvents has surely
   // begun; what changed since is then in the index or in an event.
@@ -396,15 +431,22 @@ async function startRecursive({ roots, sink }: WatchStart, backend: 'dirs' | 're
   return {
     backend,
     get watching() {
-      return closed ? 0 : watchers.length;
+      return closed ? 0 : [...watched.values()].filter((entry) => entry.watcher !== undefined).length;
     },
-    isWatching: (dir) => !closed && roots.some((r) => r.path === dir),
+    isWatching: (dir) => !closed && watched.get(dir)?.watcher !== undefined,
     async close() {
       closed = true;
       clearTimeout(settle);
-      for (const watcher of watchers) watcher.close();
+      clearInterval(rootLook);
+      for (const entry of watched.values()) entry.watcher?.close();
     },
   };
+}
+
+/** A folder's identity (device, inode, birth time); '' when there is no folder at `path`. */
+function folderIdentity(path: string): string {
+  const st = lstatOrNull(path);
+  return st?.isDirectory() ? `${st.dev}:${st.ino}:${st.birthtimeMs}` : '';
 }
 
 /** How long after fs.watch returns FSEvents is taken to watch (macOS): the roots are diffed again then. */

@@ -11,7 +11,7 @@ describe('command-line mistakes: one line that says what was wrong and what is a
     [['--page-size', '0', '/p'], /^--page-size must be between 1 and 10000, got 0$/],
     [['--page-size', 'ten', '/p'], /^--page-size needs a whole number from 1 to 10000, got 'ten'$/],
     [['--poll-interval', '-5', '/p'], /^--poll-interval needs a whole number of milliseconds/],
-    [['--watcher', 'inotify', '/p'], /^--watcher must be one of auto, chokidar, dirs, poll, none$/],
+    [['--watcher', 'inotify', '/p'], /^--watcher must be one of auto, chokidar, dirs, recursive, poll, none$/],
     [['--log-level', 'loud', '/p'], /^--log-level must be one of error, warn, info, debug$/],
     [['/p', '--db'], /^--db needs a file path, or :memory:, and none was given$/],
     [['/p', '--exclude'], /^--exclude needs a \.gitignore-style pattern, and none was given$/],

@@ -234,6 +234,21 @@ describe('watcher dirs', () => {
     );
   });
 
+  test('recursive: a served folder removed and made again is watched afresh (a recursive watch holds the folder, not its path)', async () => {
+    await withWatcher(
+      { 'a/x.md': 'x\n' },
+      async ({ root, watcher, rec }) => {
+        rmSync(root, { recursive: true });
+        await waitFor(() => rec.rescans.includes(root) && watcher.watching === 0, TIMEOUT, 'the root seen gone');
+        mkdirSync(join(root, 'b'), { recursive: true });
+        await waitFor(() => rec.rescans.filter((dir) => dir === root).length >= 2 && watcher.watching === 1, TIMEOUT, 'the root watched again');
+        writeFileSync(join(root, 'b', 'new.md'), 'new\n');
+        await reported(rec, join(root, 'b', 'new.md'), 'a file in the new folder');
+      },
+      recursiveWatcherAs('linux'),
+    );
+  });
+
   test('on macOS the roots are diffed again once FSEvents has surely started (nodejs/node#52601)', async () => {
     await withWatcher(
       { 'a/x.md': 'x\n' },
