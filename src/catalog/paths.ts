@@ -2,7 +2,8 @@
 // or a path relative to a served folder. Models write paths; the index speaks
 // canonical URIs. Every name still goes through lookupEntry, whose answer is
 // index membership, so nothing here can reach outside the roots.
-import { below, HOST_FLAVOUR, isAbsoluteSlashPath, join, normalizeSlashPath, toSlashPath, type Flavour } from '../fs-path.ts';
+import { basename, below, dirname, HOST_FLAVOUR, isAbsoluteSlashPath, join, normalizeSlashPath, toSlashPath, type Flavour } from '../fs-path.ts';
+import { realOrNull, type Absence } from '../content/file-facts.ts';
 import { listingName } from '../content/collection.ts';
 import { missingSegments } from '../content/safe-write.ts';
 import type { EntryRow } from '../entry.ts';
@@ -210,6 +211,33 @@ function spelledAsRoot(roots: readonly Root[], path: string, flavour: Flavour): 
   return root === undefined ? path : root.path + path.slice(root.path.length);
 }
 
+/** Whatever stops realpath counts as not there (the write checks again). */
+const ANY_FAILURE: Absence = { absent: () => true };
+
+/**
+ * Where the volume ignores case (Windows, macOS), `path` with what exists of
+ * it spelled as on disk: `src/README.MD` writes the file that is there as
+ * `src/readme.md`, and never makes a second name for it. Only a difference of
+ * case or Unicode normalization is taken from realpath: a path that reaches
+ * elsewhere (through a symlink) stays as typed, and the write refuses it.
+ * Looks no higher than the path's served folder.
+ */
+export function spelledOnDisk(path: string, root: Root, platform: NodeJS.Platform = process.platform): string {
+  if (platform !== 'win32' && platform !== 'darwin') return path;
+  const fold = (text: string) => text.normalize('NFC').toUpperCase();
+  const rest: string[] = [];
+  for (let at = path; at.length >= root.path.length; at = dirname(at)) {
+    const real = realOrNull(at, ANY_FAILURE);
+    if (real !== null) {
+      const spelled = join(real, ...rest.reverse());
+      return fold(spelled) === fold(path) ? spelled : path;
+    }
+    if (at === root.path || dirname(at) === at) break;
+    rest.push(basename(at));
+  }
+  return path;
+}
+
 /** Where a write tool's path argument points: an absolute path, normalised, that may not exist yet. */
 export interface WritePath {
   path: string;
@@ -238,7 +266,10 @@ export function resolveWritePath(text: string, roots: readonly Root[], flavour: 
   };
   const inside = (typed: string) => {
     const path = spelledAsRoot(roots, typed, flavour);
-    return findRoot(roots, path) ? { path, shown: show(path) } : undefined;
+    const root = findRoot(roots, path);
+    if (!root) return undefined;
+    const spelled = flavour === HOST_FLAVOUR ? spelledOnDisk(path, root) : path;
+    return { path: spelled, shown: show(spelled) };
   };
   if (isUriText(text)) {
     const parsed = parseFileUri(text, flavour);

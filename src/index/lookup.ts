@@ -6,6 +6,19 @@ export interface LookupContext {
   store: Store;
   roots: readonly Root[];
   followSymlinks: boolean;
+  /**
+   * Whether the volumes ignore case and Unicode normalization (Windows and
+   * macOS by default; default: this platform's): a URI spelled otherwise
+   * than the disk spells it then names the file all the same.
+   */
+  foldsNames?: boolean;
+}
+
+const FOLDS_NAMES = process.platform === 'win32' || process.platform === 'darwin';
+
+/** A spelling compared as a case- and normalization-insensitive volume compares it. */
+function folded(path: string): string {
+  return path.normalize('NFC').toUpperCase();
 }
 
 /**
@@ -22,7 +35,16 @@ export async function lookupEntry(input: unknown, ctx: LookupContext): Promise<E
   const direct =
     ctx.store.get(pathToUri(parsed.path, parsed.trailingSlash)) ??
     (parsed.trailingSlash ? undefined : ctx.store.get(pathToUri(parsed.path, true)));
-  if (direct || !ctx.followSymlinks) return direct;
+  if (direct) return direct;
+  if (ctx.followSymlinks) {
+    const resolved = await resolveUri(input, ctx.roots);
+    return resolved ? ctx.store.get(resolved.uri) : undefined;
+  }
+  if (!(ctx.foldsNames ?? FOLDS_NAMES)) return undefined;
+  // `SRC/Main.TS` for `src/main.ts` on such a volume: realpath spells it as on disk, and the index has that
+  // spelling. Only a difference of spelling is taken: a path that realpath sends elsewhere (through a link) is not
+  // followed without --follow-symlinks.
   const resolved = await resolveUri(input, ctx.roots);
-  return resolved ? ctx.store.get(resolved.uri) : undefined;
+  if (!resolved || folded(resolved.path) !== folded(parsed.path)) return undefined;
+  return ctx.store.get(resolved.uri);
 }

@@ -4,7 +4,12 @@ import assert from 'node:assert/strict';
 import { posix, win32 } from 'node:path';
 import { describe, test } from 'node:test';
 import { basename, dirname, isAbsoluteSlashPath, join, normalizeSlashPath, rootLength, toSlashPath, type Flavour } from '../../src/fs-path.ts';
-import { resolveWritePath, toolPath } from '../../src/catalog/paths.ts';
+import { resolveWritePath, spelledOnDisk, toolPath } from '../../src/catalog/paths.ts';
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { FolderIndex } from '../../src/index/folder-index.ts';
+import { lookupEntry } from '../../src/index/lookup.ts';
+import { silentLogger } from '../../src/log.ts';
+import { tempDir } from '../basics.ts';
 import { judgeTarget } from '../../src/content/safe-write.ts';
 import { findRoot, isForbiddenWin32Segment, isPathInside, makeRoot, parseFileUri, pathToUri, resolveUri, uriToPath, type ResolveFs } from '../../src/uri.ts';
 
@@ -250,9 +255,49 @@ describe('the tools\' path language', () => {
     assert.equal(judgeTarget('/r/nul.txt', [makeRoot('/r', 'posix')], 'posix').ok, true, 'a POSIX name');
   });
 
+  test('spelledOnDisk takes only a difference of case from realpath, never a symlink\'s target', () => {
+    const dir = tempDir('folder-mcp-spelled-');
+    try {
+      const real = realpathSync(dir.path);
+      mkdirSync(join(real, 'd'));
+      symlinkSync(join(real, 'd'), join(real, 'link'));
+      const root = makeRoot(real);
+      for (const platform of ['win32', 'darwin', 'linux'] as const) {
+        assert.equal(spelledOnDisk(join(real, 'link', 'x.txt'), root, platform), join(real, 'link', 'x.txt'), platform);
+        assert.equal(spelledOnDisk(join(real, 'd', 'new', 'x.txt'), root, platform), join(real, 'd', 'new', 'x.txt'), platform);
+      }
+    } finally {
+      dir.cleanup();
+    }
+  });
+
   test('every absolute path read back prints the same URI', () => {
     for (const text of ['C:\\a\\b.txt', 'c:/a/b.txt', '/mnt/c/a/b.txt']) {
       assert.equal(pathToUri(toolPath(text, 'win32').absolute!, false, 'win32'), 'file:///C:/a/b.txt');
+    }
+  });
+});
+
+describe('lookupEntry on a volume that folds names', () => {
+  test('a spelling realpath sends through a link is not taken (only a difference of case would be)', async () => {
+    const dir = tempDir('folder-mcp-lookup-');
+    const real = realpathSync(dir.path);
+    mkdirSync(join(real, 'd'));
+    writeFileSync(join(real, 'd', 'x.txt'), 'x');
+    symlinkSync(join(real, 'd'), join(real, 'link'));
+    const roots = [makeRoot(real)];
+    const index = new FolderIndex({ roots, dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    try {
+      await index.ready;
+      const ctx = { store: index.store, roots, followSymlinks: false, foldsNames: true };
+      assert.equal((await lookupEntry(pathToUri(join(real, 'd', 'x.txt'), false), ctx))?.uri, pathToUri(join(real, 'd', 'x.txt'), false));
+      assert.equal(await lookupEntry(pathToUri(join(real, 'link', 'x.txt'), false), ctx), undefined, 'through the link');
+      assert.equal(await lookupEntry(pathToUri(join(real, 'D', 'X.txt'), false), ctx), undefined, 'this volume is case-sensitive: no such file');
+      const following = { ...ctx, followSymlinks: true };
+      assert.equal((await lookupEntry(pathToUri(join(real, 'link', 'x.txt'), false), following))?.uri, pathToUri(join(real, 'd', 'x.txt'), false));
+    } finally {
+      await index.close();
+      dir.cleanup();
     }
   });
 });

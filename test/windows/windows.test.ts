@@ -9,7 +9,7 @@
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -120,6 +120,19 @@ describe('Windows: node.exe dist/cli.js C:\\...', () => {
     await assert.rejects(request(served.client, 'resources/read', { uri: `${served.uri}README.md:secret` }));
   });
 
+  test('another case reaches the file as it is spelled on disk: one URI, and a write makes no second name', async () => {
+    const read = await request(served.client, 'resources/read', { uri: `${served.uri}SRC/Main.TS` });
+    assert.equal((read.contents as Array<{ uri: string }>)[0]!.uri, `${served.uri}src/main.ts`);
+    const written = await callTool(served.client, 'write', { path: 'SRC\\MAIN.TS', content: 'export const answer = 43;\n' });
+    assert.equal(written.isError, false, written.text);
+    assert.deepEqual(readdirSync(join(dir, 'src')).filter((name) => name.toLowerCase() === 'main.ts'), ['main.ts']);
+    assert.equal(readFileSync(join(dir, 'src', 'main.ts'), 'utf8'), 'export const answer = 43;\n');
+    await eventually('one entry for the file, spelled as on disk', async () => {
+      const uris = (await listUris(served.client)).filter((u) => u.toLowerCase().endsWith('/src/main.ts'));
+      return uris.length === 1 && uris[0] === `${served.uri}src/main.ts`;
+    });
+  });
+
   test('a PDF has its text as a format alternative', async () => {
     const read = await request(served.client, 'resources/read', { uri: `${served.uri}report.pdf` });
     const contents = read.contents as Array<{ mimeType: string; text?: string }>;
@@ -154,6 +167,24 @@ describe('Windows: node.exe dist/cli.js C:\\...', () => {
     assert.equal(outside.isError, true);
     const stream = await callTool(served.client, 'write', { path: 'README.md:hidden', content: 'x' });
     assert.equal(stream.isError, true, stream.text);
+  });
+
+  test('a file another program holds open: the write is tried again, then one clear error; nothing changed, no temp file left', async () => {
+    const held = join(dir, 'src', 'held.txt');
+    writeFileSync(held, 'before\n');
+    const fd = openSync(held, 'r');
+    try {
+      const written = await callTool(served.client, 'write', { path: 'src/held.txt', content: 'after\n' });
+      assert.equal(written.isError, true, written.text);
+      assert.match(written.text, /another program holds it open \((EPERM|EBUSY|EACCES)/);
+    } finally {
+      closeSync(fd);
+    }
+    assert.equal(readFileSync(held, 'utf8'), 'before\n');
+    assert.deepEqual(readdirSync(join(dir, 'src')).filter((name) => name.endsWith('.tmp')), []);
+    const again = await callTool(served.client, 'write', { path: 'src/held.txt', content: 'after\n' });
+    assert.equal(again.isError, false, again.text);
+    assert.equal(readFileSync(held, 'utf8'), 'after\n');
   });
 
   test('the watcher: a file added, renamed and deleted by another program shows in resources/list', async () => {
