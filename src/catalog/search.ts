@@ -172,7 +172,7 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
       } catch (error) {
         if (!(error instanceof EmbedError)) throw error;
         mode = 'text';
-        note = `search by meaning is unavailable (the embedding model fails: ${error.message}); these results are from text search.`;
+        note = `search by meaning is unavailable (the embedding model fails: ${error.reason}); these results are from text search.`;
       }
     }
     if (mode === 'meaning') expression = null;

@@ -17,15 +17,42 @@ export interface EmbedOptions {
   key?: string;
   /** One request's whole time, response body included. */
   timeoutMs: number;
+  /** Until the answer's headers (default DEFAULT_CONNECT_TIMEOUT_MS, and never past timeoutMs). */
+  connectTimeoutMs?: number;
+  /** Largest answer body read (default MAX_RESPONSE_BYTES). */
+  maxResponseBytes?: number;
 }
 
 /** Texts per request: bounded so that one request's body and answer stay small, and a slow model answers within the timeout. */
 export const EMBED_BATCH = 16;
-/** Largest answer read (a 4096-dimension float vector as JSON is ~80 KiB; 16 of them well under this). */
-const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+/**
+ * Largest answer read, as a stream: past it the request is cancelled, so a
+ * provider (or whatever answers at its address) that streams without end
+ * costs this much memory and no more. A 4096-dimension float vector as JSON
+ * is ~80 KiB; 16 of them are well under it.
+ */
+export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+/** Longest vector taken: the largest models answer 4096 dimensions; the index keeps a byte per dimension per chunk. */
+export const MAX_DIMENSION = 8192;
+/** How long the provider may take to start answering (headers), whatever --embed-timeout-ms allows the whole. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/** How much of an error answer's body is read, for the log line. */
+const ERROR_BODY_BYTES = 1024;
 
+/**
+ * A provider's failure. `message` is for the log (it may quote the
+ * provider's answer, on one line, 200 characters at most); `reason` is a
+ * fixed short text, the only thing a model ever reads of it (search notes):
+ * nothing a provider sends reaches the model.
+ */
 export class EmbedError extends Error {
   override name = 'EmbedError';
+  constructor(
+    message: string,
+    readonly reason: string = 'the provider answered something unusable',
+  ) {
+    super(message);
+  }
 }
 
 /**
@@ -39,7 +66,7 @@ export class DimensionError extends EmbedError {
     readonly answered: number,
     readonly expected: number,
   ) {
-    super(`vector of dimension ${answered}, expected ${expected}`);
+    super(`vector of dimension ${answered}, expected ${expected}`, `vectors of dimension ${answered}, not ${expected}`);
   }
 }
 
@@ -64,7 +91,7 @@ export class EmbedProvider {
   constructor(private readonly options: EmbedOptions) {
     this.endpoint = embedEndpoint(options.url, options.api);
     if (this.endpoint.protocol !== 'http:' && this.endpoint.protocol !== 'https:') {
-      throw new EmbedError(`--embed-url must be http or https, got ${this.endpoint.protocol}`);
+      throw new EmbedError(`--embed-url must be http or https, got ${this.endpoint.protocol}`, 'not an http or https URL');
     }
   }
 
@@ -86,35 +113,74 @@ export class EmbedProvider {
     const body = JSON.stringify({ model: this.options.model, input: texts });
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
     if (this.options.key) headers.authorization = `Bearer ${this.options.key}`;
-    let response: Response;
+    const { timeoutMs } = this.options;
+    const connectMs = Math.min(this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, timeoutMs);
+    const cap = this.options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
+    const abort = new AbortController();
+    let late: 'headers' | 'answer' | null = null;
+    const whole = setTimeout(() => ((late ??= 'answer'), abort.abort()), timeoutMs);
+    const connect = setTimeout(() => ((late ??= 'headers'), abort.abort()), connectMs);
     let text: string;
+    let response: Response;
     try {
       // Security: redirect 'error', so a provider (or whatever answers at its address) cannot
       // send file text, or the key, on to another origin.
-      response = await fetch(this.endpoint, {
-        method: 'POST',
-        headers,
-        body,
-        redirect: 'error',
-        signal: AbortSignal.timeout(this.options.timeoutMs),
-      });
-      text = await response.text();
+      response = await fetch(this.endpoint, { method: 'POST', headers, body, redirect: 'error', signal: abort.signal });
+      clearTimeout(connect);
+      if (!response.ok) {
+        const start = await readBody(response, ERROR_BODY_BYTES, false);
+        throw new EmbedError(`HTTP ${response.status}${start ? `: ${oneLine(start)}` : ''}`, `HTTP ${response.status}`);
+      }
+      text = await readBody(response, cap, true);
     } catch (error) {
+      if (error instanceof EmbedError) throw error;
       const e = error as Error & { cause?: { code?: string; message?: string } };
-      if (e.name === 'TimeoutError' || e.name === 'AbortError') throw new EmbedError(`no answer within ${this.options.timeoutMs} ms`);
-      throw new EmbedError(`request failed: ${e.cause?.code ?? e.cause?.message ?? e.message}`);
+      if (late === 'headers') throw new EmbedError(`no answer within ${connectMs} ms`, 'no answer in time');
+      if (late === 'answer') throw new EmbedError(`the answer took longer than ${timeoutMs} ms`, 'no answer in time');
+      throw new EmbedError(`request failed: ${e.cause?.code ?? e.cause?.message ?? e.message}`, 'request failed (unreachable, refused or redirected)');
+    } finally {
+      clearTimeout(whole);
+      clearTimeout(connect);
     }
-    if (!response.ok) throw new EmbedError(`HTTP ${response.status}${text ? `: ${oneLine(text)}` : ''}`);
-    if (text.length > MAX_RESPONSE_BYTES) throw new EmbedError('answer too large');
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
-      throw new EmbedError('answer is not JSON');
+      throw new EmbedError('answer is not JSON', 'an answer that is not JSON');
     }
     const vectors = this.options.api === 'ollama' ? ollamaVectors(json) : openaiVectors(json, texts.length);
     return checkVectors(vectors, texts.length, dimension);
   }
+}
+
+/**
+ * An answer's body as text, read as a stream and never more than `cap`
+ * bytes: past it the rest is cancelled unread, and (`strict`) the answer is
+ * refused, or (for an error's body, read for the log only) cut there.
+ */
+async function readBody(response: Response, cap: number, strict: boolean): Promise<string> {
+  const declared = Number(response.headers.get('content-length'));
+  if (strict && Number.isFinite(declared) && declared > cap) {
+    await response.body?.cancel().catch(() => {});
+    throw new EmbedError(`answer of ${declared} bytes, more than the ${cap} read`, 'answer too large');
+  }
+  const reader = response.body?.getReader();
+  if (!reader) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (size + value.byteLength > cap) {
+      await reader.cancel().catch(() => {});
+      if (strict) throw new EmbedError(`answer of more than ${cap} bytes (cancelled there)`, 'answer too large');
+      chunks.push(value.subarray(0, cap - size));
+      break;
+    }
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function ollamaVectors(json: unknown): unknown[] {
@@ -139,18 +205,19 @@ function openaiVectors(json: unknown, count: number): unknown[] {
 
 /** Validates the vectors of one answer (exported for its table test). */
 export function checkVectors(vectors: unknown[], count: number, dimension?: number): Float32Array[] {
-  if (vectors.length !== count) throw new EmbedError(`answer has ${vectors.length} vectors for ${count} texts`);
+  if (vectors.length !== count) throw new EmbedError(`answer has ${vectors.length} vectors for ${count} texts`, 'not one vector per text');
   const first = Array.isArray(vectors[0]) ? vectors[0].length : 0;
   const want = dimension ?? first;
-  if (want === 0) throw new EmbedError('answer has an empty or missing vector');
+  if (want === 0) throw new EmbedError('answer has an empty or missing vector', 'an empty or missing vector');
+  if (first > MAX_DIMENSION) throw new EmbedError(`vector of dimension ${first}, more than the ${MAX_DIMENSION} taken`, `vectors of more than ${MAX_DIMENSION} dimensions`);
   if (first > 0 && first !== want && vectors.every((v) => Array.isArray(v) && v.length === first)) throw new DimensionError(first, want);
   return vectors.map((v) => {
-    if (!Array.isArray(v)) throw new EmbedError('answer has a missing vector');
-    if (v.length !== want) throw new EmbedError(`vector of dimension ${v.length}, expected ${want}`);
+    if (!Array.isArray(v)) throw new EmbedError('answer has a missing vector', 'an empty or missing vector');
+    if (v.length !== want) throw new EmbedError(`vector of dimension ${v.length}, expected ${want}`, `vectors of dimension ${v.length}, not ${want}`);
     const out = new Float32Array(want);
     for (let i = 0; i < want; i++) {
       const x: unknown = v[i];
-      if (typeof x !== 'number' || !Number.isFinite(x)) throw new EmbedError('vector holds a value that is not a finite number (NaN?)');
+      if (typeof x !== 'number' || !Number.isFinite(x)) throw new EmbedError('vector holds a value that is not a finite number (NaN?)', 'a vector value that is not a finite number');
       out[i] = x;
     }
     return out;

@@ -38,7 +38,7 @@ export interface MeaningStatus {
   /** Documents with text, and those of them whose chunks are current. */
   docs: number;
   embedded: number;
-  /** The last failure, while the provider keeps failing (null once it answers again). */
+  /** Why the provider fails, in a fixed short text of ours (EmbedError.reason), while it keeps failing; null once it answers again. */
   failing: string | null;
 }
 
@@ -193,7 +193,7 @@ export class Embeddings {
         const checked = await this.checkDimension(answered);
         if (checked === 'changed') after = 0;
         else if (checked !== 'same' && !this.closed) {
-          this.fail(checked.failure);
+          this.fail(checked);
           await this.waitToRetry();
         }
         continue;
@@ -233,14 +233,14 @@ export class Embeddings {
           if (!(error instanceof EmbedError)) throw error;
           if (this.closed) return;
           after = 0;
-          let message = error.message;
+          let failure = { message: error.message, reason: error.reason };
           if (error instanceof DimensionError && error.expected === this.dimension) {
             const checked = await this.checkDimension(error.answered);
             if (checked === 'changed') break;
-            if (checked !== 'same') message = checked.failure;
+            if (checked !== 'same') failure = checked;
           }
           if (this.closed) return;
-          this.fail(message);
+          this.fail(failure);
           await this.waitToRetry();
           break;
         }
@@ -266,7 +266,7 @@ export class Embeddings {
    * is a passing fluke ('same'); anything else, a failing provider (the
    * message to log).
    */
-  private async checkDimension(answered: number): Promise<'changed' | 'same' | { failure: string }> {
+  private async checkDimension(answered: number): Promise<'changed' | 'same' | { message: string; reason: string }> {
     const held = this.dimension;
     let again: number;
     try {
@@ -274,10 +274,13 @@ export class Embeddings {
       again = probe!.length;
     } catch (error) {
       if (!(error instanceof EmbedError)) throw error;
-      return { failure: error.message };
+      return { message: error.message, reason: error.reason };
     }
     if (this.closed || held !== this.dimension || again === held) return 'same';
-    if (again !== answered) return { failure: `the model answers vectors of dimension ${answered}, then ${again} (the index holds ${held})` };
+    if (again !== answered) {
+      const message = `the model answers vectors of dimension ${answered}, then ${again} (the index holds ${held})`;
+      return { message, reason: message };
+    }
     this.log.warn(
       `embeddings: ${this.provider.model} now answers vectors of dimension ${answered}, the index holds ${held}: another model under the same name; every document is embedded again`,
     );
@@ -297,14 +300,19 @@ export class Embeddings {
     this.isIdle = false;
   }
 
-  private fail(message: string): void {
+  /**
+   * `message` goes to the log (the operator's); `reason`, a fixed short text
+   * of ours, is what status() tells, and so what a search note tells a model:
+   * nothing the provider sent.
+   */
+  private fail({ message, reason }: { message: string; reason: string }): void {
     // One line per failure streak: a provider that stays down must not fill the log.
     if (this.failing === null) {
       this.log.warn(
         `embeddings: ${this.provider.origin} failed: ${message}; search by meaning is unavailable until it answers (retrying with back-off, text search unaffected)`,
       );
     } else this.log.debug(`embeddings: still failing: ${message}`);
-    this.failing = message;
+    this.failing = reason;
   }
 
   private async waitToRetry(): Promise<void> {
