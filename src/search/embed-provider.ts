@@ -117,15 +117,18 @@ export class EmbedProvider {
     const connectMs = Math.min(this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, timeoutMs);
     const cap = this.options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
     const abort = new AbortController();
-    let late: 'headers' | 'answer' | null = null;
-    const whole = setTimeout(() => ((late ??= 'answer'), abort.abort()), timeoutMs);
-    const connect = setTimeout(() => ((late ??= 'headers'), abort.abort()), connectMs);
+    /** The limit that passed first, if one did; and whether the headers had come by then. */
+    let late: number | null = null;
+    let headersCame = false;
+    const whole = setTimeout(() => ((late ??= timeoutMs), abort.abort()), timeoutMs);
+    const connect = setTimeout(() => ((late ??= connectMs), abort.abort()), connectMs);
     let text: string;
     let response: Response;
     try {
       // Security: redirect 'error', so a provider (or whatever answers at its address) cannot
       // send file text, or the key, on to another origin.
       response = await fetch(this.endpoint, { method: 'POST', headers, body, redirect: 'error', signal: abort.signal });
+      headersCame = true;
       clearTimeout(connect);
       if (!response.ok) {
         const start = await readBody(response, ERROR_BODY_BYTES, false);
@@ -135,8 +138,8 @@ export class EmbedProvider {
     } catch (error) {
       if (error instanceof EmbedError) throw error;
       const e = error as Error & { cause?: { code?: string; message?: string } };
-      if (late === 'headers') throw new EmbedError(`no answer within ${connectMs} ms`, 'no answer in time');
-      if (late === 'answer') throw new EmbedError(`the answer took longer than ${timeoutMs} ms`, 'no answer in time');
+      if (late !== null && !headersCame) throw new EmbedError(`no answer within ${late} ms`, 'no answer in time');
+      if (late !== null) throw new EmbedError(`the answer took longer than ${timeoutMs} ms`, 'no answer in time');
       throw new EmbedError(`request failed: ${e.cause?.code ?? e.cause?.message ?? e.message}`, 'request failed (unreachable, refused or redirected)');
     } finally {
       clearTimeout(whole);
