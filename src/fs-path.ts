@@ -36,7 +36,10 @@ export function rootLength(path: string): number {
     const server = path.indexOf('/', 2);
     if (server <= 2) return 0;
     const share = path.indexOf('/', server + 1);
-    if (share === server + 1) return 0;
+    const end = share === -1 ? path.length : share;
+    // No share, or a server or share named '.' or '..' (the device namespace `\\.\`, a climb): not a share.
+    const names = [path.slice(2, server), path.slice(server + 1, end)];
+    if (names.some((name) => name === '' || name === '.' || name === '..' || name === '?')) return 0;
     return share === -1 ? path.length : share + 1;
   }
   if (path.startsWith('/')) return 1;
@@ -86,7 +89,8 @@ export function normalizeSlashPath(path: string, flavour: Flavour = HOST_FLAVOUR
     const parts = path.slice(2).split('/');
     const server = parts.shift() ?? '';
     const share = parts.shift() ?? '';
-    if (server === '' || share === '') return path; // not a share: left alone, not absolute
+    // Not a share (no share name; '.', '..' or '?' for a name: a device path or a climb): left alone, not absolute.
+    if ([server, share].some((name) => name === '' || name === '.' || name === '..' || name === '?')) return path;
     head = `//${server}/${share}/`;
     rest = parts.join('/');
   } else if (path.startsWith('/')) {
@@ -108,6 +112,19 @@ export function normalizeSlashPath(path: string, flavour: Flavour = HOST_FLAVOUR
   }
   const joined = head + out.join('/');
   return joined === '' ? '.' : joined;
+}
+
+/**
+ * `text` as a volume that ignores case compares it: composed (NFC), each
+ * UTF-16 unit upper-cased where that keeps it one unit, as NTFS's upcase
+ * table does (never `ß` -> `SS`), so a folded path keeps its length and a
+ * prefix of it stays a prefix of the path.
+ */
+export function foldName(text: string): string {
+  return text.normalize('NFC').replace(/[a-z\u00b5-\uffff]/g, (unit) => {
+    const upper = unit.toUpperCase();
+    return upper.length === 1 ? upper : unit;
+  });
 }
 
 /** Is `path` (a normalised slash path) the root of its file system: `/`, `C:/`, `//server/share/`? */

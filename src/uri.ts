@@ -6,6 +6,7 @@ import { realpath as fsRealpath, stat as fsStat } from 'node:fs/promises';
 import {
   basename,
   childPrefix,
+  foldName,
   HOST_FLAVOUR,
   isAbsoluteSlashPath,
   normalizeSlashPath,
@@ -129,8 +130,8 @@ export function isPathInside(rootPath: string, candidate: string, foldCase = fal
   const rootTrimmed = trimTrailingSlashes(rootPath);
   const candTrimmed = trimTrailingSlashes(candidate);
   if (!isNormalisedAbsolute(rootTrimmed) || !isNormalisedAbsolute(candTrimmed)) return false;
-  const root = foldCase ? rootTrimmed.toUpperCase() : rootTrimmed;
-  const cand = foldCase ? candTrimmed.toUpperCase() : candTrimmed;
+  const root = foldCase ? foldName(rootTrimmed) : rootTrimmed;
+  const cand = foldCase ? foldName(candTrimmed) : candTrimmed;
   if (cand === root) return true;
   // Security: compare against root + '/', never root alone, or '/srv/app'
   // would admit '/srv/app-secrets'. A file-system root already ends in '/'.
@@ -146,6 +147,8 @@ function trimTrailingSlashes(p: string): string {
 }
 
 function isNormalisedAbsolute(p: string): boolean {
+  // Security: on Windows '\\' is a separator too: a slash path holding one would name another place than it reads.
+  if (flavourOf(p) === 'win32' && p.includes('\\')) return false;
   return rootLength(p) > 0 && !p.includes('\0') && normalizeSlashPath(p, flavourOf(p)) === p;
 }
 
@@ -221,6 +224,9 @@ export function parseFileUri(input: unknown, flavour: Flavour = HOST_FLAVOUR): {
     if (authority !== '' && authority.toLowerCase() !== 'localhost') {
       if (flavour !== 'win32' || !/^[A-Za-z0-9._-]+$/.test(authority)) return null;
       share = `//${authority}`;
+    } else if (authority !== '' && flavour === 'win32' && !DRIVE_LETTER.test(safeDecode(rest) ?? '')) {
+      // `file://localhost/share/x` with no drive: the share \\localhost\share (which is how its own URIs read).
+      share = `//${authority}`;
     }
   }
   // RFC 8089 also allows `file:/path` (no authority); `file:path` is relative.
@@ -258,6 +264,14 @@ export function parseFileUri(input: unknown, flavour: Flavour = HOST_FLAVOUR): {
   path = normalizeSlashPath(path, 'win32');
   if (!isAbsoluteSlashPath(path, 'win32')) return null;
   return { path, trailingSlash };
+}
+
+function safeDecode(text: string): string | null {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return null;
+  }
 }
 
 function isHex(code: number | undefined): boolean {
@@ -337,14 +351,17 @@ export async function resolveUri(
   roots: readonly Root[],
   fsImpl: ResolveFs = defaultFs,
   flavour: Flavour = HOST_FLAVOUR,
+  /** Whether the volumes ignore case: Windows', and macOS' by default. */
+  foldCase: boolean = flavour === 'win32' || (flavour === HOST_FLAVOUR && process.platform === 'darwin'),
 ): Promise<ResolvedUri | null> {
   const parsed = parseFileUri(input, flavour);
   if (parsed === null) return null;
   // Security: a path outside every root never reaches the file system, so no
-  // errno or timing difference can tell a client whether it exists. On Windows
-  // the volume ignores case, so this first look does too (`file:///c:/users/...`);
-  // the look at the real path below, spelled as on disk, is exact.
-  if (findRoot(roots, parsed.path, flavour === 'win32') === undefined) return null;
+  // errno or timing difference can tell a client whether it exists. Where the
+  // volume ignores case (Windows, macOS), this first look does too
+  // (`file:///c:/users/...`); the look at the real path below, spelled as on
+  // disk, is exact.
+  if (findRoot(roots, parsed.path, foldCase) === undefined) return null;
   const real = await orNotFound(fsImpl.realpath(parsed.path));
   if (real === null) return null;
   // Security: a symlink inside a root may point anywhere; only its target

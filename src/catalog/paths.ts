@@ -2,7 +2,7 @@
 // or a path relative to a served folder. Models write paths; the index speaks
 // canonical URIs. Every name still goes through lookupEntry, whose answer is
 // index membership, so nothing here can reach outside the roots.
-import { basename, below, dirname, HOST_FLAVOUR, isAbsoluteSlashPath, join, normalizeSlashPath, toSlashPath, type Flavour } from '../fs-path.ts';
+import { basename, below, dirname, foldName, HOST_FLAVOUR, isAbsoluteSlashPath, join, normalizeSlashPath, toSlashPath, type Flavour } from '../fs-path.ts';
 import { realOrNull, type Absence } from '../content/file-facts.ts';
 import { listingName } from '../content/collection.ts';
 import { missingSegments } from '../content/safe-write.ts';
@@ -71,7 +71,9 @@ export function prefixUris(text: string, roots: readonly Root[], flavour: Flavou
   if (isUriText(text)) return [canonicalUriText(text)];
   const given = toolPath(text, flavour);
   // A Windows path (`C:\proj\src`) stands for its URI; on POSIX a leading '/' has always read as relative.
-  if (flavour === 'win32' && given.absolute !== undefined) return [canonicalUriText(pathToUri(given.absolute, given.trailingSlash, flavour))];
+  if (flavour === 'win32' && given.absolute !== undefined) {
+    return [canonicalUriText(pathToUri(spelledAsRoot(roots, given.absolute, flavour), given.trailingSlash, flavour))];
+  }
   const rel = (given.relative ?? text).replace(/^\.?\/+/, '');
   const uris = roots.map((root) => root.uri + encodeRelative(rel));
   // With one folder, tools print the folder itself by its name (tree's first entry): that name is the whole folder too.
@@ -224,13 +226,12 @@ const ANY_FAILURE: Absence = { absent: () => true };
  */
 export function spelledOnDisk(path: string, root: Root, platform: NodeJS.Platform = process.platform): string {
   if (platform !== 'win32' && platform !== 'darwin') return path;
-  const fold = (text: string) => text.normalize('NFC').toUpperCase();
   const rest: string[] = [];
   for (let at = path; at.length >= root.path.length; at = dirname(at)) {
     const real = realOrNull(at, ANY_FAILURE);
     if (real !== null) {
       const spelled = join(real, ...rest.reverse());
-      return fold(spelled) === fold(path) ? spelled : path;
+      return foldName(spelled) === foldName(path) ? spelled : path;
     }
     if (at === root.path || dirname(at) === at) break;
     rest.push(basename(at));

@@ -11,7 +11,7 @@
 // waits for another (no deadlock), and a stream of edits of one file cannot
 // starve a move of its folder.
 import { realpathSync } from 'node:fs';
-import { basename, childPrefix, dirname, join, toSlashPath } from '../fs-path.ts';
+import { basename, childPrefix, dirname, foldName, join, toSlashPath } from '../fs-path.ts';
 
 export interface PathHold {
   /** Absolute, normalised. */
@@ -149,7 +149,7 @@ export function lockKey(path: string, platform: NodeJS.Platform = process.platfo
 }
 
 function foldKey(key: string, platform: NodeJS.Platform): string {
-  return platform === 'win32' || platform === 'darwin' ? key.normalize('NFC').toLowerCase() : key;
+  return platform === 'win32' || platform === 'darwin' ? foldName(key) : key;
 }
 
 /**

@@ -15,8 +15,8 @@
 // nanoseconds after the last check, makes it fail loudly.
 import { randomBytes } from 'node:crypto';
 import { constants, fstatSync, type BigIntStats } from 'node:fs';
-import { link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, below, childPrefix, dirname, HOST_FLAVOUR, type Flavour } from '../fs-path.ts';
+import { chmod, link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, below, childPrefix, dirname, foldName, HOST_FLAVOUR, type Flavour } from '../fs-path.ts';
 import { findRoot, isForbiddenWin32Segment, type Root } from '../uri.ts';
 import { errnoCode } from '../errno.ts';
 import {
@@ -283,6 +283,7 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     const existing = await lstatOrNull(dir.at(name));
     if (existing) {
       refuse(judgeReplace({ kind: kindOf(existing), nlink: Number(existing.nlink) }));
+      refuseOtherName(dir, name);
       if (options.createOnly) throw new WriteError('exists', 'it already exists (create_only)');
       refuse(judgeReadOnly(Number(existing.mode), options.force === true));
     }
@@ -348,7 +349,15 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
       }
       await unlink(dir.at(tempName));
     } else {
-      await renameOverRetrying(dir.at(tempName), dir.at(name));
+      // Windows: a read-only file (kept only with force) refuses to be renamed onto; its attribute goes for the
+      // rename and comes back on the new file, as a POSIX write keeps the mode.
+      const readOnly = !POSIX_FILES && existing !== null && (Number(existing.mode) & 0o200) === 0;
+      if (readOnly) await chmod(dir.at(name), 0o666);
+      try {
+        await renameOverRetrying(dir.at(tempName), dir.at(name));
+      } finally {
+        if (readOnly) await chmod(dir.at(name), 0o444).catch(() => {});
+      }
     }
     tempCreated = false;
     await syncDirectory(dir.handle);
@@ -586,12 +595,14 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
     if (!moving) throw new WriteError('not-found', 'it does not exist');
     const kind = kindOf(moving);
     if (kind !== 'file' && kind !== 'directory') throw new WriteError('refused', `it is ${kindText(kind)}; only files and folders move`);
+    refuseOtherName(source, fromName);
     const judgeDestination = async () => {
       const existing = await lstatOrNull(target!.at(toName));
       if (!existing) return false;
       if (!options.overwrite) throw new WriteError('exists', 'the destination exists (pass overwrite: true to replace a file)');
       if (kind !== 'file') throw new WriteError('refused', 'a folder never replaces anything');
       refuse(judgeReplace({ kind: kindOf(existing), nlink: Number(existing.nlink) }), 'the destination: ');
+      refuseOtherName(target!, toName, 'the destination: ');
       refuse(judgeReadOnly(Number(existing.mode), options.force === true), 'the destination: ');
       return true;
     };
@@ -648,6 +659,29 @@ async function renameChecked(from: string, to: string): Promise<void> {
     throw error instanceof WriteError ? error : moveError(error);
   }
 }
+
+/**
+ * Where names fold (Windows, macOS), an existing entry may be reached by a
+ * name that is not its own: an 8.3 short name (`GIT~1` for `.git`,
+ * `LONGFI~1.TXT`). The checks on a path's segments (NEVER_WRITTEN, a served
+ * folder moved) read the name given, so an entry is written, replaced or
+ * moved only by its own name, up to case and normalization; otherwise the
+ * change is refused, naming it.
+ */
+function refuseOtherName(dir: PinnedDir, name: string, prefix = ''): void {
+  if (!FOLDS_NAMES) return;
+  const real = realOrNull(dir.at(name));
+  if (real === null) return; // gone meanwhile: the steps after this find that
+  refuse(judgeOwnName(name, basename(real)), prefix);
+}
+
+/** Is `name` the entry's own name `own` (what realpath spells), up to case and normalization? Pure. */
+export function judgeOwnName(name: string, own: string): Refusal | null {
+  if (foldName(own) === foldName(name)) return null;
+  return { ok: false, reason: 'refused', message: `${JSON.stringify(name)} is another name of ${JSON.stringify(own)} (an 8.3 short name, or a link); give its own name` };
+}
+
+const FOLDS_NAMES = process.platform === 'win32' || process.platform === 'darwin';
 
 /**
  * POSIX file semantics: owners and mode bits, and a rename that replaces a

@@ -1,3 +1,4 @@
+import { foldName } from '../fs-path.ts';
 import { parseFileUri, pathToUri, resolveUri, type Root } from '../uri.ts';
 import type { EntryRow } from '../entry.ts';
 import type { Store } from './store.ts';
@@ -16,10 +17,7 @@ export interface LookupContext {
 
 const FOLDS_NAMES = process.platform === 'win32' || process.platform === 'darwin';
 
-/** A spelling compared as a case- and normalization-insensitive volume compares it. */
-function folded(path: string): string {
-  return path.normalize('NFC').toUpperCase();
-}
+
 
 /**
  * Finds the indexed entry a client URI names, or undefined. Security: the
@@ -45,6 +43,6 @@ export async function lookupEntry(input: unknown, ctx: LookupContext): Promise<E
   // spelling. Only a difference of spelling is taken: a path that realpath sends elsewhere (through a link) is not
   // followed without --follow-symlinks.
   const resolved = await resolveUri(input, ctx.roots);
-  if (!resolved || folded(resolved.path) !== folded(parsed.path)) return undefined;
+  if (!resolved || foldName(resolved.path) !== foldName(parsed.path)) return undefined;
   return ctx.store.get(resolved.uri);
 }

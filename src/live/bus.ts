@@ -6,10 +6,10 @@
 // look at a path of its own folder. The transport (Redis pub/sub:
 // ./redis-transport.ts) only carries text.
 import { posix } from 'node:path';
-import { below, childPrefix, dirname } from '../fs-path.ts';
+import { below, childPrefix, dirname, HOST_FLAVOUR, type Flavour } from '../fs-path.ts';
 import type { CommittedChange } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
-import { findRoot, isPathInside, PATH_MAX_BYTES, uriToPath, type Root } from '../uri.ts';
+import { findRoot, isForbiddenWin32Segment, isPathInside, PATH_MAX_BYTES, uriToPath, type Root } from '../uri.ts';
 
 /** The pub/sub channel every replica publishes to and listens on. */
 export const HINT_CHANNEL = 'folder-mcp:hints';
@@ -68,7 +68,7 @@ export interface Hint {
  * not resolved, and the result is checked with the same containment test as
  * a client's URI (uri.ts isPathInside).
  */
-export function decodeHint(text: string, roots: readonly Root[]): Hint | null {
+export function decodeHint(text: string, roots: readonly Root[], flavour: Flavour = HOST_FLAVOUR): Hint | null {
   if (Buffer.byteLength(text) > MAX_HINT_MESSAGE_BYTES) return null;
   let message: unknown;
   try {
@@ -85,20 +85,23 @@ export function decodeHint(text: string, roots: readonly Root[]): Hint | null {
   if (!root) return null;
   const absolute: string[] = [];
   for (const rel of paths) {
-    const path = resolveRelative(root, rel);
+    const path = resolveRelative(root, rel, flavour);
     if (path === null) return null;
     absolute.push(path);
   }
   return { origin, root, paths: absolute, tree: tree === true };
 }
 
-function resolveRelative(root: Root, rel: unknown): string | null {
+function resolveRelative(root: Root, rel: unknown, flavour: Flavour = HOST_FLAVOUR): string | null {
   if (typeof rel !== 'string' || Buffer.byteLength(rel) > PATH_MAX_BYTES) return null;
   if (rel === '') return root.path;
   // Security: only a path that needs no resolving: `a/../../etc` or `/etc` is refused outright.
   if (rel.startsWith('/') || rel.includes('\0') || posix.normalize(rel) !== rel || rel === '..' || rel.startsWith('../') || rel.endsWith('/')) {
     return null;
   }
+  // Security: on Windows '\\' separates too (`a\\..\\..\\x` would climb out), and a stream, a device or a trailing dot
+  // names another file than it reads: none is a name a replica's own index would send.
+  if (flavour === 'win32' && (rel.includes('\\') || rel.split('/').some(isForbiddenWin32Segment))) return null;
   const path = childPrefix(root.path) + rel;
   return isPathInside(root.path, path) ? path : null;
 }

@@ -1,10 +1,11 @@
-import { lstatSync, watch, type Dirent, type FSWatcher, type Stats } from 'node:fs';
+import { lstatSync, realpathSync, watch, type Dirent, type FSWatcher, type Stats } from 'node:fs';
 import { basename, dirname, join, toSlashPath } from '../fs-path.ts';
 import { describeError, isNoEntry } from '../errno.ts';
 import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
 import { fsWatchDirectory, type WatchDirectory } from './scan-watch.ts';
 import { readServableDir } from '../index/servable.ts';
 import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
+import { isPathInside } from '../uri.ts';
 
 /** Directories watched per turn of the event loop at start-up: requests are answered while 50k watches are set up. */
 const START_SLICE = 2000;
@@ -375,7 +376,7 @@ async function startRecursive({ roots, sink, log }: WatchStart, backend: 'dirs' 
       // A path below the root, with backslashes on Windows; '' is the root itself (gone, or replaced).
       const path = join(root, toSlashPath(filename));
       if (path === root) lookAtRoots();
-      sink.changed(path);
+      sink.changed(platform === 'win32' && filename.includes('~') ? longName(path, root) : path);
     });
     watcher.on('error', (error) => {
       if (closed) return;
@@ -441,6 +442,21 @@ async function startRecursive({ roots, sink, log }: WatchStart, backend: 'dirs' 
       for (const entry of watched.values()) entry.watcher?.close();
     },
   };
+}
+
+/**
+ * Windows may name an entry in an event by its 8.3 short name
+ * (`LONGFI~1.TXT`), which the index must never hold beside the long one: the
+ * long name when the entry is there, else its folder (whose re-listing finds
+ * what became of it by its own names).
+ */
+function longName(path: string, root: string): string {
+  try {
+    const real = toSlashPath(realpathSync.native(path));
+    return isPathInside(root, real) ? real : dirname(path);
+  } catch {
+    return dirname(path);
+  }
 }
 
 /** A folder's identity (device, inode, birth time); '' when there is no folder at `path`. */

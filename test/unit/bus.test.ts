@@ -16,6 +16,22 @@ const root = makeRoot('/srv/app');
 const roots = [root, makeRoot('/')];
 const message = (fields: Record<string, unknown>) => JSON.stringify({ v: 1, origin: 'r1', root: '/srv/app', paths: ['a.txt'], ...fields });
 
+describe('decodeHint under Windows rules', () => {
+  const roots = [makeRoot('C:\\srv\\r', 'win32')];
+  const hint = (paths: string[]) => JSON.stringify({ v: 1, origin: 'x', root: 'C:/srv/r', paths });
+  test('a path inside the folder is taken', () => {
+    assert.deepEqual(decodeHint(hint(['a/b.txt']), roots, 'win32')?.paths, ['C:/srv/r/a/b.txt']);
+  });
+  for (const bad of ['a\\..\\..\\Windows\\win.ini', 'a\\b.txt', 'x.txt:stream', 'CON', 'd/nul.txt', 'trailing.', 'a/b ']) {
+    test(`refused: ${JSON.stringify(bad)}`, () => assert.equal(decodeHint(hint([bad]), roots, 'win32'), null));
+  }
+  test('on POSIX a backslash is a character of a name', () => {
+    const posixRoots = [makeRoot('/srv/r', 'posix')];
+    const text = JSON.stringify({ v: 1, origin: 'x', root: '/srv/r', paths: ['a\\b.txt'] });
+    assert.deepEqual(decodeHint(text, posixRoots, 'posix')?.paths, ['/srv/r/a\\b.txt']);
+  });
+});
+
 describe('decodeHint: what another replica may say', () => {
   const valid: Array<[string, string, string[], boolean]> = [
     ['a file', message({}), ['/srv/app/a.txt'], false],

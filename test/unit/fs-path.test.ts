@@ -3,14 +3,14 @@
 import assert from 'node:assert/strict';
 import { posix, win32 } from 'node:path';
 import { describe, test } from 'node:test';
-import { basename, dirname, isAbsoluteSlashPath, join, normalizeSlashPath, rootLength, toSlashPath, type Flavour } from '../../src/fs-path.ts';
-import { resolveWritePath, spelledOnDisk, toolPath } from '../../src/catalog/paths.ts';
+import { basename, dirname, foldName, isAbsoluteSlashPath, join, normalizeSlashPath, rootLength, toSlashPath, type Flavour } from '../../src/fs-path.ts';
+import { prefixUris, resolveWritePath, spelledOnDisk, toolPath } from '../../src/catalog/paths.ts';
 import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { lookupEntry } from '../../src/index/lookup.ts';
 import { silentLogger } from '../../src/log.ts';
 import { tempDir } from '../basics.ts';
-import { judgeTarget } from '../../src/content/safe-write.ts';
+import { judgeOwnName, judgeTarget } from '../../src/content/safe-write.ts';
 import { findRoot, isForbiddenWin32Segment, isPathInside, makeRoot, parseFileUri, pathToUri, resolveUri, uriToPath, type ResolveFs } from '../../src/uri.ts';
 
 describe('toSlashPath', () => {
@@ -76,6 +76,15 @@ describe('join, dirname, basename, rootLength on slash paths', () => {
     assert.equal(join('C:/r', '../../..'), 'C:/');
     assert.equal(join('/r', ''), '/r');
   });
+  test('foldName keeps a path\'s length (NTFS never folds one unit into two)', () => {
+    assert.equal(foldName('C:/Users/me/Stra\u00dfe'), 'C:/USERS/ME/STRA\u00dfE');
+    assert.equal(foldName('\ufb01le'), '\ufb01LE');
+    assert.equal(foldName('cafe\u0301'), 'CAF\u00c9');
+    for (const text of ['a\u00df', '\ufb01x', 'ŉ', 'İi']) assert.equal(foldName(text).length, text.normalize('NFC').length, text);
+  });
+  test('rootLength: no share, or . or .. as a name, is no share', () => {
+    for (const path of ['//a/', '//a', '//./UNC/s/x', '//../s/x', '//s/../x', '//s/./x', '//?/C:/x']) assert.equal(rootLength(path), 0, path);
+  });
   test('normalizeSlashPath keeps a share and clamps at it', () => {
     assert.equal(normalizeSlashPath('//srv/share/../../x', 'win32'), '//srv/share/x');
     assert.equal(normalizeSlashPath('//srv/share/../../x', 'posix'), '/x');
@@ -137,6 +146,10 @@ describe('parseFileUri, Windows rules', () => {
     { uri: 'file:///C:/r/a%3Fb', path: null, why: "'?' is never in a Windows name" },
     { uri: 'file:///C:/r/a*b', path: null, why: "'*' is never in a Windows name" },
     { uri: 'file://evil.example%2F/x', path: null, why: 'a host that is not a name' },
+    { uri: 'file://localhost/share/x', path: '//localhost/share/x', why: 'a share on localhost, as its own URIs read' },
+    { uri: 'file://./UNC/s/sh/x', path: null, why: 'the device namespace' },
+    { uri: 'file://s/../x', path: null, why: "'..' as a share" },
+    { uri: 'file://a/', path: null, why: 'a server and no share' },
   ];
   for (const row of rows) {
     test(`${row.uri}: ${row.why}`, () => assert.equal(parseFileUri(row.uri, 'win32')?.path ?? null, row.path));
@@ -167,6 +180,16 @@ describe('containment under Windows rules', () => {
     assert.equal(findRoot(roots, 'c:/users/ME/PROJ/a'), undefined);
     assert.equal(findRoot(roots, 'c:/users/ME/PROJ/a', true)?.path, 'C:/Users/me/proj');
     assert.equal(isPathInside('C:/Users/me/proj', 'C:/USERS/me/proj-secrets', true), false);
+  });
+  test('case folding cannot splice a path into another root (\u00df is not SS)', () => {
+    const trap = ['C:\\SS', 'C:\\SSa', 'C:\\Stra\u00dfe'].map((p) => makeRoot(p, 'win32'));
+    assert.equal(findRoot(trap, 'C:/\u00df/a/b', true), undefined);
+    assert.equal(findRoot(trap, 'C:/STRASSE/x', true), undefined);
+    assert.equal(findRoot(trap, 'C:/stra\u00dfe/x', true)?.path, 'C:/Stra\u00dfe');
+    assert.equal(resolveWritePath('C:\\\u00df\\a\\b', trap, 'win32'), undefined);
+  });
+  test('a backslash in a win32 slash path fails closed', () => {
+    assert.equal(isPathInside('C:/r', 'C:/r/a\\..\\..\\x'), false);
   });
   test('a file-system root as a root', () => {
     assert.equal(isPathInside('C:/', 'C:/x/y'), true);
@@ -245,6 +268,12 @@ describe('the tools\' path language', () => {
     const posixRoots = [makeRoot('/srv/App', 'posix')];
     assert.equal(resolveWritePath('/srv/app/x', posixRoots, 'posix'), undefined);
   });
+  test('a prefix given as a Windows path, in any case, is its folder\'s URI', () => {
+    const win = [makeRoot('C:\\Users\\me\\proj', 'win32')];
+    assert.deepEqual(prefixUris('c:\\users\\ME\\proj\\src', win, 'win32'), ['file:///C:/Users/me/proj/src']);
+    assert.deepEqual(prefixUris('src\\lib', win, 'win32'), ['file:///C:/Users/me/proj/src/lib']);
+  });
+
   test('the write tools refuse what Windows would write elsewhere', () => {
     const win = [makeRoot('C:\\r', 'win32')];
     for (const path of ['C:/r/a.txt:s', 'C:/r/a.txt.', 'C:/r/dir /x', 'C:/r/nul.txt', 'C:/r/d/COM1', 'C:/r/a?b']) {
@@ -269,6 +298,14 @@ describe('the tools\' path language', () => {
     } finally {
       dir.cleanup();
     }
+  });
+
+  test('an existing entry is changed only by its own name (no 8.3 short name), up to case and normalization', () => {
+    assert.equal(judgeOwnName('GIT~1', '.git')?.reason, 'refused');
+    assert.equal(judgeOwnName('LONGFI~1.TXT', 'LongFileName.txt')?.reason, 'refused');
+    assert.equal(judgeOwnName('readme.MD', 'README.md'), null);
+    assert.equal(judgeOwnName('cafe\u0301.txt', 'caf\u00e9.txt'), null);
+    assert.equal(judgeOwnName('stra\u00dfe', 'STRASSE')?.reason, 'refused', 'NTFS never folds \u00df to SS');
   });
 
   test('every absolute path read back prints the same URI', () => {

@@ -9,7 +9,7 @@
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import assert from 'node:assert/strict';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -185,6 +185,20 @@ describe('Windows: node.exe dist/cli.js C:\\...', () => {
     const again = await callTool(served.client, 'write', { path: 'src/held.txt', content: 'after\n' });
     assert.equal(again.isError, false, again.text);
     assert.equal(readFileSync(held, 'utf8'), 'after\n');
+  });
+
+  test('a read-only file: refused without force; with force replaced, and still read-only', async () => {
+    const file = join(dir, 'src', 'locked.txt');
+    writeFileSync(file, 'v1\n');
+    chmodSync(file, 0o444);
+    const refused = await callTool(served.client, 'write', { path: 'src/locked.txt', content: 'v2\n' });
+    assert.equal(refused.isError, true);
+    assert.match(refused.text, /read-only/);
+    const forced = await callTool(served.client, 'write', { path: 'src/locked.txt', content: 'v2\n', force: true });
+    assert.equal(forced.isError, false, forced.text);
+    assert.equal(readFileSync(file, 'utf8'), 'v2\n');
+    assert.equal(statSync(file).mode & 0o200, 0, 'still read-only');
+    chmodSync(file, 0o666);
   });
 
   test('the watcher: a file added, renamed and deleted by another program shows in resources/list', async () => {
