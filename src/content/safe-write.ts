@@ -362,7 +362,7 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     tempCreated = false;
     await syncDirectory(dir.handle);
     dir.verifyAfter();
-    const outside = options.expect && POSIX_FILES ? await rescueOutsideWrite(dir, name, temp, options.expect, mode) : undefined;
+    const outside = options.expect && POSIX_FILES ? await rescueOutsideWrite(dir, name, temp, options.expect, { mode, uid: existing?.uid, gid: existing?.gid }) : undefined;
     return { created: existing === null, tempPath, written: { ino: temp.ino, mtimeNs: temp.mtimeNs }, ...(outside ? { outside } : {}) };
   } finally {
     if (tempCreated) await unlink(dir.at(tempName)).catch(() => {});
@@ -458,7 +458,7 @@ const GRACE_STEP_MS = 5;
  * program meant; anything else is saved beside the file
  * (`<name>.folder-mcp-kept-<hex>`), and the caller is told either way.
  */
-async function rescueOutsideWrite(dir: PinnedDir, name: string, temp: BigIntStats, expect: ExpectedFile, mode: number): Promise<OutsideWrite | undefined> {
+async function rescueOutsideWrite(dir: PinnedDir, name: string, temp: BigIntStats, expect: ExpectedFile, owner: KeptOwner): Promise<OutsideWrite | undefined> {
   const original = Buffer.from(expect.content.buffer, expect.content.byteOffset, expect.content.byteLength);
   let copied = original.byteLength;
   let appended = 0;
@@ -471,9 +471,9 @@ async function rescueOutsideWrite(dir: PinnedDir, name: string, temp: BigIntStat
   const deadline = performance.now() + (hot ? OUTSIDE_GRACE_MS : 0);
   for (;;) {
     const old = await bytesOf(expect.handle, Number.MAX_SAFE_INTEGER);
-    if (old.byteLength < copied || !old.subarray(0, original.byteLength).equals(original)) return keepBeside(dir, name, old, mode);
+    if (old.byteLength < copied || !old.subarray(0, original.byteLength).equals(original)) return keepBeside(dir, name, old, owner);
     if (old.byteLength > copied) {
-      if (!(await appendToNew(dir, name, temp, old.subarray(copied)))) return keepBeside(dir, name, old, mode);
+      if (!(await appendToNew(dir, name, temp, old.subarray(copied)))) return keepBeside(dir, name, old, owner);
       appended += old.byteLength - copied;
       copied = old.byteLength;
     }
@@ -502,10 +502,30 @@ async function appendToNew(dir: PinnedDir, name: string, temp: BigIntStats, tail
   }
 }
 
-async function keepBeside(dir: PinnedDir, name: string, bytes: Buffer, mode: number): Promise<OutsideWrite> {
+/** Whose a kept copy is: the file's own owner, group and permission bits (no setuid, setgid or sticky). */
+interface KeptOwner {
+  mode: number;
+  uid: bigint | undefined;
+  gid: bigint | undefined;
+}
+
+/**
+ * Saves what another program left in the old file beside the new one. The
+ * copy is the file's owner's, with its group and permission bits (created
+ * 0600 first, so nobody else reads it meanwhile): a copy owned by the server
+ * would be one the file's owner may not read or remove (issue 44: root:root
+ * 0640 beside a file of 4242:4343). Where the owner cannot be given (a
+ * server not run as root, for another user's file), the copy stays the
+ * server's, with the file's permission bits.
+ */
+async function keepBeside(dir: PinnedDir, name: string, bytes: Buffer, owner: KeptOwner): Promise<OutsideWrite> {
   const keptName = `${name}.folder-mcp-kept-${randomBytes(4).toString('hex')}`;
-  const handle = await open(dir.at(keptName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode & 0o777);
+  const handle = await open(dir.at(keptName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
   try {
+    if (POSIX_FILES) {
+      if (owner.uid !== undefined && owner.gid !== undefined) await handle.chown(Number(owner.uid), Number(owner.gid)).catch(() => {});
+      await handle.chmod(owner.mode & 0o777);
+    }
     await handle.writeFile(bytes);
     await handle.sync();
   } finally {

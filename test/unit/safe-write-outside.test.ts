@@ -109,6 +109,35 @@ describe('an edit never overwrites an outside write in silence', () => {
     assert.equal(readFileSync(file(), 'utf8'), 'edited\n');
   });
 
+  test('the kept copy is the file owner\'s, with its group and permission bits (issue 44: it was root:root 0640)', { skip: process.getuid?.() !== 0 && 'needs root' }, async () => {
+    chownSync(file(), 4242, 4343);
+    chmodSync(file(), 0o640);
+    const outcome = await editWrite('edited\n', {
+      afterLastLook: () => {
+        const fd = openSync(file(), 'r+');
+        writeSync(fd, 'X', 0);
+        closeSync(fd);
+      },
+    });
+    assert.equal(outcome.outside?.kind, 'kept');
+    const kept = outcome.outside!.kind === 'kept' ? outcome.outside!.keptPath : '';
+    const stats = statSync(kept);
+    assert.deepEqual([stats.uid, stats.gid, stats.mode & 0o7777], [4242, 4343, 0o640]);
+  });
+
+  test('the kept copy has the file\'s permission bits, never its setuid', async () => {
+    chmodSync(file(), 0o4751);
+    const outcome = await editWrite('edited\n', {
+      afterLastLook: () => {
+        const fd = openSync(file(), 'r+');
+        writeSync(fd, 'X', 0);
+        closeSync(fd);
+      },
+    });
+    const kept = outcome.outside!.kind === 'kept' ? outcome.outside!.keptPath : '';
+    assert.equal(statSync(kept).mode & 0o7777, 0o751);
+  });
+
   test('no outside write: no note, no extra file', async () => {
     const outcome = await editWrite('edited\n');
     assert.equal(outcome.outside, undefined);
