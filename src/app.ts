@@ -208,7 +208,11 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     convert: convert.convert,
     readBudget: new ReadBudget(),
     writes: config.write ? { maxBytes: config.maxWriteBytes, locks: new PathLocks(), largeEdits: new SerialQueue() } : null,
-    refresh: (paths) => live.refresh(paths),
+    // A tool's own change: into the index, and (--bus) announced to the other replicas whatever came as hints.
+    refresh: async (paths) => {
+      await live.refresh(paths);
+      bus?.announce(paths);
+    },
   };
   // The same conversions (converters, budgets, conversion process) as a read, up to the size a read converts.
   const search = config.search
@@ -268,7 +272,14 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
  * client loaded now and only now (ioredis is not part of a start without
  * --bus). Failing to load it is logged; the replica serves on without.
  */
-function startHintBus(url: string, origin: string, roots: readonly Root[], index: FolderIndex, live: Live, log: Logger): { close(): Promise<void> } {
+function startHintBus(
+  url: string,
+  origin: string,
+  roots: readonly Root[],
+  index: FolderIndex,
+  live: Live,
+  log: Logger,
+): { announce(paths: readonly string[]): void; close(): Promise<void> } {
   let bus: HintBus | undefined;
   let closed = false;
   const loading = import('./live/redis-transport.ts').then(async ({ openRedisTransport, loadRedis }) => [openRedisTransport, await loadRedis()] as const).then(
@@ -287,6 +298,7 @@ function startHintBus(url: string, origin: string, roots: readonly Root[], index
     (error: unknown) => log.error(`bus: cannot load the Redis client (ioredis): ${(error as Error).message}; serving without the bus`),
   );
   return {
+    announce: (paths) => bus?.announce(paths),
     async close() {
       closed = true;
       await loading;

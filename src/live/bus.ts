@@ -183,6 +183,26 @@ export class HintBus {
     if (this.outgoing.size > 0) this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
   }
 
+  /**
+   * Changes this replica's own tools made (write, edit, mkdir, move): always
+   * announced, even to a path that came as a hint a moment ago. Echo
+   * suppression is for the commits a hint causes; a write here after one is
+   * news to every other replica (issue 44: r1's write 1.5 s after r2's went
+   * unheard, and r2, polling hourly, served its own old text).
+   */
+  announce(paths: readonly string[]): void {
+    if (this.closed) return;
+    for (const path of paths) {
+      for (const p of [path, dirname(path)]) this.hinted.delete(p);
+      const root = findRoot(this.options.roots, path);
+      if (!root) continue;
+      let set = this.outgoing.get(root.path);
+      if (!set) this.outgoing.set(root.path, (set = new Set()));
+      if (set.size <= MAX_HINT_PATHS) set.add(below(root.path, path));
+    }
+    if (this.outgoing.size > 0) this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
+  }
+
   private flush(): void {
     this.flushTimer = undefined;
     const outgoing = this.outgoing;

@@ -205,6 +205,23 @@ describe('three replicas behind nginx, hints over Redis', { skip: missing ?? fal
     await waitFor(() => listed(b, 'bus-3.md'), 30_000, 'B lists the file written after Redis came back');
   });
 
+  test('two replicas write one file in turn: each hears the other, B polling hourly (issue 44: the second write went unheard)', async () => {
+    // A (r1) also has a watcher, and C polls hourly too: nobody but A can tell B of A's write.
+    const [b, c] = [byId('r2'), byId('r1')];
+    const onB = await connect(b.url, 'modern');
+    const onC = await connect(c.url, 'modern');
+    const write = (conn: HttpClient, content: string) => conn.request('tools/call', { name: 'write', arguments: { path: 'docs/turns.md', content } });
+    const sizeOn = async (conn: HttpClient) =>
+      ((await conn.request('resources/list', { prefix: `${rootUri}docs/turns.md` })).resources as Array<{ size?: number }>)[0]?.size;
+    await write(onB, 'one\n');
+    await waitFor(async () => (await sizeOn(onC)) === 4, 30_000, "A heard B's write");
+    // A writes the same file at once, while B's hint is fresh on A: A's own write must still go out.
+    await write(onC, 'the second write\n');
+    await waitFor(async () => (await sizeOn(onB)) === 17, 30_000, "B heard A's write (B polls hourly)");
+    await write(onB, 'three\n');
+    await waitFor(async () => (await sizeOn(onC)) === 6, 30_000, "A heard B's next write");
+  });
+
   test('nginx retries a 2026 read that a replica dropped after it got it, never a write', async () => {
     // Real requests, as the SDK client sends them (headers and body), captured on the way to r2.
     const sent: { body: string; headers: [string, string][] }[] = [];

@@ -154,6 +154,20 @@ describe('HintBus', () => {
     await close();
   });
 
+  test("a replica's own tool write is announced even right after a hint for the same file (issue 44: r1's write went unheard)", async () => {
+    const { ends, close } = joined(['r1', 'r2']);
+    const [r1, r2] = ends as [ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0]];
+    r2.commit(['/srv/app/f.txt']); // r2's tool wrote f.txt
+    await waitFor(() => r1.hinted.length === 1, 30_000, 'r1 hinted');
+    r1.commit(['/srv/app/f.txt']); // r1 looked: the commit the hint caused is not echoed
+    // r1's own tool writes f.txt again, within the echo window: its refresh commits, and announces.
+    r1.commit(['/srv/app/f.txt']);
+    r1.bus.announce(['/srv/app/f.txt']);
+    await waitFor(() => r2.hinted.length === 1, 30_000, "r1's write reached r2");
+    assert.deepEqual(r2.hinted, ['/srv/app/f.txt']);
+    await close();
+  });
+
   test('invalid messages are dropped, tree hints run at most once a second per root', async () => {
     const { ends, close, deliverRaw } = joined(['a']);
     const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
