@@ -60,7 +60,8 @@ const TIMEOUT_CHECK_MS = 1_000;
  * maxPendingConnections. A burst of 1,000 clients on a loaded 2-core machine
  * was read more slowly than 200 ms allowed (820 of 1,000 would have been
  * evicted); a flood of connections that send nothing holds its descriptors
- * this long, within maxConnections + maxPendingConnections.
+ * this long, within maxConnections + maxPendingConnections (and the evicted
+ * ones theirs for EVICTED_GRACE_MS, within maxPendingConnections more).
  */
 const PENDING_GRACE_MS = 2_000;
 /** A connection evicted for want of a request head is closed this long after its 503, whatever it sends. */
@@ -127,6 +128,14 @@ export class NodeServer {
   private sweepTimer: NodeJS.Timeout | undefined;
   /** Connections told 503 by evict: a request that completes on one later is not served. */
   private readonly evicted = new WeakSet<Socket>();
+  /**
+   * Evicted connections not closed yet (EVICTED_GRACE_MS lets their 503 out),
+   * oldest first. They no longer count as open (issue 44: counted for their
+   * grace, a flood of half-sent requests kept the server "full" and 162 of 172
+   * legitimate requests got 503); past maxPendingConnections of them the
+   * oldest is closed at once, so their descriptors stay bounded too.
+   */
+  private readonly lingering = new Set<Socket>();
 
   constructor(
     private readonly endpoint: ServedEndpoint,
@@ -146,7 +155,7 @@ export class NodeServer {
     this.server.setTimeout(limits.idleTimeoutMs);
     // Past maxConnections a connection is answered 503 once its request is in (admit); past this too, Node
     // closes it at once (each is a descriptor: connectionCap keeps half of them for files and the index).
-    this.server.maxConnections = limits.maxConnections + limits.maxPendingConnections;
+    this.server.maxConnections = limits.maxConnections + 2 * limits.maxPendingConnections;
     this.server.on('connection', (socket: Socket) => this.accept(socket));
     this.server.on('request', (req: IncomingMessage) => this.pending.delete(req.socket));
     metrics?.followServer(this.server);
@@ -206,6 +215,8 @@ export class NodeServer {
       this.metrics?.refused('draining');
       return refuse(res, 503, 'Service Unavailable: shutting down', { connection: 'close' });
     }
+    // Over the cap when it came; room since (connections closed or evicted), and it is served.
+    if (this.overCap.has(req.socket) && this.open.size <= this.limits.maxConnections) this.overCap.delete(req.socket);
     if (this.overCap.has(req.socket)) {
       this.metrics?.refused('connection_cap');
       return refuse(res, 503, `Service Unavailable: ${this.limits.maxConnections} connections are open`, { connection: 'close', 'retry-after': '1' });
@@ -228,9 +239,17 @@ export class NodeServer {
   private evict(socket: Socket): void {
     this.metrics?.refused('pending_cap');
     this.pending.delete(socket);
+    this.open.delete(socket);
     this.evicted.add(socket);
+    this.lingering.add(socket);
+    socket.once('close', () => this.lingering.delete(socket));
     socket.end(SERVICE_UNAVAILABLE_RAW);
     setTimeout(() => socket.destroy(), EVICTED_GRACE_MS).unref();
+    for (const oldest of this.lingering) {
+      if (this.lingering.size <= this.limits.maxPendingConnections) break;
+      this.lingering.delete(oldest);
+      oldest.destroy();
+    }
   }
 
   /**

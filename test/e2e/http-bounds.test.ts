@@ -13,10 +13,13 @@ import { MAX_BATCH_MESSAGES } from '../../src/http/endpoint.ts';
 import { tempDir, waitFor } from '../helpers.ts';
 import { rawPost, serveInProcess, startHttp, type HttpProcess } from '../http-helpers.ts';
 
-/** A socket that sends the start of a request head and never the rest; resolves once connected. */
-function halfSent(port: number): Promise<Socket & { gone: boolean }> {
+/**
+ * A socket that sends the start of a request head and never the rest; resolves once connected. `stubborn`:
+ * it never closes its end either, even when the server has closed its own (an attacker's client).
+ */
+function halfSent(port: number, stubborn = false): Promise<Socket & { gone: boolean }> {
   return new Promise((resolve, reject) => {
-    const socket = connectSocket(port, '127.0.0.1') as Socket & { gone: boolean };
+    const socket = connectSocket({ port, host: '127.0.0.1', allowHalfOpen: stubborn }) as Socket & { gone: boolean };
     socket.gone = false;
     socket.on('close', () => (socket.gone = true));
     socket.on('error', () => {});
@@ -42,6 +45,30 @@ describe('half-sent requests evict each other, not the clients that finish their
       assert.equal(answer.status, 200);
     } finally {
       for (const s of sockets) s.destroy();
+    }
+  });
+});
+
+describe('a flood of half-sent requests keeps no client that sends its request out (issue 44)', () => {
+  // Small bounds, the same rules: 5 connections, 2 pending.
+  const served = serveInProcess({ maxConnections: 5, maxPendingConnections: 2, headersTimeoutMs: 60_000, requestTimeoutMs: 120_000 });
+
+  test('an evicted connection stops counting at once: a request right after the evictions is answered', async () => {
+    const flood: (Socket & { told: string })[] = [];
+    try {
+      for (let i = 0; i < 10; i++) {
+        const socket = Object.assign(await halfSent(served.port, true), { told: '' });
+        socket.on('data', (chunk) => (socket.told += String(chunk)));
+        flood.push(socket);
+      }
+      // Eight were told 503 and are closed a second later (so that the answer gets out); counted meanwhile,
+      // they made the server "full" for that second (5 connections), and every other client got 503.
+      await waitFor(() => flood.filter((s) => s.told.startsWith('HTTP/1.1 503')).length >= 8, 30_000, 'eight evicted');
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) statuses.push((await rawPost(served.endpoint.url, {})).status);
+      assert.deepEqual(statuses, [200, 200, 200, 200, 200]);
+    } finally {
+      for (const socket of flood) socket.destroy();
     }
   });
 });
