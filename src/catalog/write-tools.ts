@@ -200,7 +200,12 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
     dry_run: z.boolean(),
     size: z.number().describe('bytes of the edited file'),
     outsideWrite: z
-      .object({ kind: z.enum(['appended', 'kept']), bytes: z.number(), keptPath: z.string().optional() })
+      .object({
+        kind: z.enum(['appended', 'kept']),
+        bytes: z.number(),
+        keptPath: z.string().optional(),
+        tooLarge: z.boolean().optional().describe('kept rather than appended: with it the file would pass --max-write-bytes'),
+      })
       .optional()
       .describe('another program wrote the file between the last check and the rename: its append was kept after the edit, or its version saved as keptPath'),
   }),
@@ -280,7 +285,7 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
       return {
         ...result(
           `Edited ${where.shown}, but another program changed it while this edit was written (after the last check, before the rename). ` +
-            `Your edit is in ${where.shown}; the other program's version (${formatSize(outside.bytes)}) was saved as ${kept}. ` +
+            `Your edit is in ${where.shown}; the other program's version (${formatSize(outside.bytes)}${outside.tooLarge ? ', more than --max-write-bytes allows in one file, so not appended after your edit' : ''}) was saved as ${kept}. ` +
             `Compare the two and merge by hand; do not repeat the edit.\n${done.diff}${cut}`,
           link,
           structured,
@@ -298,7 +303,12 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
 
 function describeOutside(ctx: ServerContext, outside: OutsideWrite): Record<string, unknown> {
   if (outside.kind === 'appended') return { kind: 'appended', bytes: outside.bytes };
-  return { kind: 'kept', bytes: outside.bytes, keptPath: resolveWritePath(outside.keptPath, ctx.roots)?.shown ?? outside.keptPath };
+  return {
+    kind: 'kept',
+    bytes: outside.bytes,
+    keptPath: resolveWritePath(outside.keptPath, ctx.roots)?.shown ?? outside.keptPath,
+    ...(outside.tooLarge ? { tooLarge: true } : {}),
+  };
 }
 
 /**

@@ -238,7 +238,12 @@ export interface ExpectedFile {
  * appended to the new one, after the edit. `kept`: it changed the old file
  * otherwise; its version was saved beside the file as `keptPath`.
  */
-export type OutsideWrite = { kind: 'appended'; bytes: number } | { kind: 'kept'; keptPath: string; bytes: number };
+/**
+ * What another program wrote to the old file meanwhile, and where it went.
+ * `tooLarge`: kept beside rather than appended, because with it the file
+ * would pass --max-write-bytes (or the old file itself does).
+ */
+export type OutsideWrite = { kind: 'appended'; bytes: number } | { kind: 'kept'; keptPath: string; bytes: number; tooLarge?: boolean };
 
 export interface WriteOptions {
   /** Refuse when the target exists (atomically: the temp file is linked to the name, which fails if it is taken). */
@@ -362,7 +367,7 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     tempCreated = false;
     await syncDirectory(dir.handle);
     dir.verifyAfter();
-    const outside = options.expect && POSIX_FILES ? await rescueOutsideWrite(dir, name, temp, options.expect, { mode, uid: existing?.uid, gid: existing?.gid }) : undefined;
+    const outside = options.expect && POSIX_FILES ? await rescueOutsideWrite(dir, name, temp, options.expect, { mode, uid: existing?.uid, gid: existing?.gid }, options.maxBytes) : undefined;
     return { created: existing === null, tempPath, written: { ino: temp.ino, mtimeNs: temp.mtimeNs }, ...(outside ? { outside } : {}) };
   } finally {
     if (tempCreated) await unlink(dir.at(tempName)).catch(() => {});
@@ -413,6 +418,18 @@ function checkIdentity(now: BigIntStats | null, expect: FileIdentity): void {
 }
 
 /** The bytes of the held file now, at most `limit` of them. */
+/** `length` bytes of the file behind `handle` from `position` (fewer at its end). */
+async function bytesAt(handle: FileHandle, position: number, length: number): Promise<Buffer> {
+  const bytes = Buffer.alloc(length);
+  let read = 0;
+  while (read < length) {
+    const { bytesRead } = await handle.read(bytes, read, length - read, position + read);
+    if (bytesRead === 0) break;
+    read += bytesRead;
+  }
+  return bytes.subarray(0, read);
+}
+
 async function bytesOf(handle: FileHandle, limit: number): Promise<Buffer> {
   const size = Number(fstatSync(handle.fd, { bigint: true }).size);
   const bytes = Buffer.alloc(Math.min(size, limit));
@@ -458,7 +475,14 @@ const GRACE_STEP_MS = 5;
  * program meant; anything else is saved beside the file
  * (`<name>.folder-mcp-kept-<hex>`), and the caller is told either way.
  */
-async function rescueOutsideWrite(dir: PinnedDir, name: string, temp: BigIntStats, expect: ExpectedFile, owner: KeptOwner): Promise<OutsideWrite | undefined> {
+async function rescueOutsideWrite(
+  dir: PinnedDir,
+  name: string,
+  temp: BigIntStats,
+  expect: ExpectedFile,
+  owner: KeptOwner,
+  maxBytes: number,
+): Promise<OutsideWrite | undefined> {
   const original = Buffer.from(expect.content.buffer, expect.content.byteOffset, expect.content.byteLength);
   let copied = original.byteLength;
   let appended = 0;
@@ -470,12 +494,20 @@ async function rescueOutsideWrite(dir: PinnedDir, name: string, temp: BigIntStat
   }
   const deadline = performance.now() + (hot ? OUTSIDE_GRACE_MS : 0);
   for (;;) {
-    const old = await bytesOf(expect.handle, Number.MAX_SAFE_INTEGER);
-    if (old.byteLength < copied || !old.subarray(0, original.byteLength).equals(original)) return keepBeside(dir, name, old, owner);
-    if (old.byteLength > copied) {
-      if (!(await appendToNew(dir, name, temp, old.subarray(copied)))) return keepBeside(dir, name, old, owner);
-      appended += old.byteLength - copied;
-      copied = old.byteLength;
+    // Security: the other program decides how large the old file is. Only what was read, and then a tail that
+    // fits --max-write-bytes, is ever in memory; past that the old file is copied beside in chunks (issue 44:
+    // grown to 1 GiB after the rename, it was read whole and appended whole, 1,124 MiB of RSS).
+    const size = Number(fstatSync(expect.handle.fd, { bigint: true }).size);
+    const head = await bytesOf(expect.handle, original.byteLength);
+    if (size < copied || !head.equals(original)) {
+      return size > maxBytes ? keepBesideCopy(dir, name, expect.handle, size, owner) : keepBeside(dir, name, await bytesOf(expect.handle, size), owner);
+    }
+    if (size > copied) {
+      if (Number(temp.size) + appended + (size - copied) > maxBytes) return keepBesideCopy(dir, name, expect.handle, size, owner);
+      const tail = await bytesAt(expect.handle, copied, size - copied);
+      if (!(await appendToNew(dir, name, temp, tail))) return keepBeside(dir, name, await bytesOf(expect.handle, size), owner);
+      appended += tail.byteLength;
+      copied += tail.byteLength;
     }
     if (performance.now() >= deadline) break;
     await new Promise((resolve) => setTimeout(resolve, GRACE_STEP_MS));
@@ -533,6 +565,39 @@ async function keepBeside(dir: PinnedDir, name: string, bytes: Buffer, owner: Ke
   }
   await syncDirectory(dir.handle);
   return { kind: 'kept', keptPath: childPrefix(dir.path) + keptName, bytes: bytes.byteLength };
+}
+
+/** How much of an old file is in memory at once while it is copied beside (keepBesideCopy). */
+const COPY_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * keepBeside for an old file past --max-write-bytes: its first `size` bytes
+ * (what there was when it was looked at) copied from the held descriptor a
+ * chunk at a time, never whole in memory. The caller is told it was too
+ * large to append.
+ */
+async function keepBesideCopy(dir: PinnedDir, name: string, old: FileHandle, size: number, owner: KeptOwner): Promise<OutsideWrite> {
+  const keptName = `${name}.folder-mcp-kept-${randomBytes(4).toString('hex')}`;
+  const handle = await open(dir.at(keptName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+  let copied = 0;
+  try {
+    if (POSIX_FILES) {
+      if (owner.uid !== undefined && owner.gid !== undefined) await handle.chown(Number(owner.uid), Number(owner.gid)).catch(() => {});
+      await handle.chmod(owner.mode & 0o777);
+    }
+    const chunk = Buffer.alloc(Math.min(COPY_CHUNK_BYTES, Math.max(1, size)));
+    while (copied < size) {
+      const { bytesRead } = await old.read(chunk, 0, Math.min(chunk.length, size - copied), copied);
+      if (bytesRead === 0) break;
+      await handle.write(chunk, 0, bytesRead, copied);
+      copied += bytesRead;
+    }
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await syncDirectory(dir.handle);
+  return { kind: 'kept', keptPath: childPrefix(dir.path) + keptName, bytes: copied, tooLarge: true };
 }
 
 /** The identity to pass in `expect` for the file behind an open handle. */

@@ -78,6 +78,29 @@ describe('an edit never overwrites an outside write in silence', () => {
     assert.equal(readFileSync(file(), 'utf8'), 'edited\noutside\n');
   });
 
+  test('an append that would take the file past --max-write-bytes is kept beside, copied in chunks, not appended (issue 44: 1 GiB appended)', async () => {
+    const handle = await open(file(), 'r');
+    let outcome: WriteOutcome;
+    const big = 3 * 1024 * 1024; // three times the limit below: past it, nothing is read whole
+    try {
+      const identity = identityOf(handle);
+      const content = await handle.readFile();
+      outcome = await writeFileSafely(file(), Buffer.from('edited\n'), roots, {
+        maxBytes: 1024 * 1024,
+        expect: { identity, handle, content },
+        hooks: { afterLastLook: () => appendFileSync(file(), Buffer.alloc(big, 0x61)) },
+      });
+    } finally {
+      await handle.close();
+    }
+    assert.equal(outcome.outside?.kind, 'kept');
+    const kept = outcome.outside!.kind === 'kept' ? outcome.outside! : undefined;
+    assert.equal(kept?.tooLarge, true);
+    assert.equal(kept?.bytes, 2 + big);
+    assert.equal(statSync(kept!.keptPath).size, 2 + big, 'the whole old file, beside');
+    assert.equal(readFileSync(file(), 'utf8'), 'edited\n', 'the edit, with nothing appended');
+  });
+
   test('an append by a descriptor opened before the rename, written after it: kept too', async () => {
     let fd = -1;
     const outcome = await editWrite('edited\n', {
