@@ -64,9 +64,9 @@ interface Server {
   stop(): Promise<void>;
 }
 
-async function startHttp(root: string): Promise<Server> {
+async function startHttp(root: string, extra: string[] = []): Promise<Server> {
   const token = randomBytes(24).toString('hex');
-  const child = spawn(process.execPath, [CLI, '--http', '127.0.0.1:0', '--db', ':memory:', '--no-search', root], {
+  const child = spawn(process.execPath, [CLI, '--http', '127.0.0.1:0', '--db', ':memory:', '--no-search', ...extra, root], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, FOLDER_MCP_TOKEN: token },
   });
@@ -201,10 +201,10 @@ async function onStdio(attack: string, what: string, measure: (attack: string, w
   return wanted(attack) ? orFailed(attack, what, () => measure(attack, what)) : null;
 }
 
-async function onFreshServer(root: string, attack: string, what: string, run: (server: Server) => Promise<void>): Promise<AttackResult | null> {
+async function onFreshServer(root: string, attack: string, what: string, run: (server: Server) => Promise<void>, extra: string[] = []): Promise<AttackResult | null> {
   if (!wanted(attack)) return null;
   return orFailed(attack, what, async () => {
-    const server = await startHttp(root);
+    const server = await startHttp(root, extra);
     try {
       // The index opens on the first request: measure the attack, not the start.
       const warm = await modernClient(server);
@@ -410,6 +410,10 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
     }
     mkdirSync(join(root, 'notes'));
     for (let i = 0; i < 1500; i++) writeFileSync(join(root, 'notes', `n${i}.md`), `note ${i}\n`);
+    // Attack 17's files: 4 MiB of text with one line that occurs once (an edit's old_text must).
+    mkdirSync(join(root, 'edits'));
+    const filler = `${'x'.repeat(99)}\n`.repeat(Math.floor((4 * MIB) / 100) - 1);
+    for (let i = 0; i < 16; i++) writeFileSync(join(root, 'edits', `e${i}.txt`), `${filler}needle ${i}\n`);
     const rootUri = pathToFileURL(root).href + '/';
     const attacks: AttackResult[] = [];
     const log = (r: AttackResult | null) => {
@@ -466,6 +470,22 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
       // One after another on a 2025 session: its answers pass through its replay buffer (40 held 383 MiB when it was bounded in events only).
       for (let id = 1; id <= 40; id++) await (await post({ jsonrpc: '2.0', id, method: 'resources/read', params: { uri } })).arrayBuffer();
     }));
+
+    // Issue 44: 200 concurrent dry runs of 4 MiB files took the server from 86 to 944 MiB; edits now take their
+    // share of the read budget before they read (src/catalog/write-tools.ts EDIT_MEMORY_FACTOR).
+    log(await onFreshServer(root, '17 dry-run edits', '200 concurrent dry-run edits of 16 text files of 4 MiB, from 20 clients', async (server) => {
+      const clients = await Promise.all(Array.from({ length: 20 }, () => modernClient(server)));
+      await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          clients[i % 20]!.request(
+            { method: 'tools/call', params: { name: 'edit', arguments: { path: `edits/e${i % 16}.txt`, edits: [{ old_text: `needle ${i % 16}`, new_text: 'pin' }], dry_run: true } } } as never,
+            Loose as never,
+            { timeout: 600_000 } as never,
+          ),
+        ),
+      );
+      await Promise.all(clients.map((c) => c.close()));
+    }, ['--write', '--max-write-bytes', String(8 * MIB)]));
 
     log(await onFreshServer(root, '10 half-sent requests', '2,000 connections that send half a request head (no token), held 2 s', async (server) => {
       const port = Number(new URL(server.url).port);
