@@ -100,6 +100,8 @@ function joined(origins: string[]) {
       hinted: [] as string[],
       trees: [] as string[],
       treeTimes: [] as number[],
+      /** How long each diff of the root takes. */
+      treeDelayMs: 0,
       sent: [] as string[],
       commit(paths: string[]) {
         const change: CommittedChange = { upserted: [], removed: paths.map((p) => pathToUri(p, false)), listChanged: true };
@@ -119,6 +121,7 @@ function joined(origins: string[]) {
       hintTree: async (dir) => {
         end.trees.push(dir);
         end.treeTimes.push(Date.now());
+        if (end.treeDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, end.treeDelayMs));
       },
       open: (deliver): HintTransport => {
         transports.add(deliver);
@@ -165,6 +168,32 @@ describe('HintBus', () => {
     r1.bus.announce(['/srv/app/f.txt']);
     await waitFor(() => r2.hinted.length === 1, 30_000, "r1's write reached r2");
     assert.deepEqual(r2.hinted, ['/srv/app/f.txt']);
+    await close();
+  });
+
+  test('hints naming a .gitignore are diffs of the root, rate-limited as tree hints (issue 44: each re-walked its folder)', async () => {
+    const { ends, close, deliverRaw } = joined(['a']);
+    const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
+    for (let i = 0; i < 50; i++) deliverRaw(message({ origin: 'z', paths: ['d/.gitignore', `d/f${i}.txt`] }));
+    await waitFor(() => a.trees.length === 1, 30_000, 'one diff of the root');
+    assert.equal(a.hinted.filter((p) => p.endsWith('.gitignore')).length, 0, 'no .gitignore path is looked at alone');
+    assert.equal(a.hinted.length, 50, 'the other paths are');
+    for (let i = 0; i < 50; i++) deliverRaw(message({ origin: 'z', paths: ['.gitignore'] }));
+    await waitFor(() => a.trees.length === 2, 30_000, 'one more diff for those that came after it');
+    assert.ok(a.treeTimes[1]! - a.treeTimes[0]! >= 990, `the second diff ${a.treeTimes[1]! - a.treeTimes[0]!} ms after the first`);
+    await close();
+  });
+
+  test('a root whose diff takes long is diffed at most a tenth of the time', async () => {
+    const { ends, close, deliverRaw } = joined(['a']);
+    const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
+    a.treeDelayMs = 200;
+    deliverRaw(message({ origin: 'z', paths: [], tree: true }));
+    await waitFor(() => a.trees.length === 1, 30_000, 'the first diff');
+    deliverRaw(message({ origin: 'z', paths: [], tree: true }));
+    await waitFor(() => a.trees.length === 2, 30_000, 'the second diff');
+    // Ten times the 200 ms the first took, after it ended (a lower bound: safe on a slow machine).
+    assert.ok(a.treeTimes[1]! - a.treeTimes[0]! >= 200 + 2000 - 10, `the second diff ${a.treeTimes[1]! - a.treeTimes[0]!} ms after the first began`);
     await close();
   });
 
