@@ -12,6 +12,14 @@ import { encodeRelative, encodeSegment } from './paths.ts';
 import { findPrompt, WINDOW_SUGGESTIONS } from './prompts.ts';
 
 export const MAX_COMPLETIONS = 100;
+/**
+ * `total` counts at most this many: past it the count says "at least"
+ * (hasMore). A count is a scan of the range, and a folder's children may be
+ * 100,000: uncapped, 300 completions at once held another client's requests
+ * for a second each (issue 44). Capped, one completion reads at most this
+ * many index entries, whatever the folder.
+ */
+export const MAX_COUNTED = 1000;
 
 export interface Completion {
   values: string[];
@@ -36,7 +44,7 @@ export class PathCompleter {
     // (parent, uri) is entries_by_parent: an index range, whatever the folder's size.
     const where = `parent = ? AND uri >= ? AND (? IS NULL OR uri < ?)`;
     this.list = db.prepare(`SELECT uri, name, kind FROM entries WHERE ${where} ORDER BY uri LIMIT ${MAX_COMPLETIONS}`);
-    this.count = db.prepare(`SELECT count(*) AS n FROM entries WHERE ${where}`);
+    this.count = db.prepare(`SELECT count(*) AS n FROM (SELECT 1 FROM entries WHERE ${where} LIMIT ${MAX_COUNTED})`);
   }
 
   /** Children of `parentUri` whose URI starts with `lo`. */
