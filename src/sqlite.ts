@@ -167,10 +167,14 @@ function loadBetterSqlite(): BetterSqliteConstructor {
   } catch (error) {
     const detail = (error as Error).message.split('\n')[0];
     const missing = (error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND';
+    // Issue 46: on a Node.js that has node:sqlite, the way out is the built-in driver, not another Node.
+    const instead = nodeSqliteAvailable()
+      ? `or leave --sqlite-driver at auto: this Node.js has SQLite built in (node:sqlite)`
+      : `or run on Node.js >= ${NODE_SQLITE_SINCE}, which has SQLite built in`;
     throw new SqliteDriverError(
       missing
-        ? `better-sqlite3 is not installed (${detail}); on Node.js ${process.version} folder-mcp needs it: npm install better-sqlite3 (a C++ toolchain may be needed), or run on Node.js >= ${NODE_SQLITE_SINCE}, which has SQLite built in`
-        : `better-sqlite3 cannot be loaded by this Node.js ${process.version} (${detail}); rebuild it for this Node (npm rebuild better-sqlite3), or run on Node.js >= ${NODE_SQLITE_SINCE}, which has SQLite built in`,
+        ? `better-sqlite3 is not installed (${detail}); ${nodeSqliteAvailable() ? 'it is what --sqlite-driver better-sqlite3 asks for' : `on Node.js ${process.version} folder-mcp needs it`}: npm install better-sqlite3 (a C++ toolchain may be needed), ${instead}`
+        : `better-sqlite3 cannot be loaded by this Node.js ${process.version} (${detail}); rebuild it for this Node (npm rebuild better-sqlite3), ${instead}`,
     );
   }
 }

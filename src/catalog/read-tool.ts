@@ -50,6 +50,8 @@ const target = z.string().min(1);
 const input = z
   .strictObject({
     uri: target.optional().describe('A file:// URI from find/search/tree, or a path relative to a served folder (`src/main.ts`).'),
+    // The write tools name their file `path`; a model that says `path` here means the same (issue 46).
+    path: target.optional().describe('The same as uri (the write tools call it path): give one of them.'),
     paths: z
       .array(target)
       .min(1)
@@ -65,7 +67,9 @@ const input = z
       .default(READ_DEFAULT_LENGTH)
       .describe(`At most this many bytes (default ${READ_DEFAULT_LENGTH}, max ${READ_MAX_LENGTH}); per file with paths.`),
   })
-  .refine((a) => (a.uri === undefined) !== (a.paths === undefined), { message: 'give either uri (one file) or paths (several files), not both' })
+  .refine((a) => [a.uri, a.path, a.paths].filter((v) => v !== undefined).length === 1, {
+    message: 'give one of uri or path (one file), or paths (several files)',
+  })
   .refine((a) => a.paths === undefined || a.offset === 0, { message: 'offset applies to uri only: read the rest of one file with uri and offset', path: ['offset'] });
 
 const fileResult = z.object({
@@ -116,7 +120,7 @@ export const readTool: ToolDefinition<z.infer<typeof input>> = {
   output,
   async run(tc, args) {
     if (args.paths !== undefined) return readMany(tc, args.paths, args.length);
-    const entry = await resolveOrFail(tc.ctx, args.uri!);
+    const entry = await resolveOrFail(tc.ctx, (args.uri ?? args.path)!);
     const read = await budgeted(tc, [entry], args.length, () => readOne(tc.ctx, entry, args.offset, args.length, READ_MAX_TOTAL_BYTES));
     return { content: read.blocks, structuredContent: read.result };
   },

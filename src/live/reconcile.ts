@@ -153,6 +153,12 @@ export class Reconciler {
     if (st === DENIED) {
       // Beneath a folder that cannot be searched now: not gone, unknown. Its rows stay as they are.
       await this.lockedAbove(path, root);
+      // Yet a file the index knows here may have other names (hard links) in folders that can be searched: a
+      // change made through this name is theirs too, and no event names them. The index has this name's inode,
+      // so they are looked at (issue 44: truncated through a name in a folder made unreadable after the link,
+      // the other name kept its old size until the periodic diff).
+      const known = check.otherNames ? this.index.store.get(pathToUri(path, false)) : undefined;
+      if (known) for (const uri of this.index.store.sameFile(known.ino, known.dev, MAX_OTHER_NAMES)) if (uri !== known.uri) check.linked.add(uriToPath(uri));
       return;
     }
     if (path === root.path) return this.lookAtRoot(root, st, check);

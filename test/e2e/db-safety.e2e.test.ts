@@ -154,11 +154,15 @@ describe('a better-sqlite3 that cannot load is never taken for a corrupt index',
     let { status, lines } = run(['--db', db, '--sqlite-driver', 'better-sqlite3', folder], {}, unloadable);
     assert.equal(status, 2);
     assert.equal(lines.length, 1, lines.join('\n'));
-    assert.match(lines[0]!, /better-sqlite3 cannot be loaded by this Node\.js .*; rebuild it for this Node \(npm rebuild better-sqlite3\), or run on Node\.js >= 22\.16/);
+    // Issue 46: on a Node.js that has node:sqlite the way out is the built-in driver, not "run on Node.js >= 22.16".
+    const instead = nodeSqliteAvailable() ? /or leave --sqlite-driver at auto: this Node\.js has SQLite built in \(node:sqlite\)$/ : /or run on Node\.js >= 22\.16, which has SQLite built in$/;
+    assert.match(lines[0]!, /better-sqlite3 cannot be loaded by this Node\.js .*; rebuild it for this Node \(npm rebuild better-sqlite3\), /);
+    assert.match(lines[0]!, instead);
     ({ status, lines } = run(['--db', db, '--sqlite-driver', 'better-sqlite3', folder], {}, brokenCopy('missing', 'missing')));
     assert.equal(status, 2);
     assert.equal(lines.length, 1, lines.join('\n'));
-    assert.match(lines[0]!, /better-sqlite3 is not installed .*; on Node\.js .* folder-mcp needs it: npm install better-sqlite3/);
+    assert.match(lines[0]!, nodeSqliteAvailable() ? /better-sqlite3 is not installed .*; it is what --sqlite-driver better-sqlite3 asks for: npm install better-sqlite3/ : /better-sqlite3 is not installed .*; on Node\.js .* folder-mcp needs it: npm install better-sqlite3/);
+    assert.match(lines[0]!, instead);
     assert.ok(readFileSync(db).equals(before), 'the index file changed');
     assert.equal(existsSync(`${db}.lock`), false, 'a lock was left');
   });

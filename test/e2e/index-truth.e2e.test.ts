@@ -2,7 +2,7 @@
 // the disk, each as a test that failed before the fix. Real temp folders,
 // real watchers, the real server; waits are for events, never for time.
 import assert from 'node:assert/strict';
-import { appendFileSync, chmodSync, linkSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, linkSync, mkdirSync, renameSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BACKEND_STARTERS } from '../../src/live/choose.ts';
@@ -141,6 +141,41 @@ for (const backend of ['dirs', 'chokidar'] as const) {
     });
   });
 }
+
+describe('a hard link truncated through its name in a folder made unreadable after the link (--watcher dirs)', { skip: linux ? unreadableFoldersSkip() : 'the watchers are tested on Linux' }, () => {
+  // Issue 44 (the independent fuzzer, dirs): d1/d linked as d2/hl_c.md, d2 made 000, the file truncated to 0
+  // through d2/hl_c.md with its mtime put back. d1/d stayed listed at its old size until the periodic diff: the
+  // event in d2 cannot be looked at, but the index knows the inode of d2/hl_c.md, so its other names can be.
+  const dir = tempDir('folder-mcp-locked-truncate-');
+  const root = join(dir.path, 'tree');
+  const servers: Connected[] = [];
+  before(() => {
+    shareWith(dir.path, user);
+    mkdirSync(join(root, 'd1'), { recursive: true });
+    mkdirSync(join(root, 'd2'));
+  });
+  after(async () => {
+    chmodSync(join(root, 'd2'), 0o755);
+    for (const conn of servers) await conn.close();
+    dir.cleanup();
+  });
+
+  test('the other name is listed at the new size while the folder stays unreadable', async () => {
+    const conn = await connect(['--db', join(dir.path, 'index.db'), '--watcher', 'dirs', '--no-search', root], user ? { user } : {});
+    servers.push(conn);
+    await waitFor(() => conn.stderr().includes('index checked against the disk'), TIMEOUT, 'the start-up catch-up');
+    const size = async (rel: string) => ((await conn.request('resources/metadata', { uri: pathToUri(join(root, rel), false) })).resource as { size?: number } | undefined)?.size;
+    writeFileSync(join(root, 'd1/d'), 'x'.repeat(1889));
+    await waitFor(async () => (await size('d1/d').catch(() => undefined)) === 1889, TIMEOUT, 'd1/d listed');
+    linkSync(join(root, 'd1/d'), join(root, 'd2/hl_c.md'));
+    await waitFor(async () => (await size('d2/hl_c.md').catch(() => undefined)) === 1889, TIMEOUT, 'd2/hl_c.md listed');
+    chmodSync(join(root, 'd2'), 0o000);
+    const before = statSync(join(root, 'd1/d'));
+    truncateSync(join(root, 'd2/hl_c.md'), 0); // as root, through the name the server cannot look at now
+    utimesSync(join(root, 'd2/hl_c.md'), before.atime, before.mtime);
+    await waitFor(async () => (await size('d1/d')) === 0, TIMEOUT, 'd1/d listed at its new size (0)');
+  });
+});
 
 describe('a folder listable but not searchable (mode r--)', { skip: linux ? unreadableFoldersSkip() : 'the watchers are tested on Linux' }, () => {
   // Its names can be read, nothing else: no entry in it can be stat'ed or read. The index records it as an

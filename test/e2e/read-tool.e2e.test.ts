@@ -107,9 +107,15 @@ for (const era of ERAS) {
     test('bad combinations are tool errors naming the fix', async () => {
       const both = await call({ uri: 'notes/a.md', paths: ['notes/b.md'] });
       assert.equal(both.isError, true);
-      assert.match(texts(both).join(''), /either uri .* or paths/);
+      assert.match(texts(both).join(''), /give one of uri or path \(one file\), or paths/);
       const neither = await call({});
       assert.equal(neither.isError, true);
+      // Issue 46: `{}` said "not both", and `path` (the write tools' name) was an unknown key.
+      assert.doesNotMatch(texts(neither).join(''), /not both|Unrecognized key/);
+      assert.match(texts(neither).join(''), /give one of uri or path/);
+      const byPath = await call({ path: 'notes/a.md' });
+      assert.equal(byPath.isError, undefined, texts(byPath).join(''));
+      assert.equal(await call({ uri: 'notes/a.md', path: 'notes/a.md' }).then((r) => r.isError), true);
       const offset = await call({ paths: ['notes/a.md'], offset: 2 });
       assert.equal(offset.isError, true);
       assert.match(texts(offset).join(''), /offset applies to uri only/);
