@@ -3,7 +3,8 @@
 // two edits of one file run one after the other, so the second reads what
 // the first wrote. One table per process, shared by every connection and
 // transport (it lives in the ServerContext), keyed by real paths, so two
-// spellings of one file are one key.
+// spellings of one file are one key; then, for other folder-mcp processes
+// on the same folder, a lock file per changed file (file-locks.ts).
 //
 // A `tree` hold (a move's two ends) covers everything beneath its path too:
 // an edit of `d/f.txt` and a move of `d` never overlap. Holds are granted
@@ -12,6 +13,7 @@
 // starve a move of its folder.
 import { realpathSync } from 'node:fs';
 import { basename, childPrefix, dirname, foldName, join, toSlashPath } from '../fs-path.ts';
+import { FileLockTimeout, lockFiles, type HeldFileLock } from './file-locks.ts';
 
 export interface PathHold {
   /** Absolute, normalised. */
@@ -23,8 +25,8 @@ export interface PathHold {
 /** A wait for a path past PathLocks' time limit: the change was not made. */
 export class PathBusyError extends Error {
   override name = 'PathBusyError';
-  constructor(readonly path: string, waitedMs: number) {
-    super(`another change to it (or to a folder it is in) has been running for ${Math.round(waitedMs / 1000)} s; nothing was changed, try again`);
+  constructor(readonly path: string, waitedMs: number, by = '') {
+    super(`another change to it (or to a folder it is in)${by ? ` by ${by}` : ''} has been running for ${Math.round(waitedMs / 1000)} s; nothing was changed, try again`);
   }
 }
 
@@ -67,9 +69,9 @@ export class PathLocks {
     const granted = new Promise<void>((resolve) => (request.grant = resolve));
     this.queue.push(request);
     this.pump();
+    const started = performance.now();
     if (!request.granted) {
       let timer: NodeJS.Timeout | undefined;
-      const started = performance.now();
       const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.waitMs)));
       const outcome = await Promise.race([granted, timedOut]);
       clearTimeout(timer);
@@ -78,9 +80,19 @@ export class PathLocks {
         throw new PathBusyError(holds[0]?.path ?? '', performance.now() - started);
       }
     }
+    // Then the other processes' (file-locks.ts), within what is left of the same wait.
+    let files: HeldFileLock;
+    try {
+      files = await lockFiles(holds.map((h) => h.path), started + this.waitMs, this.platform === 'win32' || this.platform === 'darwin');
+    } catch (error) {
+      this.remove(request);
+      if (error instanceof FileLockTimeout) throw new PathBusyError(holds[0]?.path ?? '', performance.now() - started, 'another folder-mcp process');
+      throw error;
+    }
     try {
       return await change();
     } finally {
+      files.release();
       this.remove(request);
     }
   }

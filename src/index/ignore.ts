@@ -3,9 +3,15 @@ import { readFileSync } from 'node:fs';
 import { below, join } from '../fs-path.ts';
 import type { Root } from '../uri.ts';
 import { findRoot } from '../uri.ts';
+import { LOCK_FILE_PREFIX } from '../content/file-locks.ts';
 
 /** Directory names never served, whatever the ignore files say. */
 export const ALWAYS_EXCLUDED = new Set(['.git', 'node_modules']);
+
+/** Is an entry of this name left out wherever it is, whatever the rules: `.git`, `node_modules`, a write's lock file (never listed, searched or watched). */
+export function isAlwaysExcluded(name: string): boolean {
+  return ALWAYS_EXCLUDED.has(name) || name.startsWith(LOCK_FILE_PREFIX);
+}
 
 export interface IgnoreOptions {
   /** Honour `.gitignore` files at every level (default true). */
@@ -54,7 +60,7 @@ export class IgnoreRules {
     if (absPath === root.path) return false;
     const rel = below(root.path, absPath);
     const parts = rel.split('/');
-    for (const part of parts) if (ALWAYS_EXCLUDED.has(part)) return true;
+    for (const part of parts) if (isAlwaysExcluded(part)) return true;
     if (this.exclude && this.exclude.ignores(asIgnorePath(rel, isDirectory))) return true;
     // Each ancestor's .gitignore judges the path relative to that ancestor;
     // `ignore` also checks the path's parent directories, as git does.

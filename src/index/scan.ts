@@ -16,7 +16,7 @@ import { childUri, pathToUri, type Root } from '../uri.ts';
 import { BINARY_FALLBACK_MIME, COLLECTION_MIME, TEXT_FALLBACK_MIME, extOf, mimeFromName } from '../content/mime.ts';
 import { SNIFF_BYTES, detectTextEncoding } from '../content/sniff.ts';
 import { EntryKind, type EntryRow } from '../entry.ts';
-import { ALWAYS_EXCLUDED, type IgnoreRules } from './ignore.ts';
+import { isAlwaysExcluded, type IgnoreRules } from './ignore.ts';
 import { SkipReport, escapeName, invalidPathText, lstatEntrySync, readServableDirSync, type DirListing } from './servable.ts';
 import { describeError, errnoCode, isNoEntry } from '../errno.ts';
 
@@ -231,7 +231,7 @@ export class Walk {
     for (const e of entries) {
       // Links and special files are never served; an unknown type (some file systems) is left to lstat.
       if (e.isSymbolicLink() || e.isFIFO() || e.isSocket() || e.isCharacterDevice() || e.isBlockDevice()) continue;
-      if (ALWAYS_EXCLUDED.has(e.name)) continue;
+      if (isAlwaysExcluded(e.name)) continue;
       const path = join(dir.path, e.name);
       if (mayIgnore && rules.isIgnored(path, e.isDirectory())) continue;
       const st = lstatEntrySync(path);

@@ -5,7 +5,7 @@ import { basename, childPrefix, dirname, join } from '../fs-path.ts';
 import { EntryKind, type EntryColumns, type EntryRow } from '../entry.ts';
 import { scanInThread } from '../index/scan-thread.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
-import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
+import { isAlwaysExcluded } from '../index/ignore.ts';
 import { entryRow, rootRow, sniffMime } from '../index/scan.ts';
 import { SkipReport, escapeName, invalidPathText, readServableDir, type DirListing } from '../index/servable.ts';
 import type { Logger } from '../log.ts';
@@ -452,7 +452,7 @@ export class Reconciler {
     const kept = dirents.filter(
       (d) =>
         (d.isFile() || d.isDirectory()) &&
-        !ALWAYS_EXCLUDED.has(d.name) &&
+        !isAlwaysExcluded(d.name) &&
         !rules.isIgnored(join(dir, d.name), d.isDirectory()),
     );
     const stats = await mapLimited(kept, (d) => lstatEntryOrDenied(join(dir, d.name)));

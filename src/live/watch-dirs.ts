@@ -1,7 +1,7 @@
 import { lstatSync, realpathSync, watch, type Dirent, type FSWatcher, type Stats } from 'node:fs';
 import { basename, dirname, join, toSlashPath } from '../fs-path.ts';
 import { describeError, isNoEntry } from '../errno.ts';
-import { ALWAYS_EXCLUDED } from '../index/ignore.ts';
+import { isAlwaysExcluded } from '../index/ignore.ts';
 import { fsWatchDirectory, type WatchDirectory } from './scan-watch.ts';
 import { readServableDir } from '../index/servable.ts';
 import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
@@ -265,7 +265,7 @@ class PerDirectoryWatcher implements DirsWatcher {
   private watchSubdirectories(dir: string, entries: Dirent[]): void {
     if (this.closed || !this.watched.has(dir)) return;
     for (const entry of entries) {
-      if (!entry.isDirectory() || ALWAYS_EXCLUDED.has(entry.name)) continue;
+      if (!entry.isDirectory() || isAlwaysExcluded(entry.name)) continue;
       const path = join(dir, entry.name);
       if (this.watched.has(path)) {
         this.link(path); // watched before its parent (a hint came first): released with it from now on

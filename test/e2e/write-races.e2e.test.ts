@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { serveTree, tempDir, type LooseResult } from '../helpers.ts';
+import { connect, serveTree, tempDir, type Connected, type LooseResult } from '../helpers.ts';
 import { connectHttp, startHttp, type HttpClient, type HttpProcess } from '../http-helpers.ts';
 
 type ToolCall = LooseResult & { content: LooseResult[]; structuredContent?: LooseResult; isError?: boolean };
@@ -114,6 +114,35 @@ describe('one writer per path, across sessions (two HTTP clients of one server)'
     }
     assert.equal(xs(readFileSync(join(dir.path, 'root', 'f.txt'), 'utf8')), reported);
     assert.equal(reported, 32);
+  });
+});
+
+describe('one writer per file across processes: two servers on one folder (issue 44: 2 of 110 edits lost through two replicas)', () => {
+  const dir = tempDir();
+  const root = join(dir.path, 'root');
+  const servers: Connected[] = [];
+  before(async () => {
+    mkdirSync(root);
+    writeFileSync(join(root, 'f.txt'), 'slot:\n');
+    // Two processes, each with its own index, as replicas behind a balancer or two clients' own servers.
+    for (const name of ['a', 'b']) servers.push(await connect([root, '--db', join(dir.path, `${name}.db`), '--write', '--no-search']));
+  });
+  after(async () => {
+    for (const conn of servers) await conn.close();
+    dir.cleanup();
+  });
+
+  test('2 servers x 3 concurrent edits x 10 rounds: every edit reported is on disk, and none is lost to the other process', async () => {
+    let reported = 0;
+    for (let round = 0; round < 10; round++) {
+      const results = await Promise.all(servers.flatMap((conn) => [addX(conn), addX(conn), addX(conn)]));
+      reported += results.filter((r) => !r.isError).length;
+    }
+    assert.equal(xs(readFileSync(join(root, 'f.txt'), 'utf8')), reported, 'an edit reported done is in the file');
+    assert.equal(reported, 60, 'each edit waited for the other process, none was refused');
+    assert.deepEqual(readdirSync(root).filter((name) => name.startsWith('.folder-mcp-')), [], 'no lock or temp file left');
+    const listed = (await servers[0]!.request('resources/list', {})).resources as Array<{ uri: string }>;
+    assert.ok(listed.every((r) => !r.uri.includes('.folder-mcp-lock-')), 'a lock file is never listed');
   });
 });
 

@@ -1,0 +1,123 @@
+// One writer per file across processes. PathLocks (path-locks.ts) orders the
+// changes of one server; two folder-mcp processes on one folder (replicas
+// behind a load balancer, two clients each starting a server, a folder
+// served at two mount points) each have their own, and lost each other's
+// edits (issue 44: 2 of 110 through two replicas, 8 of 213 through a bind
+// mount). So every change also holds a lock file, created exclusively
+// (O_CREAT | O_EXCL, as git's index.lock), in the changed file's own folder:
+// whatever path a process reaches that folder by, a mount point or a
+// symlinked root, it finds the same lock. Named for the file's name (folded
+// where names fold), so every spelling of one file takes one lock.
+//
+// A holder refreshes its lock's mtime while it holds it; a lock not touched
+// for LOCK_STALE_MS is a crashed holder's, and is taken over. The lock files
+// are never listed nor searched (index/ignore.ts). Programs that are not
+// folder-mcp do not look at them: against those, the write's own checks
+// (safe-write.ts) are what holds.
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, constants, openSync, readFileSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
+import { basename, childPrefix, dirname, foldName } from '../fs-path.ts';
+import { errnoCode } from '../errno.ts';
+
+/** A lock file's name starts so (index/ignore.ts leaves such names out of the index). */
+export const LOCK_FILE_PREFIX = '.folder-mcp-lock-';
+/** A lock whose mtime is older than this is a crashed holder's, and is taken over. */
+export const LOCK_STALE_MS = 30_000;
+/** A holder touches its lock this often. */
+const LOCK_REFRESH_MS = 5_000;
+/** Waits between tries for a held lock: from the first, doubling, up to the last. */
+const RETRY_FIRST_MS = 5;
+const RETRY_MAX_MS = 200;
+
+/** Where the lock of `path` is: a hidden file in its folder, named for its (folded) name. */
+export function lockFileOf(path: string, folds: boolean): string {
+  const name = folds ? foldName(basename(path)) : basename(path);
+  return childPrefix(dirname(path)) + LOCK_FILE_PREFIX + createHash('sha256').update(name).digest('hex').slice(0, 24);
+}
+
+/** A held lock: released once. */
+export interface HeldFileLock {
+  release(): void;
+}
+
+/** Waited past its deadline for a lock another process holds. */
+export class FileLockTimeout extends Error {
+  override name = 'FileLockTimeout';
+}
+
+/**
+ * Takes the lock file of each of `paths` (in one order for every process, so
+ * two never wait on each other), waiting for other holders until `deadline`
+ * (performance.now() time). A path whose folder does not exist needs no lock
+ * (there is nothing in it to lose; the change finds the folder missing).
+ */
+export async function lockFiles(paths: readonly string[], deadline: number, folds: boolean): Promise<HeldFileLock> {
+  const files = [...new Set(paths.map((path) => lockFileOf(path, folds)))].sort();
+  const held: HeldFileLock[] = [];
+  try {
+    for (const file of files) {
+      const lock = await lockFile(file, deadline);
+      if (lock) held.push(lock);
+    }
+  } catch (error) {
+    for (const lock of held) lock.release();
+    throw error;
+  }
+  return { release: () => held.forEach((lock) => lock.release()) };
+}
+
+async function lockFile(file: string, deadline: number): Promise<HeldFileLock | null> {
+  const token = `${process.pid} ${randomBytes(6).toString('hex')}\n`;
+  for (let pause = RETRY_FIRST_MS; ; pause = Math.min(pause * 2, RETRY_MAX_MS)) {
+    try {
+      const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+      writeSync(fd, token);
+      closeSync(fd);
+      return held(file, token);
+    } catch (error) {
+      const code = errnoCode(error);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return null; // no folder: nothing to lock in it
+      if (code !== 'EEXIST') throw error;
+    }
+    if (takeOverStale(file)) continue;
+    if (performance.now() + pause > deadline) throw new FileLockTimeout('another folder-mcp process is changing it');
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+}
+
+/** A lock untouched for LOCK_STALE_MS: its holder died. Removed, so that the next try takes it. */
+function takeOverStale(file: string): boolean {
+  try {
+    if (Date.now() - statSync(file).mtimeMs < LOCK_STALE_MS) return false;
+    unlinkSync(file);
+    return true;
+  } catch (error) {
+    return errnoCode(error) === 'ENOENT'; // released meanwhile: try again at once
+  }
+}
+
+function held(file: string, token: string): HeldFileLock {
+  const refresh = setInterval(() => {
+    const now = new Date();
+    try {
+      utimesSync(file, now, now);
+    } catch {
+      // taken over (we were too slow to be believed alive) or removed: the change's own checks still hold
+    }
+  }, LOCK_REFRESH_MS);
+  refresh.unref();
+  let released = false;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      clearInterval(refresh);
+      try {
+        // Only our own: a lock taken over as stale (this holder was too slow to be believed alive) is another's now.
+        if (readFileSync(file, 'utf8') === token) unlinkSync(file);
+      } catch {
+        // already gone: nothing to give back
+      }
+    },
+  };
+}

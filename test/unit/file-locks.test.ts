@@ -1,0 +1,54 @@
+// The lock files that order changes across processes (src/content/file-locks.ts).
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { FileLockTimeout, LOCK_FILE_PREFIX, LOCK_STALE_MS, lockFileOf, lockFiles } from '../../src/content/file-locks.ts';
+import { tempDir } from '../basics.ts';
+
+describe('file locks', () => {
+  test('one lock file per file, in its folder; every spelling of a name one lock where names fold', () => {
+    assert.equal(lockFileOf('/r/d/a.txt', false).startsWith(`/r/d/${LOCK_FILE_PREFIX}`), true);
+    assert.notEqual(lockFileOf('/r/d/A.txt', false), lockFileOf('/r/d/a.txt', false));
+    assert.equal(lockFileOf('C:/r/d/A.TXT', true), lockFileOf('C:/r/d/a.txt', true));
+    assert.equal(lockFileOf('/r/d/cafe\u0301', true), lockFileOf('/r/d/caf\u00e9', true));
+  });
+
+  test('held: a second taker waits, and past its deadline gives up; released: taken at once; the folder is left clean', async () => {
+    const dir = tempDir('folder-mcp-file-locks-');
+    try {
+      const file = join(dir.path, 'f.txt');
+      const first = await lockFiles([file], performance.now() + 1000, false);
+      await assert.rejects(lockFiles([file], performance.now() + 50, false), FileLockTimeout);
+      const waiting = lockFiles([file], performance.now() + 30_000, false);
+      first.release();
+      (await waiting).release();
+      assert.deepEqual(readdirSync(dir.path), []);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('a lock untouched for the stale time is a dead holder\'s: taken over; a release never removes another\'s lock', async () => {
+    const dir = tempDir('folder-mcp-file-locks-');
+    try {
+      const file = join(dir.path, 'f.txt');
+      const lock = lockFileOf(file, false);
+      writeFileSync(lock, '999999 dead\n');
+      const old = new Date(Date.now() - LOCK_STALE_MS - 1000);
+      utimesSync(lock, old, old);
+      const taken = await lockFiles([file], performance.now() + 5_000, false);
+      // A slow holder whose lock was taken over by another: its release leaves the other's lock alone.
+      writeFileSync(lock, 'another holder\n');
+      taken.release();
+      assert.equal(existsSync(lock), true);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('no folder, no lock: nothing to wait for', async () => {
+    const held = await lockFiles(['/nonexistent-folder-mcp/x/y.txt'], performance.now() + 10, false);
+    held.release();
+  });
+});
