@@ -24,22 +24,24 @@ async function main(): Promise<void> {
   }
   const { config, roots, dbFile } = launch;
   const log = createLogger(config.logLevel, (line) => process.stderr.write(line));
-  // The driver is named once, here: which SQLite a bug report ran on.
-  log.info(`serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile}; SQLite: ${describeDriver(launch.sqliteDriver)})`);
+  // The driver is named once, here: which SQLite a bug report ran on. Over HTTP, once the port is bound: a port in
+  // use is then one line, as docs/http.md says (issue 46).
+  const serving = `serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile}; SQLite: ${describeDriver(launch.sqliteDriver)})`;
+  if (!config.http) log.info(serving);
   // Lazy: prom-client loads only when something serves the metrics (--http, --metrics).
   const metrics = config.http || config.metrics ? new (await import('./http/metrics.ts')).Metrics() : undefined;
   const app = createApp(config, roots, dbFile, log, { name: 'folder-mcp', version: VERSION, write: config.write }, metrics?.observe);
   metrics?.followApp(app);
   // Bound before the index is opened, as --http is: a port in use opens nothing.
   const metricsEndpoint = config.metrics && metrics ? await serveMetricsOrExit(metrics, config.metrics, config.allowedHosts ?? [], launch.token, log, app) : undefined;
-  if (config.http) return serveOverHttp(app, config, config.http, launch.token, log, metrics, metricsEndpoint);
+  if (config.http) return serveOverHttp(app, config, config.http, launch.token, log, metrics, metricsEndpoint, serving);
   // The client has gone: whatever hangs (a conversion, a search thread), the process ends.
   const shutdown = shutdownOnce(log, { ms: 10_000, code: 0 }, async () => {
     await metricsEndpoint?.close();
-    await serving.close();
+    await stdio.close();
     await app.close();
   });
-  const serving = serveStdioStreams(app, process.stdin, process.stdout, log, shutdown);
+  const stdio = serveStdioStreams(app, process.stdin, process.stdout, log, shutdown);
   // Typed at a terminal: nothing else would say that the server is waiting for an MCP client's JSON-RPC.
   if (process.stdin.isTTY) log.info(terminalHint(process.argv[1] ?? 'dist/cli.js', config.folders));
 }
@@ -107,6 +109,7 @@ async function serveOverHttp(
   log: Logger,
   metrics: Metrics | undefined,
   metricsEndpoint: MetricsEndpoint | undefined,
+  serving: string,
 ): Promise<void> {
   const info = { name: 'folder-mcp', version: VERSION, write: config.write };
   const policy = { allowedHosts: allowedHostsFor(listen.host, config.allowedHosts ?? []), token };
@@ -125,6 +128,7 @@ async function serveOverHttp(
     await app.close();
     process.exit(listenFailed ? 2 : 1);
   }
+  log.info(serving);
   process.stderr.write(`folder-mcp: serving MCP over Streamable HTTP at ${endpoint.url}\n`);
   // Whatever hangs, the process ends: the drain is bounded, this is the backstop.
   shutdownOnce(log, { ms: 15_000, code: 1 }, async () => {

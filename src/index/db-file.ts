@@ -2,7 +2,7 @@
 // before anything is served, so that a typo on the command line never
 // destroys a file: the index is a cache the server deletes and rebuilds at
 // will, so it may only ever delete and rebuild a file that it made.
-import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, readSync, statSync, unlinkSync, type Stats } from 'node:fs';
+import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, readSync, rmdirSync, statSync, unlinkSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { describeError, isNoEntry } from '../errno.ts';
 import { chooseDriver, openDatabase, type Database, type SqliteDriverName } from '../sqlite.ts';
@@ -105,14 +105,27 @@ function isSymlink(path: string): boolean {
 export function cannotCreate(path: string): string | null {
   const dir = dirname(path);
   const probe = `${path}.${process.pid}.probe`;
+  let made: string | undefined;
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    made = mkdirSync(dir, { recursive: true, mode: 0o700 });
     closeSync(openSync(probe, 'wx', 0o600));
     unlinkSync(probe);
     return null;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return `cannot be created (${code ?? (error as Error).message} in ${dir})`;
+  } finally {
+    // The folders the probe made go again: the index makes them when it is opened, and a start that goes no
+    // further (a port in use) leaves nothing behind (issue 46).
+    // Folder by folder, deepest first, and only while empty: another server starting at once may have put its
+    // index there meanwhile.
+    for (let at = dir; made !== undefined && at.length >= made.length; at = dirname(at)) {
+      try {
+        rmdirSync(at);
+      } catch {
+        break;
+      }
+    }
   }
 }
 

@@ -350,11 +350,13 @@ describe('--http on a port that is taken', () => {
       const db = join(dir.path, 'state', 'index.db');
       const result = spawnSync(process.execPath, [CLI, '--http', `127.0.0.1:${port}`, '--db', db, folder], { encoding: 'utf8', timeout: 60_000 });
       assert.equal(result.status, 2, result.stderr);
-      const lines = result.stderr.split('\n').filter((l) => l.startsWith('folder-mcp:'));
+      // Issue 46: one line in all (no info line naming an index first), and no folder made for the index.
+      const lines = result.stderr.split('\n').filter((l) => l.trim() !== '');
       assert.deepEqual(lines.length, 1, result.stderr);
-      assert.match(lines[0]!, new RegExp(`cannot serve HTTP on 127\\.0\\.0\\.1:${port}: EADDRINUSE \\(the port is in use`));
+      assert.match(lines[0]!, new RegExp(`^folder-mcp: cannot serve HTTP on 127\\.0\\.0\\.1:${port}: EADDRINUSE \\(the port is in use`));
       assert.equal(existsSync(db), false, 'the index file was made for a server that never served');
       assert.equal(existsSync(`${db}.lock`), false);
+      assert.equal(existsSync(join(dir.path, 'state')), false, 'the index folder was made for a server that never served');
     } finally {
       taken.close();
     }
