@@ -6,6 +6,7 @@
 import { echo } from '../protocol/errors.ts';
 import { z } from 'zod';
 import { formatListing } from '../content/collection.ts';
+import { convertersByName } from '../content/converters/index.ts';
 import { ContentError, readOpenedContent, type FileContent } from '../content/read.ts';
 import { jsonTextBytes, ReadBusyError, wireBytes } from '../content/read-budget.ts';
 import { openVerified, type OpenedFile } from '../content/safe-open.ts';
@@ -307,13 +308,16 @@ async function documentWindow(ctx: ServerContext, entry: EntryRow, offset: numbe
   } catch (error) {
     throw readFailure(error, entry.uri);
   }
+  // A document whose text is a conversion (a PDF, a .docx) is read as that text even when its bytes happen to be
+  // text: a PDF of ASCII only came back as its raw source (issue 46).
+  const converted = !/^text\/|json/.test(entry.mime) && convertersByName(entry).length > 0;
   let content: FileContent;
   try {
     const { handle, size } = file;
     const head = Buffer.alloc(Math.min(SNIFF_BYTES, size));
     await handle.read(head, 0, head.length, 0);
     const encoding = detectTextEncoding(head, size <= SNIFF_BYTES);
-    if (encoding === 'utf-8') {
+    if (encoding === 'utf-8' && !(converted && size <= ctx.maxReadBytes)) {
       // 3 bytes either side let the window move to whole UTF-8 characters.
       const from = Math.max(0, offset - 3);
       const buffer = Buffer.alloc(Math.max(0, Math.min(length + 6, size - from)));
@@ -338,11 +342,12 @@ async function documentWindow(ctx: ServerContext, entry: EntryRow, offset: numbe
   } finally {
     await file.handle.close();
   }
-  if (content.text !== undefined) return textWindow(entry.mime, Buffer.from(content.text, 'utf8'), offset, length);
+  if (content.text !== undefined && !converted) return textWindow(entry.mime, Buffer.from(content.text, 'utf8'), offset, length);
   const alternatives = await ctx.convert(entry, content).catch(() => []);
   for (const alt of alternatives) {
     if ('text' in alt) return textWindow(alt.mimeType, Buffer.from(alt.text, 'utf8'), offset, length);
   }
+  if (content.text !== undefined) return textWindow(entry.mime, Buffer.from(content.text, 'utf8'), offset, length);
   const start = Math.min(offset, content.bytes.length);
   const slice = content.bytes.subarray(start, start + length);
   return { mimeType: entry.mime, blob: slice.toString('base64'), size: content.bytes.length, offset: start, length: slice.length };

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ERAS, serveTree, type LooseResult } from '../helpers.ts';
+import { makePdf } from '../fixtures.ts';
 
 // A real 1x1 PNG, and the first bytes of the other formats (only the signature is checked).
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64');
@@ -15,6 +16,13 @@ const BIG_PNG = Buffer.concat([PNG.subarray(0, 8), Buffer.alloc(100_000, 9)]);
 const MIB_TEXT = 'x'.repeat(1024 * 1024 - 1) + '\n';
 
 type ToolCall = LooseResult & { content: LooseResult[]; structuredContent?: LooseResult; isError?: boolean };
+
+/** A PDF of ASCII bytes only: makePdf's binary-marker comment made ASCII (same length, so its offsets hold). */
+const ASCII_PDF = (() => {
+  const pdf = makePdf(['Invoice for the walrus']);
+  for (let i = 0; i < 32; i++) if (pdf[i]! >= 0x80) pdf[i] = 0x61;
+  return pdf;
+})();
 
 for (const era of ERAS) {
   describe(`read tool: images and several files (${era})`, () => {
@@ -28,6 +36,7 @@ for (const era of ERAS) {
         'img/big.png': BIG_PNG,
         'notes/a.md': '# A\n',
         'notes/b.md': '# B\n',
+        'docs/ascii.pdf': ASCII_PDF,
         ...Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`mib/${i}.txt`, MIB_TEXT])),
       },
       // --max-read-bytes below big.png: an image over it is read in windows.
@@ -102,6 +111,15 @@ for (const era of ERAS) {
       const results = result.structuredContent!.results as LooseResult[];
       assert.deepEqual(results.slice(0, 4).map((r) => r.length), [1024 * 1024, 1024 * 1024, 1024 * 1024, 1024 * 1024]);
       assert.match(results[4]!.error as string, /left out: this call already returns 4\.0 MiB/);
+    });
+
+    test('a PDF whose bytes are all ASCII is read as its text, not as its source (issue 46)', async () => {
+      assert.ok(ASCII_PDF.every((byte) => byte < 0x80), 'the fixture is ASCII only');
+      const result = await call({ uri: 'docs/ascii.pdf' });
+      assert.equal(result.isError, undefined, texts(result).join(''));
+      const body = result.content.map((c) => String(c.text ?? (c.resource as { text?: string } | undefined)?.text ?? '')).join('\n');
+      assert.match(body, /Invoice for the walrus/);
+      assert.doesNotMatch(body, /%PDF-|endobj/);
     });
 
     test('bad combinations are tool errors naming the fix', async () => {
