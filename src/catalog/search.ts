@@ -209,7 +209,10 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
       const r = results[i]!;
       const where = h.place ? ` (${h.place.unit} ${h.place.number}${h.place.name !== undefined ? ` ${JSON.stringify(h.place.name)}` : ''})` : '';
       const lines = h.lineEnd !== undefined && h.lineEnd !== h.line ? `${r.line}-${h.lineEnd}` : `${r.line}`;
-      return `${r.path}:${lines}${where}: ${listingName(r.text)}`;
+      // A match by meaning is its passage, not its first line (issue 46: `cars.md:1-3: # Garage notes` showed
+      // nothing of what matched): the passage on one line, cut at PASSAGE_SHOWN characters.
+      const shown = h.lineEnd !== undefined ? passageLine(h.snippet) : r.text;
+      return `${r.path}:${lines}${where}: ${listingName(shown)}`;
     });
     const summary =
       (note !== undefined ? `Note: ${note}\n` : '') +
@@ -226,3 +229,11 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     };
   },
 };
+
+/** Characters of a meaning hit's passage shown on its line of the text answer (the whole passage is in structuredContent). */
+const PASSAGE_SHOWN = 240;
+
+function passageLine(passage: string): string {
+  const line = passage.replace(/\s+/g, ' ').trim();
+  return line.length > PASSAGE_SHOWN ? `${line.slice(0, PASSAGE_SHOWN)}…` : line;
+}

@@ -98,7 +98,8 @@ for (const [api, era] of [['ollama', 'legacy'], ['openai', 'modern']] as const) 
       assert.equal(hit.line, 1);
       assert.equal(hit.lineEnd, 2);
       assert.match(hit.snippet, /automobile is parked/);
-      assert.match(textOf(byCar), /^garage\/notes\.txt:1-2: The automobile is parked in the garage\.$/m);
+      // The passage's lines, not only its first (issue 46).
+      assert.match(textOf(byCar), /^garage\/notes\.txt:1-2: The automobile is parked in the garage\. Oil was changed in May\.$/m);
       // Text search alone knows no "car".
       const text = await callTool(s.conn, { query: 'car', mode: 'text' });
       assert.deepEqual(paths(text), []);
