@@ -18,6 +18,8 @@ import { connect, waitFor, type LooseResult } from '../test/helpers.ts';
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const MODES = ['text', 'meaning', 'hybrid'] as const;
 const K = 10;
+/** A provider failing this long on end while the eval waits for embeddings: it stops, saying why. */
+const PROVIDER_GIVE_UP_MS = 60_000;
 
 const { values } = parseArgs({ options: { 'embed-url': { type: 'string' }, 'embed-model': { type: 'string' }, 'embed-api': { type: 'string' } } });
 const labelled = JSON.parse(readFileSync(join(REPO, 'bench/eval/queries.json'), 'utf8')) as { roots: string[]; queries: { query: string; relevant: string[] }[] };
@@ -31,10 +33,24 @@ const conn = await connect([...roots, '--db', join(state, 'index.db'), '--embed-
 try {
   type Result = { structuredContent?: { results?: { uri: string }[]; note?: string; indexing?: unknown; mode?: string } } & LooseResult;
   const search = (query: string, mode: string) => conn.request('tools/call', { name: 'search', arguments: { query, mode, limit: K } }) as Promise<Result>;
-  // Wait until the content index is complete and every file is embedded (a real model may take minutes).
+  // Wait until the content index is complete and every file is embedded (a real model may take minutes), saying
+  // how it goes every 10 s, and giving up once the provider has failed for a minute on end (issue 46: it printed
+  // nothing for 10 minutes after its provider died).
+  let said = performance.now();
+  let failingSince: number | null = null;
   await waitFor(async () => {
     const r = await search(labelled.queries[0]!.query, 'meaning');
-    return r.structuredContent && !r.structuredContent.indexing && r.structuredContent.note === undefined && r.structuredContent.mode === 'meaning';
+    const s = r.structuredContent;
+    const failing = s?.mode === 'text' && /unavailable/.test(s.note ?? '');
+    failingSince = failing ? (failingSince ?? performance.now()) : null;
+    if (failingSince !== null && performance.now() - failingSince > PROVIDER_GIVE_UP_MS) {
+      throw new Error(`the embedding provider at ${url} has failed for ${PROVIDER_GIVE_UP_MS / 1000} s: ${s?.note ?? ''}`);
+    }
+    if (performance.now() - said > 10_000) {
+      said = performance.now();
+      console.error(`eval:search: waiting for the embeddings: ${s?.note ?? (s?.indexing ? 'the content index is being built' : 'nearly there')}`);
+    }
+    return s && !s.indexing && s.note === undefined && s.mode === 'meaning';
   }, 30 * 60_000, 'every file to be embedded');
   const rows: Record<string, { recall: number; mrr: number }> = {};
   const perQuery: { query: string; mode: string; found: string[] }[] = [];

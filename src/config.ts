@@ -158,10 +158,10 @@ Options:
   --no-search            no full-text content index and no search tool
   --search-budget-ms N   time one search may take; past it the result is cut
                          short and says so (default ${DEFAULT_SEARCH_BUDGET_MS})
-  --search-wait-ms N     how long a search sent while a small folder's (up to
-                         1,000 files) first content index build runs waits for
-                         it, and a search by meaning for the embeddings; 0 never
-                         waits (default ${DEFAULT_SEARCH_WAIT_MS})
+  --search-wait-ms N     how long a search sent while the first content index
+                         build runs waits for it (when at most 2,000 files are
+                         left), and a search by meaning for the embeddings; 0
+                         never waits (default ${DEFAULT_SEARCH_WAIT_MS})
   --embed-url URL        also search by meaning: embed the indexed text with the
                          model served at URL (Ollama, or OpenAI-compatible at
                          .../v1). File text is sent to URL. Key: FOLDER_MCP_EMBED_KEY

@@ -52,7 +52,12 @@ export class BuildProgress {
     this.state.total = total;
     this.counted = true;
     if (complete) this.markComplete();
-    for (const waiter of [...this.waiters]) if (total > waiter.maxDocs) waiter.done();
+    for (const waiter of [...this.waiters]) if (this.left() > waiter.maxDocs) waiter.done();
+  }
+
+  /** Documents the build has still to check. */
+  private left(): number {
+    return Math.max(0, this.state.total - this.state.done);
   }
 
   markComplete(): void {
@@ -63,11 +68,14 @@ export class BuildProgress {
   /**
    * Resolves true once the first build is complete, or false after
    * `timeoutMs` (or on close), or as soon as the build has counted more than
-   * `maxDocs` documents to check: not worth the wait.
+   * `maxDocs` documents left to check: not worth the wait. Left, not in all:
+   * a client that starts a server per call (the Inspector's CLI) finds the
+   * build further on at each call, and once the rest is small, it waits for
+   * it (issue 46: on 5,000 files it never saw the build complete).
    */
   whenComplete(timeoutMs: number, maxDocs = Infinity): Promise<boolean> {
     if (this.state.complete) return Promise.resolve(true);
-    if (this.closed || (this.counted && this.state.total > maxDocs)) return Promise.resolve(false);
+    if (this.closed || (this.counted && this.left() > maxDocs)) return Promise.resolve(false);
     return new Promise((resolve) => {
       const waiter = {
         maxDocs,

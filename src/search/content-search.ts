@@ -28,13 +28,13 @@ export { isTextMime, SEARCH_MAX_FILE_BYTES, type SearchConverter } from './docum
 
 /**
  * A search that arrives while the first build runs waits for it (at most
- * --search-wait-ms) when the folder has at most this many documents to index.
+ * --search-wait-ms) when at most this many documents are left to index.
  * A search's own time is bounded by --search-budget-ms: past it no further
  * statement starts and the result says it was cut short; one statement is
  * bounded by the query limits of search-query.ts, and on the search thread a
  * runaway one is killed.
  */
-export const SEARCH_WAIT_MAX_FILES = 1000;
+export const SEARCH_WAIT_MAX_FILES = 2000;
 
 export interface ContentSearchOptions {
   /** The search thread's script (default: the built search-worker.js); null: search on the calling thread. */
