@@ -52,7 +52,7 @@ export function terminalHint(bin: string, folders: readonly string[]): string {
   const command = ['node', bin, ...folders].map(quote).join(' ');
   return (
     'this is an MCP server: it waits for a client to speak JSON-RPC on stdin and stdout (Ctrl-C ends it). ' +
-    `To try it: npx -y @modelcontextprotocol/inspector --cli ${command} --method resources/list; ` +
+    `To try it (Node.js >= 22.19): npx -y @modelcontextprotocol/inspector@2.12.0 --cli ${command} --method resources/list; ` +
     'to use it, add it to Claude Desktop or Claude Code (README: Quick start)'
   );
 }

@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { after, describe, test } from 'node:test';
 import { CLI, connect, tempDir, waitFor, writeTree } from '../helpers.ts';
 
-const HINT = /this is an MCP server: it waits for a client to speak JSON-RPC on stdin and stdout.*inspector --cli node \S+cli\.js \S+ --method resources\/list/;
+const HINT = /this is an MCP server: it waits for a client to speak JSON-RPC on stdin and stdout.*inspector@[0-9.]+ --cli node \S+cli\.js \S+ --method resources\/list/;
 const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).status === 0;
 
 describe('a server started at a terminal', () => {
