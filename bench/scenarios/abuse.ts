@@ -500,6 +500,54 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
       for (const s of sockets) s.destroy();
     }));
 
+    // Issue 44: evicted connections counted toward the cap for a second, so such a flood kept the server "full": 9 of
+    // 172 legitimate requests were answered. The attacker's sockets never close their end.
+    let floodCounts = { requests: 0, lost: 0 };
+    const flood = await onFreshServer(root, '18 half-sent flood', '50 half-sent requests every 10 ms for 10 s (kept open), beside 50 clients listing', async (server) => {
+      const port = Number(new URL(server.url).port);
+      const open: Socket[] = [];
+      const timer = setInterval(() => {
+        for (let i = 0; i < 50; i++) {
+          const socket = connectSocket({ port, host: '127.0.0.1', allowHalfOpen: true }, () => socket.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n'));
+          socket.on('error', () => {});
+          socket.resume();
+          open.push(socket);
+        }
+        // The attacker's own descriptors: the oldest let go past 4,000.
+        for (const old of open.splice(0, Math.max(0, open.length - 4000))) old.destroy();
+      }, 10);
+      const clients = await Promise.all(Array.from({ length: 50 }, () => modernClient(server)));
+      const until = performance.now() + 10_000;
+      await Promise.all(
+        clients.map(async (client) => {
+          while (performance.now() < until) {
+            floodCounts.requests++;
+            await client.request({ method: 'resources/list', params: { prefix: `${rootUri}notes/n1` } } as never, Loose as never).catch(() => floodCounts.lost++);
+          }
+        }),
+      );
+      clearInterval(timer);
+      for (const socket of open) socket.destroy();
+      await Promise.all(clients.map((c) => c.close().catch(() => {})));
+    });
+    if (flood) log(flood.failed === undefined ? { ...flood, ...floodCounts } : flood);
+
+    // Issue 44: 300 completions at once held another client's requests about a second each (p50 959 ms): a
+    // completion counted every child of a folder. Here a folder of 20,000 (made for this attack, then removed).
+    mkdirSync(join(root, 'wide'));
+    for (let i = 0; i < 20_000; i++) writeFileSync(join(root, 'wide', `w${i}.txt`), '');
+    log(await onFreshServer(root, '19 completions', '300 concurrent completions of a path in a folder of 20,000 files, from 10 clients', async (server) => {
+      const clients = await Promise.all(Array.from({ length: 10 }, () => modernClient(server)));
+      const ref = { type: 'ref/resource', uri: `${rootUri}{+path}` };
+      await Promise.all(
+        Array.from({ length: 300 }, (_, i) =>
+          clients[i % 10]!.request({ method: 'completion/complete', params: { ref, argument: { name: 'path', value: 'wide/' } } } as never, Loose as never),
+        ),
+      );
+      await Promise.all(clients.map((c) => c.close()));
+    }));
+    rmSync(join(root, 'wide'), { recursive: true, force: true });
+
     // Issue 34: the pending-connection bound reset 451 and 499 of 900 such requests.
     let burstCounts = { requests: 0, lost: 0 };
     const bursts = await onFreshServer(root, '12 bursts of whole requests', '3 bursts of 300 clients, then one of 1,000, each sending one whole request at once', async (server) => {
