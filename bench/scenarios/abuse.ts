@@ -502,7 +502,7 @@ async function runAbuse(ctx: SizeContext): Promise<AbuseResult | Skipped> {
 
     // Issue 44: evicted connections counted toward the cap for a second, so such a flood kept the server "full": 9 of
     // 172 legitimate requests were answered. The attacker's sockets never close their end.
-    let floodCounts = { requests: 0, lost: 0 };
+    const floodCounts = { requests: 0, lost: 0 };
     const flood = await onFreshServer(root, '18 half-sent flood', '50 half-sent requests every 10 ms for 10 s (kept open), beside 50 clients listing', async (server) => {
       const port = Number(new URL(server.url).port);
       const open: Socket[] = [];
