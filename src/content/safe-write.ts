@@ -534,6 +534,13 @@ async function appendToNew(dir: PinnedDir, name: string, temp: BigIntStats, tail
   }
 }
 
+/** Gives a kept copy its owner, group and permission bits (POSIX only; an owner that cannot be given stays the server's). */
+async function giveKeptOwner(handle: FileHandle, owner: KeptOwner): Promise<void> {
+  if (!POSIX_FILES) return;
+  if (owner.uid !== undefined && owner.gid !== undefined) await handle.chown(Number(owner.uid), Number(owner.gid)).catch(() => {});
+  await handle.chmod(owner.mode & 0o777);
+}
+
 /** Whose a kept copy is: the file's own owner, group and permission bits (no setuid, setgid or sticky). */
 interface KeptOwner {
   mode: number;
@@ -554,10 +561,7 @@ async function keepBeside(dir: PinnedDir, name: string, bytes: Buffer, owner: Ke
   const keptName = `${name}.folder-mcp-kept-${randomBytes(4).toString('hex')}`;
   const handle = await open(dir.at(keptName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
   try {
-    if (POSIX_FILES) {
-      if (owner.uid !== undefined && owner.gid !== undefined) await handle.chown(Number(owner.uid), Number(owner.gid)).catch(() => {});
-      await handle.chmod(owner.mode & 0o777);
-    }
+    await giveKeptOwner(handle, owner);
     await handle.writeFile(bytes);
     await handle.sync();
   } finally {
@@ -581,10 +585,7 @@ async function keepBesideCopy(dir: PinnedDir, name: string, old: FileHandle, siz
   const handle = await open(dir.at(keptName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
   let copied = 0;
   try {
-    if (POSIX_FILES) {
-      if (owner.uid !== undefined && owner.gid !== undefined) await handle.chown(Number(owner.uid), Number(owner.gid)).catch(() => {});
-      await handle.chmod(owner.mode & 0o777);
-    }
+    await giveKeptOwner(handle, owner);
     const chunk = Buffer.alloc(Math.min(COPY_CHUNK_BYTES, Math.max(1, size)));
     while (copied < size) {
       const { bytesRead } = await old.read(chunk, 0, Math.min(chunk.length, size - copied), copied);

@@ -45,6 +45,13 @@ async function editWrite(data: string, hooks: WriteHooks = {}): Promise<WriteOut
 }
 
 
+/** Another program's write to the old file after the edit's last look: its first byte made 'X', through a path open. */
+function overwriteFirstByte(): void {
+  const fd = openSync(file(), 'r+');
+  writeSync(fd, 'X', 0);
+  closeSync(fd);
+}
+
 const tempFiles = () => readdirSync(join(served, 'sub')).filter((name) => name.startsWith('.folder-mcp-'));
 
 describe('an edit never overwrites an outside write in silence', () => {
@@ -118,13 +125,7 @@ describe('an edit never overwrites an outside write in silence', () => {
   });
 
   test('any other change in that window: the old file as the other program left it is saved beside, the edit stays', async () => {
-    const outcome = await editWrite('edited\n', {
-      afterLastLook: () => {
-        const fd = openSync(file(), 'r+');
-        writeSync(fd, 'X', 0);
-        closeSync(fd);
-      },
-    });
+    const outcome = await editWrite('edited\n', { afterLastLook: overwriteFirstByte });
     assert.equal(outcome.outside?.kind, 'kept');
     const kept = outcome.outside!.kind === 'kept' ? outcome.outside!.keptPath : '';
     assert.match(kept, /\/sub\/a\.txt\.folder-mcp-kept-[0-9a-f]{8}$/);
@@ -135,13 +136,7 @@ describe('an edit never overwrites an outside write in silence', () => {
   test('the kept copy is the file owner\'s, with its group and permission bits (issue 44: it was root:root 0640)', { skip: process.getuid?.() !== 0 && 'needs root' }, async () => {
     chownSync(file(), 4242, 4343);
     chmodSync(file(), 0o640);
-    const outcome = await editWrite('edited\n', {
-      afterLastLook: () => {
-        const fd = openSync(file(), 'r+');
-        writeSync(fd, 'X', 0);
-        closeSync(fd);
-      },
-    });
+    const outcome = await editWrite('edited\n', { afterLastLook: overwriteFirstByte });
     assert.equal(outcome.outside?.kind, 'kept');
     const kept = outcome.outside!.kind === 'kept' ? outcome.outside!.keptPath : '';
     const stats = statSync(kept);
@@ -150,13 +145,7 @@ describe('an edit never overwrites an outside write in silence', () => {
 
   test('the kept copy has the file\'s permission bits, never its setuid', async () => {
     chmodSync(file(), 0o4751);
-    const outcome = await editWrite('edited\n', {
-      afterLastLook: () => {
-        const fd = openSync(file(), 'r+');
-        writeSync(fd, 'X', 0);
-        closeSync(fd);
-      },
-    });
+    const outcome = await editWrite('edited\n', { afterLastLook: overwriteFirstByte });
     const kept = outcome.outside!.kind === 'kept' ? outcome.outside!.keptPath : '';
     assert.equal(statSync(kept).mode & 0o7777, 0o751);
   });
