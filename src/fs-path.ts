@@ -20,6 +20,20 @@ export type Flavour = 'posix' | 'win32';
 /** This process's flavour. */
 export const HOST_FLAVOUR: Flavour = process.platform === 'win32' ? 'win32' : 'posix';
 
+/**
+ * Whether `platform`'s volumes ignore case and Unicode normalization by
+ * default (NTFS on Windows, APFS on macOS): there two spellings of a name may
+ * be one file, so lookups, locks and the write checks fold names (foldName).
+ */
+export function foldsNames(platform: NodeJS.Platform = process.platform): boolean {
+  return platform === 'win32' || platform === 'darwin';
+}
+
+/** The flavour a normalised absolute slash path is written in: only Windows writes `C:/` or `//server/share`. */
+export function flavourOf(path: string): Flavour {
+  return path.startsWith('//') || DRIVE.test(path) ? 'win32' : 'posix';
+}
+
 const DRIVE = /^[A-Za-z]:/;
 const DRIVE_ROOT = /^[A-Za-z]:\//;
 /** A repeated '/', a '.' or '..' segment, or a trailing '/' (past the first character). */
@@ -145,7 +159,7 @@ export function join(dir: string, ...names: string[]): string {
     out = childPrefix(out) + name;
   }
   // Names from readdir and watchers are single segments; anything else ('a/../b', './x') is normalised.
-  return /(?:^|\/)\.\.?(?:\/|$)|\/\//.test(out.slice(rootLength(out))) ? normalizeSlashPath(out, out.startsWith('//') || DRIVE.test(out) ? 'win32' : 'posix') : out;
+  return /(?:^|\/)\.\.?(?:\/|$)|\/\//.test(out.slice(rootLength(out))) ? normalizeSlashPath(out, flavourOf(out)) : out;
 }
 
 /** The folder `path` is in; a file-system root is its own. */

@@ -6,7 +6,9 @@ import { realpath as fsRealpath, stat as fsStat } from 'node:fs/promises';
 import {
   basename,
   childPrefix,
+  flavourOf,
   foldName,
+  foldsNames,
   HOST_FLAVOUR,
   isAbsoluteSlashPath,
   normalizeSlashPath,
@@ -34,10 +36,6 @@ export interface Root {
 export const PATH_MAX_BYTES = 4096;
 export const MAX_URI_LENGTH = 'file://'.length + 3 * PATH_MAX_BYTES + 1;
 
-/** The flavour a normalised absolute slash path was written in: only Windows writes `C:/` or `//server/share`. */
-function flavourOf(path: string): Flavour {
-  return path.startsWith('//') || /^[A-Za-z]:/.test(path) ? 'win32' : 'posix';
-}
 
 // The canonical spelling must not drift with the Node version (URIs are primary
 // keys of a persisted index, and their order is the listing order), and the
@@ -147,9 +145,10 @@ function trimTrailingSlashes(p: string): string {
 }
 
 function isNormalisedAbsolute(p: string): boolean {
+  const flavour = flavourOf(p);
   // Security: on Windows '\\' is a separator too: a slash path holding one would name another place than it reads.
-  if (flavourOf(p) === 'win32' && p.includes('\\')) return false;
-  return rootLength(p) > 0 && !p.includes('\0') && normalizeSlashPath(p, flavourOf(p)) === p;
+  if (flavour === 'win32' && p.includes('\\')) return false;
+  return rootLength(p) > 0 && !p.includes('\0') && normalizeSlashPath(p, flavour) === p;
 }
 
 /** The root containing absPath (lexically), or undefined. With nested roots, the deepest. `foldCase`: see isPathInside. */
@@ -215,6 +214,7 @@ export function parseFileUri(input: unknown, flavour: Flavour = HOST_FLAVOUR): {
   if (scheme === null) return null;
   let rest = input.slice(scheme[0].length);
   let share = '';
+  let localhost = false;
   if (rest.startsWith('//')) {
     const slash = rest.indexOf('/', 2);
     const authority = slash === -1 ? rest.slice(2) : rest.slice(2, slash);
@@ -224,10 +224,7 @@ export function parseFileUri(input: unknown, flavour: Flavour = HOST_FLAVOUR): {
     if (authority !== '' && authority.toLowerCase() !== 'localhost') {
       if (flavour !== 'win32' || !/^[A-Za-z0-9._-]+$/.test(authority)) return null;
       share = `//${authority}`;
-    } else if (authority !== '' && flavour === 'win32' && !DRIVE_LETTER.test(safeDecode(rest) ?? '')) {
-      // `file://localhost/share/x` with no drive: the share \\localhost\share (which is how its own URIs read).
-      share = `//${authority}`;
-    }
+    } else localhost = authority !== '';
   }
   // RFC 8089 also allows `file:/path` (no authority); `file:path` is relative.
   if (!rest.startsWith('/')) return null;
@@ -253,6 +250,8 @@ export function parseFileUri(input: unknown, flavour: Flavour = HOST_FLAVOUR): {
     // Security: dot segments are resolved after decoding, so '%2e%2e' counts as '..', clamped at '/'.
     return { path: normalizeSlashPath(decoded, 'posix'), trailingSlash };
   }
+  // `file://localhost/share/x`, with no drive: the share \\localhost\share (which is how its own URIs read).
+  if (localhost && !DRIVE_LETTER.test(decoded)) share = '//localhost';
   let path: string;
   if (share !== '') path = share + decoded;
   else if (DRIVE_LETTER.test(decoded)) path = decoded[1]!.toUpperCase() + ':/' + decoded.slice(4);
@@ -264,14 +263,6 @@ export function parseFileUri(input: unknown, flavour: Flavour = HOST_FLAVOUR): {
   path = normalizeSlashPath(path, 'win32');
   if (!isAbsoluteSlashPath(path, 'win32')) return null;
   return { path, trailingSlash };
-}
-
-function safeDecode(text: string): string | null {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return null;
-  }
 }
 
 function isHex(code: number | undefined): boolean {
@@ -352,7 +343,7 @@ export async function resolveUri(
   fsImpl: ResolveFs = defaultFs,
   flavour: Flavour = HOST_FLAVOUR,
   /** Whether the volumes ignore case: Windows', and macOS' by default. */
-  foldCase: boolean = flavour === 'win32' || (flavour === HOST_FLAVOUR && process.platform === 'darwin'),
+  foldCase: boolean = flavour === 'win32' || (flavour === HOST_FLAVOUR && foldsNames()),
 ): Promise<ResolvedUri | null> {
   const parsed = parseFileUri(input, flavour);
   if (parsed === null) return null;

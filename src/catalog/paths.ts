@@ -2,7 +2,7 @@
 // or a path relative to a served folder. Models write paths; the index speaks
 // canonical URIs. Every name still goes through lookupEntry, whose answer is
 // index membership, so nothing here can reach outside the roots.
-import { basename, below, dirname, foldName, HOST_FLAVOUR, isAbsoluteSlashPath, join, normalizeSlashPath, toSlashPath, type Flavour } from '../fs-path.ts';
+import { basename, below, dirname, foldName, foldsNames, HOST_FLAVOUR, isAbsoluteSlashPath, join, normalizeSlashPath, toSlashPath, type Flavour } from '../fs-path.ts';
 import { realOrNull, type Absence } from '../content/file-facts.ts';
 import { listingName } from '../content/collection.ts';
 import { missingSegments } from '../content/safe-write.ts';
@@ -225,7 +225,7 @@ const ANY_FAILURE: Absence = { absent: () => true };
  * Looks no higher than the path's served folder.
  */
 export function spelledOnDisk(path: string, root: Root, platform: NodeJS.Platform = process.platform): string {
-  if (platform !== 'win32' && platform !== 'darwin') return path;
+  if (!foldsNames(platform)) return path;
   const rest: string[] = [];
   for (let at = path; at.length >= root.path.length; at = dirname(at)) {
     const real = realOrNull(at, ANY_FAILURE);
@@ -280,11 +280,10 @@ export function resolveWritePath(text: string, roots: readonly Root[], flavour: 
   const given = toolPath(text, flavour);
   if (given.absolute !== undefined) return inside(given.absolute);
   const rel = given.relative!.replace(/^(\.\/+)+/, '').replace(/\/+$/, '');
-  const under = (dir: string, path: string) => normalizeSlashPath(join(dir, path), flavour);
-  const readings = roots.map((root) => under(root.path, rel));
+  const readings = roots.map((root) => join(root.path, rel));
   if (roots.length > 1) {
     labelsOf(roots).forEach((label, i) => {
-      if (rel === label || rel.startsWith(`${label}/`)) readings.push(under(roots[i]!.path, rel.slice(label.length + 1)));
+      if (rel === label || rel.startsWith(`${label}/`)) readings.push(join(roots[i]!.path, rel.slice(label.length + 1)));
     });
   }
   const candidates = [...new Set(readings)].filter((path) => findRoot(roots, path) !== undefined);

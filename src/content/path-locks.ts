@@ -12,7 +12,7 @@
 // waits for another (no deadlock), and a stream of edits of one file cannot
 // starve a move of its folder.
 import { realpathSync } from 'node:fs';
-import { basename, childPrefix, dirname, foldName, join, toSlashPath } from '../fs-path.ts';
+import { basename, childPrefix, dirname, foldName, foldsNames, join, toSlashPath } from '../fs-path.ts';
 import { FileLockTimeout, lockFiles, type HeldFileLock } from './file-locks.ts';
 
 export interface PathHold {
@@ -83,7 +83,7 @@ export class PathLocks {
     // Then the other processes' (file-locks.ts), within what is left of the same wait.
     let files: HeldFileLock;
     try {
-      files = await lockFiles(holds.map((h) => h.path), started + this.waitMs, this.platform === 'win32' || this.platform === 'darwin');
+      files = await lockFiles(holds.map((h) => h.path), started + this.waitMs, foldsNames(this.platform));
     } catch (error) {
       this.remove(request);
       if (error instanceof FileLockTimeout) throw new PathBusyError(holds[0]?.path ?? '', performance.now() - started, 'another folder-mcp process');
@@ -161,7 +161,7 @@ export function lockKey(path: string, platform: NodeJS.Platform = process.platfo
 }
 
 function foldKey(key: string, platform: NodeJS.Platform): string {
-  return platform === 'win32' || platform === 'darwin' ? foldName(key) : key;
+  return foldsNames(platform) ? foldName(key) : key;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { foldName } from '../fs-path.ts';
+import { foldName, foldsNames } from '../fs-path.ts';
 import { parseFileUri, pathToUri, resolveUri, type Root } from '../uri.ts';
 import type { EntryRow } from '../entry.ts';
 import type { Store } from './store.ts';
@@ -14,10 +14,6 @@ export interface LookupContext {
    */
   foldsNames?: boolean;
 }
-
-const FOLDS_NAMES = process.platform === 'win32' || process.platform === 'darwin';
-
-
 
 /**
  * Finds the indexed entry a client URI names, or undefined. Security: the
@@ -38,7 +34,7 @@ export async function lookupEntry(input: unknown, ctx: LookupContext): Promise<E
     const resolved = await resolveUri(input, ctx.roots);
     return resolved ? ctx.store.get(resolved.uri) : undefined;
   }
-  if (!(ctx.foldsNames ?? FOLDS_NAMES)) return undefined;
+  if (!(ctx.foldsNames ?? foldsNames())) return undefined;
   // `SRC/Main.TS` for `src/main.ts` on such a volume: realpath spells it as on disk, and the index has that
   // spelling. Only a difference of spelling is taken: a path that realpath sends elsewhere (through a link) is not
   // followed without --follow-symlinks.
