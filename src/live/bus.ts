@@ -182,16 +182,19 @@ export class HintBus {
     const now = Date.now();
     for (const uri of [...change.removed, ...change.upserted.map((row) => row.uri)]) {
       const path = uriToPath(uri);
-      if ((this.hinted.get(path) ?? 0) > now) continue;
-      const root = findRoot(this.options.roots, path);
-      if (!root) continue;
-      const rel = below(root.path, path);
-      let set = this.outgoing.get(root.path);
-      if (!set) this.outgoing.set(root.path, (set = new Set()));
-      // Past one message's worth the root goes as a tree hint: no need to hold more.
-      if (set.size <= MAX_HINT_PATHS) set.add(rel);
+      if ((this.hinted.get(path) ?? 0) <= now) this.send(path);
     }
-    if (this.outgoing.size > 0) this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
+  }
+
+  /** `path` goes out with the next flush (FLUSH_MS from the first of a batch). */
+  private send(path: string): void {
+    const root = findRoot(this.options.roots, path);
+    if (!root) return;
+    let set = this.outgoing.get(root.path);
+    if (!set) this.outgoing.set(root.path, (set = new Set()));
+    // Past one message's worth the root goes as a tree hint: no need to hold more.
+    if (set.size <= MAX_HINT_PATHS) set.add(below(root.path, path));
+    this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
   }
 
   /**
@@ -205,13 +208,8 @@ export class HintBus {
     if (this.closed) return;
     for (const path of paths) {
       for (const p of [path, dirname(path)]) this.hinted.delete(p);
-      const root = findRoot(this.options.roots, path);
-      if (!root) continue;
-      let set = this.outgoing.get(root.path);
-      if (!set) this.outgoing.set(root.path, (set = new Set()));
-      if (set.size <= MAX_HINT_PATHS) set.add(below(root.path, path));
+      this.send(path);
     }
-    if (this.outgoing.size > 0) this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
   }
 
   private flush(): void {
