@@ -16,7 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants, fstatSync, type BigIntStats } from 'node:fs';
 import { chmod, link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, below, childPrefix, dirname, foldName, HOST_FLAVOUR, type Flavour } from '../fs-path.ts';
+import { basename, below, childPrefix, dirname, foldName, foldsNames, HOST_FLAVOUR, type Flavour } from '../fs-path.ts';
 import { findRoot, isForbiddenWin32Segment, type Root } from '../uri.ts';
 import { errnoCode } from '../errno.ts';
 import {
@@ -431,15 +431,7 @@ async function bytesAt(handle: FileHandle, position: number, length: number): Pr
 }
 
 async function bytesOf(handle: FileHandle, limit: number): Promise<Buffer> {
-  const size = Number(fstatSync(handle.fd, { bigint: true }).size);
-  const bytes = Buffer.alloc(Math.min(size, limit));
-  let read = 0;
-  while (read < bytes.length) {
-    const { bytesRead } = await handle.read(bytes, read, bytes.length - read, read);
-    if (bytesRead === 0) break;
-    read += bytesRead;
-  }
-  return bytes.subarray(0, read);
+  return bytesAt(handle, 0, Math.min(Number(fstatSync(handle.fd, { bigint: true }).size), limit));
 }
 
 /** A write that keeps size and mtime (same length, same clock tick) still changes the bytes: compared too. */
@@ -500,12 +492,12 @@ async function rescueOutsideWrite(
     const size = Number(fstatSync(expect.handle.fd, { bigint: true }).size);
     const head = await bytesOf(expect.handle, original.byteLength);
     if (size < copied || !head.equals(original)) {
-      return size > maxBytes ? keepBesideCopy(dir, name, expect.handle, size, owner) : keepBeside(dir, name, await bytesOf(expect.handle, size), owner);
+      return keepBeside(dir, name, expect.handle, size, owner, size > maxBytes);
     }
     if (size > copied) {
-      if (Number(temp.size) + appended + (size - copied) > maxBytes) return keepBesideCopy(dir, name, expect.handle, size, owner);
+      if (Number(temp.size) + appended + (size - copied) > maxBytes) return keepBeside(dir, name, expect.handle, size, owner, true);
       const tail = await bytesAt(expect.handle, copied, size - copied);
-      if (!(await appendToNew(dir, name, temp, tail))) return keepBeside(dir, name, await bytesOf(expect.handle, size), owner);
+      if (!(await appendToNew(dir, name, temp, tail))) return keepBeside(dir, name, expect.handle, size, owner);
       appended += tail.byteLength;
       copied += tail.byteLength;
     }
@@ -548,39 +540,22 @@ interface KeptOwner {
   gid: bigint | undefined;
 }
 
-/**
- * Saves what another program left in the old file beside the new one. The
- * copy is the file's owner's, with its group and permission bits (created
- * 0600 first, so nobody else reads it meanwhile): a copy owned by the server
- * would be one the file's owner may not read or remove (issue 44: root:root
- * 0640 beside a file of 4242:4343). Where the owner cannot be given (a
- * server not run as root, for another user's file), the copy stays the
- * server's, with the file's permission bits.
- */
-async function keepBeside(dir: PinnedDir, name: string, bytes: Buffer, owner: KeptOwner): Promise<OutsideWrite> {
-  const keptName = `${name}.folder-mcp-kept-${randomBytes(4).toString('hex')}`;
-  const handle = await open(dir.at(keptName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
-  try {
-    await giveKeptOwner(handle, owner);
-    await handle.writeFile(bytes);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await syncDirectory(dir.handle);
-  return { kind: 'kept', keptPath: childPrefix(dir.path) + keptName, bytes: bytes.byteLength };
-}
-
-/** How much of an old file is in memory at once while it is copied beside (keepBesideCopy). */
+/** How much of an old file is in memory at once while it is copied beside (keepBeside). */
 const COPY_CHUNK_BYTES = 1024 * 1024;
 
 /**
- * keepBeside for an old file past --max-write-bytes: its first `size` bytes
- * (what there was when it was looked at) copied from the held descriptor a
- * chunk at a time, never whole in memory. The caller is told it was too
- * large to append.
+ * Saves what another program left in the old file beside the new one: its
+ * first `size` bytes (what there was when it was looked at), copied from the
+ * held descriptor a chunk at a time, never whole in memory. The copy is the
+ * file's owner's, with its group and permission bits (created 0600 first, so
+ * nobody else reads it meanwhile): a copy owned by the server would be one
+ * the file's owner may not read or remove (issue 44: root:root 0640 beside a
+ * file of 4242:4343). Where the owner cannot be given (a server not run as
+ * root, for another user's file), the copy stays the server's, with the
+ * file's permission bits. `tooLarge`: kept because appending it would pass
+ * --max-write-bytes, which the caller is told.
  */
-async function keepBesideCopy(dir: PinnedDir, name: string, old: FileHandle, size: number, owner: KeptOwner): Promise<OutsideWrite> {
+async function keepBeside(dir: PinnedDir, name: string, old: FileHandle, size: number, owner: KeptOwner, tooLarge = false): Promise<OutsideWrite> {
   const keptName = `${name}.folder-mcp-kept-${randomBytes(4).toString('hex')}`;
   const handle = await open(dir.at(keptName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
   let copied = 0;
@@ -598,7 +573,7 @@ async function keepBesideCopy(dir: PinnedDir, name: string, old: FileHandle, siz
     await handle.close();
   }
   await syncDirectory(dir.handle);
-  return { kind: 'kept', keptPath: childPrefix(dir.path) + keptName, bytes: copied, tooLarge: true };
+  return { kind: 'kept', keptPath: childPrefix(dir.path) + keptName, bytes: copied, ...(tooLarge ? { tooLarge } : {}) };
 }
 
 /** The identity to pass in `expect` for the file behind an open handle. */
@@ -755,7 +730,7 @@ async function renameChecked(from: string, to: string): Promise<void> {
  * change is refused, naming it.
  */
 function refuseOtherName(dir: PinnedDir, name: string, prefix = ''): void {
-  if (!FOLDS_NAMES) return;
+  if (!foldsNames()) return;
   const real = realOrNull(dir.at(name));
   if (real === null) return; // gone meanwhile: the steps after this find that
   refuse(judgeOwnName(name, basename(real)), prefix);
@@ -766,8 +741,6 @@ export function judgeOwnName(name: string, own: string): Refusal | null {
   if (foldName(own) === foldName(name)) return null;
   return { ok: false, reason: 'refused', message: `${JSON.stringify(name)} is another name of ${JSON.stringify(own)} (an 8.3 short name, or a link); give its own name` };
 }
-
-const FOLDS_NAMES = process.platform === 'win32' || process.platform === 'darwin';
 
 /**
  * POSIX file semantics: owners and mode bits, and a rename that replaces a
@@ -786,14 +759,14 @@ const POSIX_FILES = process.platform !== 'win32';
  */
 export const RENAME_RETRY_MS = 2_000;
 
-async function renameOverRetrying(from: string, to: string, windows = process.platform === 'win32'): Promise<void> {
+async function renameOverRetrying(from: string, to: string): Promise<void> {
   const started = performance.now();
   for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
     try {
       return await rename(from, to);
     } catch (error) {
       const code = errnoCode(error);
-      if (!windows || (code !== 'EPERM' && code !== 'EBUSY' && code !== 'EACCES')) throw error;
+      if (POSIX_FILES || (code !== 'EPERM' && code !== 'EBUSY' && code !== 'EACCES')) throw error;
       if (performance.now() - started + pause > RENAME_RETRY_MS) {
         throw new WriteError('changed', `another program holds it open (${code}, for ${RENAME_RETRY_MS / 1000} s of retries); nothing was changed`);
       }
@@ -808,7 +781,7 @@ async function renameOverRetrying(from: string, to: string, windows = process.pl
  * journals the rename itself.
  */
 async function syncDirectory(handle: FileHandle): Promise<void> {
-  if (process.platform !== 'win32') await handle.sync();
+  if (POSIX_FILES) await handle.sync();
 }
 
 function moveError(error: unknown): Error {
