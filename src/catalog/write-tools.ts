@@ -221,15 +221,15 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
     await ctx.index.ready;
     // Security: an edit reads the file (its diff shows it, its match counts probe it), and reads reach
     // only what the index holds: never an ignored, excluded or .git file. write can still replace one whole.
-    if (!ctx.index.store.get(pathToUri(where.path, false))) {
+    const indexed = ctx.index.store.get(pathToUri(where.path, false));
+    if (!indexed) {
       throw new ToolFailure(`Not found: ${where.shown} (not a file in the served folders; ignored and excluded files are not edited, only written whole)`);
     }
     // Security: an edit holds its file several times over (its bytes, the edited bytes, the text of both while
     // matching, the diff), so, dry runs too, it takes its share of the one budget reads take theirs from before
     // it reads (issue 44: 200 concurrent dry runs of 4 MiB files took RSS from 86 to 944 MiB). The share is the
     // size the index knows; the read itself is bounded by --max-write-bytes whatever the file became.
-    const indexed = ctx.index.store.get(pathToUri(where.path, false));
-    const share = EDIT_MEMORY_FACTOR * Math.min(indexed?.size ?? maxBytes, maxBytes);
+    const share = EDIT_MEMORY_FACTOR * Math.min(indexed.size ?? maxBytes, maxBytes);
     // One writer per path from the read to the rename: a second edit of the file reads what the first wrote.
     const edited = () => ctx.readBudget.run(share, editWithin);
     const editWithin = async () => {
