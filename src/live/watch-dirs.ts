@@ -64,9 +64,10 @@ export const startDirsWatcher: StartWatcher = dirsWatcher();
 
 /**
  * `recursive`: one recursive fs.watch per root on every platform, what `dirs`
- * is on macOS and Windows. On Linux Node emulates it (a watch per directory,
- * kept by Node itself), so the e2e watch tests and the fuzzer run the code
- * path that macOS and Windows users run, here.
+ * is on macOS and Windows. On Linux Node emulates it (a watch per file and
+ * folder, kept by Node itself), so the e2e watch tests and the fuzzer run the
+ * code path that macOS and Windows users run, here; for tests, not for use
+ * (docs/live-updates.md says what the emulation cannot follow).
  */
 export const startRecursiveWatcher: StartWatcher = (start) => startRecursive(start, 'recursive');
 

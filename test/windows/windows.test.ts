@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { z } from 'zod';
+import { waitFor } from '../basics.ts';
 import { makePdf } from '../fixtures.ts';
 
 const Loose = z.looseObject({});
@@ -67,15 +68,8 @@ async function callTool(client: Client, name: string, args: Loose): Promise<{ te
   return { text, structured: (result.structuredContent ?? {}) as Loose, isError: result.isError === true };
 }
 
-/** Polls `check` until it holds: the watcher's event has reached the index. */
-async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + WAIT_MS;
-  for (let pause = 20; ; pause = Math.min(pause * 2, 500)) {
-    if (await check()) return;
-    if (Date.now() > deadline) assert.fail(`not seen within ${WAIT_MS / 1000} s: ${what}`);
-    await new Promise((r) => setTimeout(r, pause));
-  }
-}
+/** Waits for `check` (the watcher's event has reached the index): test/basics.ts waitFor, with the lane's ceiling. */
+const eventually = (what: string, check: () => Promise<boolean>) => waitFor(check, WAIT_MS, what);
 
 describe('Windows: node.exe dist/cli.js C:\\...', () => {
   let dir: string;
