@@ -19,7 +19,7 @@ const FLOORS = [
   ['catalog/', 'live/'],
   ['server'],
   ['app'],
-  ['http/'],
+  ['http/', 'client-roots'],
   ['launch'],
   ['cli'],
 ];

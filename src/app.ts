@@ -59,7 +59,21 @@ export interface App {
   /** Hears of every request's outcome and time, on every transport (the metrics); undefined: nobody listens. */
   readonly observe: RequestObserver | undefined;
   openSession(): ClientSession;
+  /**
+   * Serves this set of folders from now on (a client's roots, which it may
+   * change: src/client-roots.ts). The running services close; requests wait
+   * until the move is done, then start the services on the new set; each
+   * client then hears list_changed. An empty set answers every request with
+   * an error that says so. Calls are taken in order.
+   */
+  place(roots: readonly Root[], dbFile: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Where the services run: the folders and the index file. */
+interface Place {
+  readonly roots: readonly Root[];
+  readonly dbFile: string;
 }
 
 /** Messages that do not start the services: the 2026-07-28 probe, which a v2 client sends to a throw-away process. */
@@ -76,21 +90,27 @@ const PROBES = new Set(['server/discover', 'ping']);
 export function createApp(
   config: Config,
   roots: readonly Root[],
-  dbFile: string,
+  /** null: no folders yet, requests wait for the first place() (the client's roots). */
+  dbFile: string | null,
   log: RelayingLogger,
   info: ServerInfo,
   observe?: RequestObserver,
 ): App {
   let services: (Services & { close(): Promise<void> }) | undefined;
   const sessions = new Set<ClientSession & { attach(live: Live): void }>();
+  let place: Place | null = dbFile === null ? null : { roots, dbFile };
+  // While there is no place yet, or a move is under way: requests wait for it to open.
+  let gate: { opened: Promise<void>; open(): void } | undefined = place === null ? openable() : undefined;
+  let moves = Promise.resolve();
 
   // A failed start (the index cannot be opened) is told once, and each request then answers with that error.
   let startFailure: Error | undefined;
   const start = (): Services => {
     if (services) return services;
     if (startFailure) throw startFailure;
+    if (place === null || place.roots.length === 0) throw new Error(NO_ROOTS);
     try {
-      services = startServices(config, roots, dbFile, log);
+      services = startServices(config, place.roots, place.dbFile, log);
     } catch (error) {
       startFailure = new Error(`the server cannot start: ${(error as Error).message}`);
       log.error(startFailure.message);
@@ -114,9 +134,9 @@ export function createApp(
       let listens: ((message: Record<string, unknown>) => ErrorResponse | undefined) | undefined;
       const session = {
         connection,
-        createServer: () => createServer(() => start(), connection, info, observe),
+        createServer: () => createServer(() => (gate ? gate.opened.then(start) : start()), connection, info, observe),
         onInbound(message: Record<string, unknown>, era?: Era) {
-          if (typeof message.method !== 'string' || PROBES.has(message.method)) return undefined;
+          if (typeof message.method !== 'string' || PROBES.has(message.method) || gate) return undefined;
           let ctx;
           try {
             ({ ctx } = start());
@@ -142,11 +162,40 @@ export function createApp(
       if (services) session.attach(services.live);
       return session;
     },
+    place(roots: readonly Root[], dbFile: string) {
+      const move = async () => {
+        const moving = place !== null;
+        gate ??= openable();
+        const running = services;
+        services = undefined;
+        startFailure = undefined;
+        await running?.close();
+        place = { roots, dbFile };
+        const opening = gate;
+        gate = undefined;
+        opening.open();
+        // What a client listed is gone or moved: it lists again.
+        if (moving) for (const session of sessions) session.connection.server?.sendResourceListChanged().catch(() => {});
+      };
+      moves = moves.then(move, move);
+      return moves;
+    },
     async close() {
       for (const session of sessions) session.close();
+      await moves.catch(() => {});
       await services?.close();
     },
   };
+}
+
+/** What every request answers while the client's roots name no folder that can be served. */
+export const NO_ROOTS =
+  "no folder to serve: the client's roots name none that can be read (open a folder in the client, or give folders on folder-mcp's command line)";
+
+function openable(): { opened: Promise<void>; open(): void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
 }
 
 /**

@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { createApp, type App } from './app.ts';
-import type { Config, HttpListen } from './config.ts';
+import { USAGE, type Config, type HttpListen } from './config.ts';
 import { allowedHostsFor } from './http/guard.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { MetricsEndpoint } from './http/metrics-serve.ts';
 import type { HttpEndpoint } from './http/serve.ts';
-import { prepareLaunch, serveStdioStreams } from './launch.ts';
+import { followClientRoots, prepareLaunch, serveStdioStreams } from './launch.ts';
 import { createLogger, type Logger } from './log.ts';
 import { describeDriver } from './sqlite.ts';
 
@@ -23,10 +23,19 @@ async function main(): Promise<void> {
     return;
   }
   const { config, roots, dbFile } = launch;
+  // Typed at a terminal with no folder: no client is there to name roots.
+  if (dbFile === null && process.stdin.isTTY) {
+    process.stderr.write(`folder-mcp: no folder given\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
   const log = createLogger(config.logLevel, (line) => process.stderr.write(line));
   // The driver is named once, here: which SQLite a bug report ran on. Over HTTP, once the port is bound: a port in
   // use is then one line, as docs/http.md says (issue 46).
-  const serving = `serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile}; SQLite: ${describeDriver(launch.sqliteDriver)})`;
+  const serving =
+    dbFile === null
+      ? `no folder given: serving the client's roots (SQLite: ${describeDriver(launch.sqliteDriver)})`
+      : `serving ${roots.map((r) => r.path).join(', ')} (index: ${dbFile}; SQLite: ${describeDriver(launch.sqliteDriver)})`;
   if (!config.http) log.info(serving);
   // Lazy: prom-client loads only when something serves the metrics (--http, --metrics).
   const metrics = config.http || config.metrics ? new (await import('./http/metrics.ts')).Metrics() : undefined;
@@ -41,7 +50,14 @@ async function main(): Promise<void> {
     await stdio.close();
     await app.close();
   });
-  const stdio = serveStdioStreams(app, process.stdin, process.stdout, log, shutdown);
+  // A client that cannot name roots: its answer written, then exit 2.
+  const refuse = (line: string) => {
+    process.stderr.write(line);
+    process.exitCode = 2;
+    setImmediate(() => process.stdout.write('', () => shutdown('the client has no roots')));
+  };
+  const clientRoots = dbFile === null ? followClientRoots(app, launch, process.env, log, refuse) : undefined;
+  const stdio = serveStdioStreams(app, process.stdin, process.stdout, log, shutdown, clientRoots);
   // Typed at a terminal: nothing else would say that the server is waiting for an MCP client's JSON-RPC.
   if (process.stdin.isTTY) log.info(terminalHint(process.argv[1] ?? 'dist/cli.js', config.folders));
 }
@@ -70,7 +86,8 @@ function shutdownOnce(log: Logger, backstop: { ms: number; code: number }, close
     log.debug(`shutting down: ${reason}`);
     setTimeout(() => process.exit(backstop.code), backstop.ms).unref();
     await close();
-    process.exit(0);
+    // 0, unless a refusal set another code (a client without roots: 2).
+    process.exit();
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));

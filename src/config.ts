@@ -136,6 +136,8 @@ export const CLI_OPTIONS = {
 export const USAGE = `Usage: folder-mcp [options] <folder>...
 
 Serve one or more folders as MCP resources over stdio (or Streamable HTTP: --http).
+With no folder (stdio only), serve the client's roots and follow their changes
+(clients of MCP 2025-11-25 that offer roots, e.g. VS Code).
 
 Options:
   --db PATH              index file (default: one per set of folders and options
@@ -212,7 +214,11 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
   const { values, positionals } = parsed;
   if (values.help) return { kind: 'help' };
   if (values.version) return { kind: 'version' };
-  if (positionals.length === 0) throw new UsageError('no folder given');
+  // With no folder, a stdio server serves its one client's roots; an HTTP server has many clients, and
+  // replicas on a bus must serve one tree.
+  if (positionals.length === 0 && (values.http !== undefined || values.bus !== undefined)) {
+    throw new UsageError(`no folder given: ${values.http !== undefined ? '--http' : '--bus'} serves the folders named on the command line (only a stdio server can serve its client's roots)`);
+  }
   const logLevel = values['log-level'] ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);

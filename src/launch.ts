@@ -19,6 +19,8 @@ import { AnswerHolds } from './protocol/answer-holds.ts';
 import { StdioTransport } from './protocol/sdk/stdio-transport.ts';
 import { makeRoot, type Root } from './uri.ts';
 import { toSlashPath } from './fs-path.ts';
+import { ClientRoots } from './client-roots.ts';
+import type { Era } from './protocol/wire.ts';
 
 /** What to do with a command line. */
 export type Launch =
@@ -26,7 +28,11 @@ export type Launch =
   | { kind: 'print'; text: string }
   /** A usage error or an unusable set-up: print this to stderr and exit 2, having touched nothing. */
   | { kind: 'refuse'; text: string }
-  | { kind: 'serve'; config: Config; roots: Root[]; dbFile: string; token: string | undefined; sqliteDriver: SqliteDriverName };
+  /**
+   * Serve. With no folder on the command line (stdio only), `roots` is empty
+   * and `dbFile` null: the folders are the client's roots (src/client-roots.ts).
+   */
+  | { kind: 'serve'; config: Config; roots: Root[]; dbFile: string | null; token: string | undefined; sqliteDriver: SqliteDriverName };
 
 /**
  * Reads a command line and checks, before anything is served, everything
@@ -65,14 +71,8 @@ export function prepareLaunch(argv: readonly string[], env: NodeJS.ProcessEnv, v
   if (config.metrics && !isLoopbackHost(config.metrics.host) && token === undefined) {
     return refuse(`--metrics ${config.metrics.host} is not a loopback address: set a bearer token with ${TOKEN_ENV} or --token-file\n`);
   }
-  const dbFile = config.db ?? defaultDbPath(roots.map((r) => r.path), config, env);
-  // Judged by real paths: a --db spelled through a symlinked folder is where it really lands.
-  if (isInsideRoots(dbFile, roots.map((r) => r.path))) {
-    return refuse(`--db ${dbFile} is inside a served folder; the server never writes there\n`);
-  }
   // No usable SQLite driver (better-sqlite3 missing or built for another Node, on a Node without
-  // node:sqlite), a --db typo that would overwrite a file, an unwritable place: each is one line
-  // and exit 2, not an error on every request.
+  // node:sqlite): one line and exit 2, not an error on every request.
   let sqliteDriver: SqliteDriverName;
   try {
     sqliteDriver = chooseDriver(config.sqliteDriver);
@@ -80,9 +80,25 @@ export function prepareLaunch(argv: readonly string[], env: NodeJS.ProcessEnv, v
     if (!(error instanceof SqliteDriverError)) throw error;
     return refuse(`${error.message}\n`);
   }
-  const unusable = dbFileProblem(dbFile, config.db === undefined, sqliteDriver);
-  if (unusable !== null) return refuse(`${unusable}\n`);
-  return { kind: 'serve', config, roots, dbFile, token, sqliteDriver };
+  if (roots.length === 0) return { kind: 'serve', config, roots, dbFile: null, token, sqliteDriver };
+  const placed = indexFileFor(roots, config, env, sqliteDriver);
+  if ('problem' in placed) return refuse(`${placed.problem}\n`);
+  return { kind: 'serve', config, roots, dbFile: placed.dbFile, token, sqliteDriver };
+}
+
+/**
+ * Where the index of a set of roots lives (--db, or one file per set in the
+ * user's cache), or why it cannot be there: a --db inside a served folder
+ * (judged by real paths: a --db spelled through a symlinked folder is where
+ * it really lands), a --db typo that would overwrite a file, an unwritable
+ * place.
+ */
+export function indexFileFor(roots: readonly Root[], config: Config, env: NodeJS.ProcessEnv, driver: SqliteDriverName): { dbFile: string } | { problem: string } {
+  const paths = roots.map((r) => r.path);
+  const dbFile = config.db ?? defaultDbPath(paths, config, env);
+  if (isInsideRoots(dbFile, paths)) return { problem: `--db ${dbFile} is inside a served folder; the server never writes there` };
+  const unusable = dbFileProblem(dbFile, config.db === undefined, driver);
+  return unusable === null ? { dbFile } : { problem: unusable };
 }
 
 function refuse(message: string): Launch {
@@ -93,23 +109,53 @@ function refuse(message: string): Launch {
 function resolveRoots(folders: readonly string[]): Root[] {
   const roots = new Map<string, Root>();
   for (const folder of folders) {
-    let real: string;
-    try {
-      // realpath(3) itself, not Node's JS walk: on Windows and macOS it spells the path as the disk does (case,
-      // long names for 8.3 ones), so a folder given as `c:\users\me` and as `C:\Users\Me` is one root.
-      real = toSlashPath(realpathSync.native(resolve(folder)));
-      if (!statSync(real).isDirectory()) throw new UsageError(`not a folder: ${folder}`);
-      accessSync(real, constants.R_OK | constants.X_OK);
-    } catch (error) {
-      if (error instanceof UsageError) throw error;
-      const code = (error as NodeJS.ErrnoException).code;
-      throw new UsageError(
-        code === 'ENOENT' ? `no such folder: ${folder}` : `cannot read folder ${folder}: ${code ?? (error as Error).message}`,
-      );
-    }
-    roots.set(real, makeRoot(real));
+    const found = resolveFolder(folder);
+    if ('problem' in found) throw new UsageError(found.problem);
+    roots.set(found.root.path, found.root);
   }
   return [...roots.values()];
+}
+
+/**
+ * A folder to serve, by its real path, or why it cannot be served (missing,
+ * not a folder, unreadable): the command line's folders and a client's roots
+ * alike.
+ */
+export function resolveFolder(folder: string): { root: Root } | { problem: string } {
+  let real: string;
+  try {
+    // realpath(3) itself, not Node's JS walk: on Windows and macOS it spells the path as the disk does (case,
+    // long names for 8.3 ones), so a folder given as `c:\users\me` and as `C:\Users\Me` is one root.
+    real = toSlashPath(realpathSync.native(resolve(folder)));
+    if (!statSync(real).isDirectory()) return { problem: `not a folder: ${folder}` };
+    accessSync(real, constants.R_OK | constants.X_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return { problem: code === 'ENOENT' ? `no such folder: ${folder}` : `cannot read folder ${folder}: ${code ?? (error as Error).message}` };
+  }
+  return { root: makeRoot(real) };
+}
+
+/**
+ * A launch with no folder (`dbFile` null): the stdio client's roots are the
+ * folders, each set indexed where a command line naming them would have it.
+ * `refuse` gets the one line to print before exiting 2 (a client without
+ * roots).
+ */
+export function followClientRoots(
+  app: App,
+  launch: Extract<Launch, { kind: 'serve' }>,
+  env: NodeJS.ProcessEnv,
+  log: Logger,
+  refuse: (line: string) => void,
+): ClientRoots {
+  return new ClientRoots({
+    app,
+    log,
+    resolve: resolveFolder,
+    indexFor: (roots) => indexFileFor(roots, launch.config, env, launch.sqliteDriver),
+    refuse,
+  });
 }
 
 /** One stdio client being served; close() ends it (the App stays open). */
@@ -123,13 +169,27 @@ export interface StdioServing {
  * initialize), on our StdioTransport (src/protocol/sdk/stdio-transport.ts says
  * why not the SDK's). `onEnd` is called once when the input ends or fails.
  */
-export function serveStdioStreams(app: App, input: Readable, output: Writable, log: Logger, onEnd: (reason: string) => void): StdioServing {
+export function serveStdioStreams(
+  app: App,
+  input: Readable,
+  output: Writable,
+  log: Logger,
+  onEnd: (reason: string) => void,
+  /** With no folder on the command line: the client's roots, followed (followClientRoots). */
+  roots?: ClientRoots,
+): StdioServing {
   const session = app.openSession();
   // Answers keep their share of the read budget until written (src/protocol/answer-holds.ts).
   const holds = new AnswerHolds();
   session.connection.answerHolds = holds;
-  const transport = new StdioTransport(input, output, { onInbound: session.onInbound, onEnd, onAnswered: (id) => holds.answered(id) });
-  const handle = serveStdio(() => session.createServer(), {
+  const onInbound = roots ? (message: Record<string, unknown>, era: Era) => roots.inbound(message, era) ?? session.onInbound(message, era) : session.onInbound;
+  const transport = new StdioTransport(input, output, { onInbound, onEnd, onAnswered: (id) => holds.answered(id) });
+  const build = () => {
+    const server = session.createServer();
+    roots?.serverBuilt(server);
+    return server;
+  };
+  const handle = serveStdio(build, {
     legacy: 'serve',
     transport,
     onerror: (error) => log.debug(`stdio: ${error.message}`),

@@ -40,13 +40,13 @@ export function instructionsFor(write: boolean): string {
  * first request that needs them (`services`). `observe` hears of every
  * request's outcome and time (the metrics).
  */
-export function createServer(services: () => HandlerServices, connection: Connection, info: ServerInfo, observe?: RequestObserver): Server {
+export function createServer(services: () => HandlerServices | Promise<HandlerServices>, connection: Connection, info: ServerInfo, observe?: RequestObserver): Server {
   const { write = false, ...identity } = info;
   const server = new ObservedServer(observe, identity, { capabilities: SERVER_CAPABILITIES, instructions: instructionsFor(write), cacheHints: CACHE_HINTS });
   for (const [method, handler] of Object.entries(REQUEST_HANDLERS)) {
     // Three-argument form with loose params: the proposals' params reach the handler (src/protocol/sdk/loose-params.ts).
     server.setRequestHandler(method, { params: LOOSE_PARAMS }, async (params, request) => {
-      const { ctx, catalog } = services();
+      const { ctx, catalog } = await services();
       const extra = {
         _meta: request.mcpReq._meta as { progressToken?: string | number },
         sendNotification: (notification: Parameters<WaitExtra['sendNotification']>[0]) => request.mcpReq.notify(notification),

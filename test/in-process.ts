@@ -5,7 +5,7 @@
 import { ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { createApp } from '../src/app.ts';
-import { prepareLaunch, serveStdioStreams } from '../src/launch.ts';
+import { followClientRoots, prepareLaunch, serveStdioStreams } from '../src/launch.ts';
 import { createLogger } from '../src/log.ts';
 
 /** A server started in this process, and the client end of its wire. */
@@ -16,6 +16,8 @@ export interface InProcessServer {
   stderr(): string;
   /** Closes the server (the client's end closing does too): its session, then the App. */
   close(): Promise<void>;
+  /** 2 once the server refused its client (no folder, and a client without roots), as the binary exits 2. */
+  exitCode(): number | undefined;
 }
 
 /**
@@ -44,8 +46,16 @@ export function startInProcess(args: string[], env: Record<string, string> = {})
       await app.close();
       toClient.end();
     })());
-  const serving = serveStdioStreams(app, toServer, toClient, log, () => void close());
-  return { transport: new StreamClientTransport(toClient, toServer), stderr: () => stderr, close };
+  let exitCode: number | undefined;
+  // As cli.ts: the refusal's answer goes out, then the server ends.
+  const refuse = (line: string) => {
+    stderr += line;
+    exitCode = 2;
+    setImmediate(() => void close());
+  };
+  const clientRoots = dbFile === null ? followClientRoots(app, launch, { ...process.env, ...env }, log, refuse) : undefined;
+  const serving = serveStdioStreams(app, toServer, toClient, log, () => void close(), clientRoots);
+  return { transport: new StreamClientTransport(toClient, toServer), stderr: () => stderr, close, exitCode: () => exitCode };
 }
 
 /** A client transport over a pair of byte streams: newline-delimited JSON, as the SDK's stdio transports write it. */
