@@ -8,6 +8,7 @@ import { alternatives } from './scenarios/alternatives.ts';
 import { capacity } from './scenarios/capacity.ts';
 import { cold } from './scenarios/cold.ts';
 import { eras } from './scenarios/eras.ts';
+import { hints } from './scenarios/hints.ts';
 import { http } from './scenarios/http.ts';
 import { list } from './scenarios/list.ts';
 import { paginate } from './scenarios/paginate.ts';
@@ -18,7 +19,7 @@ import { watch } from './scenarios/watch.ts';
 import { mdTable, textTable } from './stats.ts';
 
 /** Every scenario in run order: cold builds the index the later ones use; watch writes to the tree, so it goes last. */
-export const SCENARIOS = [cold, warm, list, paginate, alternatives, reads, search, http, capacity, watch, eras, abuse, drivers] as Scenario<unknown>[];
+export const SCENARIOS = [cold, warm, list, paginate, alternatives, reads, search, http, capacity, watch, eras, abuse, drivers, hints] as Scenario<unknown>[];
 
 export const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 
