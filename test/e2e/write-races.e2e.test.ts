@@ -7,7 +7,7 @@
 // unless `force`, a move that would carry a served folder along). Bounded in
 // count; each loop ends on an event (the appender's exit), never on time.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -143,6 +143,52 @@ describe('one writer per file across processes: two servers on one folder (issue
     assert.deepEqual(readdirSync(root).filter((name) => name.startsWith('.folder-mcp-')), [], 'no lock or temp file left');
     const listed = (await servers[0]!.request('resources/list', {})).resources as Array<{ uri: string }>;
     assert.ok(listed.every((r) => !r.uri.includes('.folder-mcp-lock-')), 'a lock file is never listed');
+  });
+});
+
+/**
+ * Mounts `source` again at `target` (mount --bind): null once mounted, or why
+ * it cannot be (not root, no CAP_SYS_ADMIN, not Linux).
+ */
+function bindMount(source: string, target: string): string | null {
+  if (process.platform !== 'linux') return 'bind mounts are a Linux test';
+  try {
+    execFileSync('mount', ['--bind', source, target], { stdio: 'pipe' });
+    return null;
+  } catch (error) {
+    return `mount --bind is not allowed here: ${String((error as { stderr?: Buffer }).stderr ?? (error as Error).message).trim()}`;
+  }
+}
+
+describe('one writer per file across mount points: one folder served as two roots, by two servers (issue 44: 8 of 213 edits lost)', () => {
+  const dir = tempDir();
+  const root = join(dir.path, 'root');
+  const mount = join(dir.path, 'mount');
+  mkdirSync(root);
+  mkdirSync(mount);
+  writeFileSync(join(root, 'f.txt'), 'slot:\n');
+  const cannot = bindMount(root, mount);
+  const servers: Connected[] = [];
+  before(async () => {
+    if (cannot) return;
+    // Each server reaches the folder by another path, so their real paths differ: only a lock in the folder itself holds.
+    servers.push(await connect([root, '--db', join(dir.path, 'a.db'), '--write', '--no-search']));
+    servers.push(await connect([mount, '--db', join(dir.path, 'b.db'), '--write', '--no-search']));
+  });
+  after(async () => {
+    for (const conn of servers) await conn.close();
+    if (!cannot) execFileSync('umount', [mount]);
+    dir.cleanup();
+  });
+
+  test('2 servers x 3 concurrent edits x 10 rounds, one through each mount point: every edit reported is on disk', { skip: cannot ?? false }, async () => {
+    let reported = 0;
+    for (let round = 0; round < 10; round++) {
+      const results = await Promise.all(servers.flatMap((conn) => [addX(conn), addX(conn), addX(conn)]));
+      reported += results.filter((r) => !r.isError).length;
+    }
+    assert.equal(xs(readFileSync(join(root, 'f.txt'), 'utf8')), reported, 'an edit reported done is in the file');
+    assert.equal(reported, 60, 'each edit waited for the other process, none was refused');
   });
 });
 
