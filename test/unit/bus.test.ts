@@ -197,6 +197,18 @@ describe('HintBus', () => {
     await close();
   });
 
+  test('past 2,000 messages in a second the rest go unread, and the root is diffed instead (issue 44: a flood cost 4.8 CPU-s of 10)', async () => {
+    const { ends, close, deliverRaw } = joined(['a']);
+    const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
+    // 4,500 in a burst: one second boundary at most falls inside it, so at most 2 x 2,000 are read.
+    for (let i = 0; i < 4500; i++) deliverRaw(message({ origin: 'z', paths: [`f${i}.txt`] }));
+    assert.ok(a.hinted.length <= 4000, `${a.hinted.length} paths looked at`);
+    assert.ok(a.hinted.length >= 2000);
+    await waitFor(() => a.trees.length >= 1, 30_000, 'the diff that finds what the unread ones named');
+    assert.equal(a.trees[0], '/srv/app');
+    await close();
+  });
+
   test('invalid messages are dropped, tree hints run at most once a second per root', async () => {
     const { ends, close, deliverRaw } = joined(['a']);
     const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
