@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The checks (`npm run checks`; CI runs them): the type check, the linter,
-// the layering, the docs' links and the MCP Registry entry (server.json agrees
-// with package.json and manifest.json; see scripts/registry-entry.ts). The
-// first two take most of the time
+// the layering, the docs' links, the GitHub workflows (actionlint) and the MCP
+// Registry entry (server.json agrees with package.json and manifest.json; see
+// scripts/registry-entry.ts). The first two take most of the time
 // (some 25 and 45 s of CPU from a fresh clone; the type check 2 s when
 // little changed since the last run) and each uses about one core, so they
 // run side by side; each one's output is printed whole when it ends. Exits 1
@@ -21,6 +21,7 @@ const CHECKS = [
   ['lint', ['node_modules/eslint/bin/eslint.js', '.']],
   ['layers', ['scripts/layers.mjs', '--check']],
   ['links', ['scripts/check-links.mjs']],
+  ['workflows', ['scripts/lint-workflows.mjs']],
   ['registry', ['--import', 'tsx', 'scripts/registry-entry.ts', '--check']],
 ];
 
