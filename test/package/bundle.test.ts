@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { basename, dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BUNDLE_NODE, bundleFileName, nativeModulesUnder } from '../../scripts/bundle.ts';
+import { readSources, SHA256_PLACEHOLDER, validateEntry, type ServerEntry } from '../../scripts/registry-entry.ts';
 import { makePdf } from '../fixtures.ts';
 import { tempDir, waitFor, writeTree } from '../helpers.ts';
 import { newerNode } from '../../scripts/newer-node.ts';
@@ -54,6 +56,7 @@ describe('the .mcpb, unpacked outside the repository and started as Claude Deskt
   const docs = tempDir('folder-mcp-bundle-docs-');
   const notes = tempDir('folder-mcp-bundle-notes-');
   const unpacked = join(home.path, 'Claude Extensions', 'folder-mcp');
+  const file = join(out.path, bundleFileName(readJson(join(ROOT, 'package.json')).version));
   let client: Client;
   let stderr = '';
 
@@ -63,7 +66,6 @@ describe('the .mcpb, unpacked outside the repository and started as Claude Deskt
       encoding: 'utf8',
     });
     assert.equal(build.status, 0, `npm run bundle failed:\n${build.stdout}${build.stderr}`);
-    const file = join(out.path, bundleFileName(readJson(join(ROOT, 'package.json')).version));
     assert.ok(await unpackExtension({ mcpbPath: file, outputDir: unpacked, silent: true }), 'mcpb unpack');
     // The unpacked server must not find the repository's modules: not by a parent folder, not by NODE_PATH.
     assert.equal(relative(ROOT, unpacked).startsWith('..'), true);
@@ -136,5 +138,27 @@ describe('the .mcpb, unpacked outside the repository and started as Claude Deskt
     const { contents } = await client.readResource({ uri: pathToFileURL(join(docs.path, 'reports/q3.pdf')).href });
     assert.equal(contents[0]?.mimeType, 'application/pdf');
     assert.equal(contents[1] && 'text' in contents[1] ? contents[1].text : undefined, '--- page 1 ---\nQuarterly report\n\n--- page 2 ---\nSecond page\n');
+  });
+
+  // The release's steps (.github/workflows/release.yml) on this bundle, the one built here, so the rehearsal builds
+  // no second one; test/package/registry.test.ts and release.test.ts have the rest.
+  test('the release: the packed manifest passes `mcpb validate`; the entry carries the SHA-256 of this bundle and is valid; BUNDLE.sha256', () => {
+    const validate = spawnSync(process.execPath, [MCPB_CLI, 'validate', join(unpacked, 'manifest.json')], { encoding: 'utf8' });
+    assert.equal(validate.status, 0, validate.stdout + validate.stderr);
+
+    const entryPath = join(out.path, 'server.json');
+    const run = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'registry-entry.ts'), file, '--out', entryPath], { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    const sha256 = createHash('sha256').update(readFileSync(file)).digest('hex');
+    const entry = readJson(entryPath) as ServerEntry;
+    assert.deepEqual(validateEntry(entry), []);
+    const mcpb = entry.packages?.find((p) => p.registryType === 'mcpb');
+    assert.equal(mcpb?.fileSha256, sha256);
+    // What `sha256sum --check` reads, and what a user compares by hand.
+    assert.equal(readFileSync(`${file}.sha256`, 'utf8'), `${sha256}  ${basename(file)}\n`);
+    // Only the hash is written: the rest is the committed server.json, and that file is left as it was.
+    const committed = readSources().entry;
+    assert.deepEqual({ ...entry, packages: entry.packages?.map((p) => (p === mcpb ? { ...p, fileSha256: SHA256_PLACEHOLDER } : p)) }, committed);
+    assert.equal(committed.packages?.find((p) => p.registryType === 'mcpb')?.fileSha256, SHA256_PLACEHOLDER);
   });
 });
