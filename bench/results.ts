@@ -14,12 +14,13 @@ import { list } from './scenarios/list.ts';
 import { paginate } from './scenarios/paginate.ts';
 import { reads } from './scenarios/reads.ts';
 import { search } from './scenarios/search.ts';
+import { startup } from './scenarios/startup.ts';
 import { warm } from './scenarios/warm.ts';
 import { watch } from './scenarios/watch.ts';
 import { mdTable, textTable } from './stats.ts';
 
 /** Every scenario in run order: cold builds the index the later ones use; watch writes to the tree, so it goes last. */
-export const SCENARIOS = [cold, warm, list, paginate, alternatives, reads, search, http, capacity, watch, eras, abuse, drivers, hints] as Scenario<unknown>[];
+export const SCENARIOS = [cold, warm, list, paginate, alternatives, reads, search, http, capacity, watch, eras, abuse, drivers, hints, startup] as Scenario<unknown>[];
 
 export const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 
