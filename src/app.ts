@@ -24,6 +24,7 @@ import type { Era, ErrorResponse } from './protocol/wire.ts';
 import { createPager } from './query/page.ts';
 import { createServer, type HandlerServices, type ServerInfo } from './server.ts';
 import { chooseDriver } from './sqlite.ts';
+import { Foreground } from './turns.ts';
 import type { Root } from './uri.ts';
 
 /** What every client shares: built once per process, on the first request that needs it. */
@@ -97,6 +98,8 @@ export function createApp(
   observe?: RequestObserver,
 ): App {
   let services: (Services & { close(): Promise<void> }) | undefined;
+  // One for the process, whatever folders it serves: client requests go before start-up work (src/turns.ts).
+  const foreground = new Foreground();
   const sessions = new Set<ClientSession & { attach(live: Live): void }>();
   let place: Place | null = dbFile === null ? null : { roots, dbFile };
   // While there is no place yet, or a move is under way: requests wait for it to open.
@@ -110,7 +113,7 @@ export function createApp(
     if (startFailure) throw startFailure;
     if (place === null || place.roots.length === 0) throw new Error(NO_ROOTS);
     try {
-      services = startServices(config, place.roots, place.dbFile, log);
+      services = startServices(config, place.roots, place.dbFile, log, foreground);
     } catch (error) {
       startFailure = new Error(`the server cannot start: ${(error as Error).message}`);
       log.error(startFailure.message);
@@ -136,6 +139,7 @@ export function createApp(
         connection,
         createServer: () => createServer(() => (gate ? gate.opened.then(start) : start()), connection, info, observe),
         onInbound(message: Record<string, unknown>, era?: Era) {
+          foreground.arrived();
           if (typeof message.method !== 'string' || PROBES.has(message.method) || gate) return undefined;
           let ctx;
           try {
@@ -212,7 +216,7 @@ function openable(): { opened: Promise<void>; open(): void } {
 export const WARM_WAIT_MAX_ENTRIES = 10_000;
 export const WARM_WAIT_MS = 2000;
 
-function startServices(config: Config, roots: readonly Root[], requestedDb: string, log: Logger): Services & { close(): Promise<void> } {
+function startServices(config: Config, roots: readonly Root[], requestedDb: string, log: Logger, foreground: Foreground): Services & { close(): Promise<void> } {
   // One server per index file: a second one (Claude Desktop and Claude Code on one folder) indexes in memory.
   const lock = requestedDb === ':memory:' ? null : acquireDbLock(requestedDb);
   let dbFile = requestedDb;
@@ -236,6 +240,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
       ...(scanChanges ? { scanObserver: scanChanges } : {}),
       dbInOwnCache: config.db === undefined && dbFile === requestedDb,
       sqliteDriver: chooseDriver(config.sqliteDriver),
+      foreground,
     });
   } catch (error) {
     // No index, no server: the lock must not outlive this attempt.

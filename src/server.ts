@@ -47,23 +47,29 @@ export function createServer(services: () => HandlerServices | Promise<HandlerSe
     // Three-argument form with loose params: the proposals' params reach the handler (src/protocol/sdk/loose-params.ts).
     server.setRequestHandler(method, { params: LOOSE_PARAMS }, async (params, request) => {
       const { ctx, catalog } = await services();
-      const extra = {
-        _meta: request.mcpReq._meta as { progressToken?: string | number },
-        sendNotification: (notification: Parameters<WaitExtra['sendNotification']>[0]) => request.mcpReq.notify(notification),
-      };
-      const progress = progressSink(extra);
-      const blobs = answerBlobsOf(request.http?.req);
-      const holdAnswer = answerHolder(connection, request.mcpReq.id, request.mcpReq.signal);
-      const scope = { ctx, catalog, connection, ...(progress ? { progress } : {}), ...(blobs ? { blobs } : {}), ...(holdAnswer ? { holdAnswer } : {}) };
-      const handle = () => handler.handle(scope, params as Record<string, unknown>);
-      // The one place requests wait for the index (the table says what each needs): handlers and tools do not wait again.
-      if (handler.waitsFor === 'nothing') return handle();
-      const catchingUp = ctx.index.catchingUp;
-      if (catchingUp) await catchingUp;
-      if (ctx.index.isReady) return handle();
-      if (handler.waitsFor === 'keys') return whileScanning(ctx.index, extra, handle);
-      await waitForIndex(ctx.index, extra);
-      return handle();
+      // Start-up work waits while a request runs (src/turns.ts Foreground).
+      const leave = ctx.index.foreground.enter();
+      try {
+        const extra = {
+          _meta: request.mcpReq._meta as { progressToken?: string | number },
+          sendNotification: (notification: Parameters<WaitExtra['sendNotification']>[0]) => request.mcpReq.notify(notification),
+        };
+        const progress = progressSink(extra);
+        const blobs = answerBlobsOf(request.http?.req);
+        const holdAnswer = answerHolder(connection, request.mcpReq.id, request.mcpReq.signal);
+        const scope = { ctx, catalog, connection, ...(progress ? { progress } : {}), ...(blobs ? { blobs } : {}), ...(holdAnswer ? { holdAnswer } : {}) };
+        const handle = () => handler.handle(scope, params as Record<string, unknown>);
+        // The one place requests wait for the index (the table says what each needs): handlers and tools do not wait again.
+        if (handler.waitsFor === 'nothing') return await handle();
+        const catchingUp = ctx.index.catchingUp;
+        if (catchingUp) await catchingUp;
+        if (ctx.index.isReady) return await handle();
+        if (handler.waitsFor === 'keys') return await whileScanning(ctx.index, extra, handle);
+        await waitForIndex(ctx.index, extra);
+        return await handle();
+      } finally {
+        leave();
+      }
     });
   }
   connection.server = server;

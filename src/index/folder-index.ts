@@ -9,6 +9,7 @@ import { scanInThread } from './scan-thread.ts';
 import { SkipReport, SkipWarnings } from './servable.ts';
 import { EntryKind, type EntryRow, type IndexChange } from '../entry.ts';
 import { Store } from './store.ts';
+import { Foreground } from '../turns.ts';
 
 export type { IndexChange } from '../entry.ts';
 
@@ -47,6 +48,8 @@ export interface FolderIndexOptions extends IgnoreOptions {
   dbInOwnCache?: boolean;
   /** The SQLite driver (see src/sqlite.ts); default: node:sqlite where the runtime has it, else better-sqlite3. */
   sqliteDriver?: SqliteDriverName;
+  /** Client requests before background work, for everything that works on this index (src/turns.ts); default: its own. */
+  foreground?: Foreground;
 }
 
 /**
@@ -60,6 +63,8 @@ export class FolderIndex {
   readonly rules: IgnoreRules;
   readonly warm: boolean;
   readonly ready: Promise<void>;
+  /** Background work on this index (catch-up, watcher start, content index) awaits its turns here; requests say when they run. */
+  readonly foreground: Foreground;
   /** Warns about entries that cannot be served (bad names, too-deep paths): once per walk, not per entry. */
   readonly skipWarnings: SkipWarnings;
   /**
@@ -82,6 +87,7 @@ export class FolderIndex {
   private writeCount = 0;
 
   constructor(readonly options: FolderIndexOptions) {
+    this.foreground = options.foreground ?? new Foreground();
     const opened = openDb(options.dbFile, options.log, options.dbInOwnCache ?? false, options.sqliteDriver ?? chooseDriver());
     this.db = opened.db;
     this.store = new Store(this.db);

@@ -186,6 +186,9 @@ export class Live {
       return; // the scan failed (or the index closed): requests report it
     }
     if (this.closed) return;
+    // The client's first requests go first: a warm index answers them at once, as it was (issue 45).
+    await index.foreground.turn(true);
+    if (this.closed) return;
     await this.supervisor.start(planWatchers(this.options.watcher));
     const asked = performance.now();
     // Taken now that the watcher is up: between the two, every change is seen by one or the other.

@@ -347,6 +347,9 @@ export class Reconciler {
           this.consider(row, root.path, known ?? null);
         }
         for (const dir of read) {
+          // A whole root's diff (the start's check, the periodic one, a poll) is background work: requests go first.
+          await this.index.foreground.turn();
+          if (this.signal.aborted) return;
           const first = next;
           while (next < rows.uri.length && rows.parent[next] === dir.uri) next++;
           rules.setDirRules(dir.path, dir.gitignore);

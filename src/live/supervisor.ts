@@ -91,6 +91,7 @@ export class WatcherSupervisor {
           sink: this.options.sink,
           log,
           directories: () => indexedDirectories(index.store),
+          turn: () => index.foreground.turn(),
           signal,
           watching: (dirs) => {
             tookOver = true;
@@ -130,7 +131,7 @@ export class WatcherSupervisor {
 }
 
 /** Collections read from the index per query. */
-const DIRECTORY_PAGE = 5000;
+const DIRECTORY_PAGE = 500;
 
 /** Every collection of the index as a path, in URI order (a parent before its children), a page at a time. */
 function* indexedDirectories(store: Store): Generator<string> {

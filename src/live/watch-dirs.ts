@@ -185,6 +185,7 @@ class PerDirectoryWatcher implements DirsWatcher {
         slice = [];
         await new Promise((resolve) => setImmediate(resolve));
       }
+      await this.start.turn?.();
     }
     if (!this.failure && !this.closed) this.start.watching?.(slice);
   }

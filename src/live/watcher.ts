@@ -47,6 +47,8 @@ export interface WatchStart {
    * of two full sets of watches at once (see ScanWatch).
    */
   watching?: (dirs: readonly string[]) => void;
+  /** Awaited between two pieces of the start (`dirs`): client requests go first (src/turns.ts Foreground). */
+  turn?: () => Promise<void>;
 }
 
 /** A running watcher. */

@@ -7,7 +7,6 @@
 // answers from it at once and only re-checks. The content tables are dropped
 // with every other when src/index/db.ts rebuilds, so they never outlive the
 // entries they describe.
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { ENTRY_COLUMNS, getMeta, setMeta, type Db } from '../index/db.ts';
 import { succ } from '../keys.ts';
 import { EntryKind, type EntryRow, type IndexChange } from '../entry.ts';
@@ -29,7 +28,7 @@ const BUILD_PROGRESS_LOG_MS = 2000;
  * statement each, the checks held those back (100,000 files with a complete
  * content index: 45-95 ms each).
  */
-const CHECK_SLICE_ROWS = 5000;
+const CHECK_SLICE_ROWS = 1000;
 // Reads in flight. They share libuv's 4-thread pool with every other file
 // operation of the server: more would make a resources/read wait behind the
 // build, for little gain (20,000 small files: 8 -> 2.1 s, 32 -> 1.9 s).
@@ -214,6 +213,8 @@ export class ContentIndexBuilder {
     await Promise.race([this.index.ready, this.stopped]);
     if (startAfter) await Promise.race([startAfter, this.stopped]);
     if (this.closed) return;
+    // After the client's first requests (a warm start answers them from the content index as it was).
+    await this.index.foreground.turn(true);
     const started = performance.now();
     await this.removeOrphans();
     const counted = await this.countCandidates();
@@ -241,7 +242,7 @@ export class ContentIndexBuilder {
       } else if (this.changes.empty) {
         await this.changes.next();
       }
-      await yieldToLoop();
+      await this.pause(!this.walked);
     }
   }
 
@@ -275,6 +276,16 @@ export class ContentIndexBuilder {
     return true;
   }
 
+  /**
+   * Between two pieces of work. The walk (`walking`: the first build, a warm
+   * start's re-check) is start-up work, and waits for the client's requests
+   * (src/turns.ts Foreground); a change from the watcher or a tool is applied
+   * at once, so that a search right after a write finds it.
+   */
+  private pause(walking: boolean): Promise<void> {
+    return walking ? this.index.foreground.turn() : new Promise((resolve) => setImmediate(resolve));
+  }
+
   /** Changes from the watcher: removals first, then the documents written. */
   private async applyPending(): Promise<void> {
     this.applying = true;
@@ -306,7 +317,7 @@ export class ContentIndexBuilder {
       } finally {
         this.inFlight = 0;
       }
-      await yieldToLoop();
+      await this.pause(false);
     }
   }
 
@@ -345,6 +356,7 @@ export class ContentIndexBuilder {
     };
     for (let i = 0; i < rows.length && !this.closed; i += READ_CONCURRENCY) {
       const group = rows.slice(i, i + READ_CONCURRENCY);
+      await this.pause(counting);
       const texts = await Promise.all(group.map((row) => this.texts.read(row)));
       if (this.closed) return;
       group.forEach((row, j) => {
@@ -354,7 +366,7 @@ export class ContentIndexBuilder {
       });
       if (bytes >= BATCH_BYTES || batch.length >= BATCH_FILES) {
         flush();
-        await yieldToLoop();
+        await this.pause(counting);
       }
     }
     flush();
@@ -370,7 +382,7 @@ export class ContentIndexBuilder {
       if (counting) this.progress.checked();
       // A file edited meanwhile waits for one conversion, not for the whole build.
       if (!this.applying && !this.changes.empty) await this.applyPending();
-      await yieldToLoop();
+      await this.pause(counting);
     }
   }
 
@@ -379,7 +391,7 @@ export class ContentIndexBuilder {
     const last = this.store.lastDocId();
     for (let after = 0; after < last && !this.closed; after += CHECK_SLICE_ROWS) {
       this.store.removeOrphansIn(after, after + CHECK_SLICE_ROWS);
-      await yieldToLoop();
+      await this.index.foreground.turn();
     }
   }
 
@@ -401,7 +413,7 @@ export class ContentIndexBuilder {
         if (g.last > after) after = g.last;
       }
       if (rows < CHECK_SLICE_ROWS) break;
-      await yieldToLoop();
+      await this.index.foreground.turn();
     }
     const order = this.index.roots
       .map((root, i) => ({ root: i, lo: root.uri, hi: succ(root.uri)!, n: perRoot.get(i) ?? 0 }))

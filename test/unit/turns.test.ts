@@ -4,7 +4,7 @@
 // I/O callback per ready socket in one poll phase).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ArrivalGate, TurnBudget } from '../../src/turns.ts';
+import { ArrivalGate, Foreground, TurnBudget } from '../../src/turns.ts';
 
 /** CPU work of `ms` (a busy wait: what handling a request costs). */
 function burn(ms: number): void {
@@ -136,4 +136,61 @@ test('a request waiting to start goes before work under way: at most one slice o
   done = true;
   await Promise.all(work);
   assert.ok(between <= 1, `${between} slices of work ran before the waiting request`);
+});
+
+/** A Foreground on a clock the test moves: whether background may run is decided by that clock alone. */
+function foregroundAt(start = 1000) {
+  const clock = { t: start };
+  return { clock, foreground: new Foreground(() => clock.t) };
+}
+
+/** Whether `promise` has settled after the timers Foreground sets (at most 20 ms of real time) have had their chance. */
+async function settledSoon(promise: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  void promise.then(() => (settled = true));
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  return settled;
+}
+
+test('Foreground: start-up work waits while a client is busy, and goes once it has been quiet 20 ms', async () => {
+  const { clock, foreground } = foregroundAt();
+  foreground.arrived(); // initialize: the services start
+  const first = foreground.turn(true);
+  // The client lists page after page, one clock millisecond apart.
+  for (let page = 0; page < 50; page++) {
+    const leave = foreground.enter();
+    clock.t += 1;
+    leave();
+  }
+  assert.equal(await settledSoon(first), false, 'background ran while the client was busy');
+  clock.t += 20;
+  await first;
+});
+
+test('Foreground: under a steady load, background still gets a slice every 104 ms at most', async () => {
+  const { clock, foreground } = foregroundAt();
+  const waiting = foreground.turn(true);
+  for (let ms = 0; ms < 100; ms += 5) {
+    foreground.arrived();
+    clock.t += 5;
+  }
+  assert.equal(await settledSoon(waiting), false);
+  clock.t += 10; // 110 ms since its last slice, a request 5 ms ago
+  foreground.arrived();
+  await waiting;
+});
+
+test('Foreground: a slice of background work runs 4 ms before it asks again; a fresh task always asks', async () => {
+  const { clock, foreground } = foregroundAt();
+  clock.t += 100; // quiet: nobody came
+  await foreground.turn(true);
+  foreground.arrived();
+  // Within the slice: at once, whoever came.
+  await foreground.turn();
+  clock.t += 4;
+  // Past it, with a message 4 ms ago: it waits.
+  const next = foreground.turn();
+  assert.equal(await settledSoon(next), false);
+  clock.t += 20;
+  await next;
 });
