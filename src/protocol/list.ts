@@ -2,7 +2,7 @@ import { EntryKind } from '../entry.ts';
 import { FilterError, fingerprint, parseListParams, type ListMethod, type ListQuery } from '../query/filter.ts';
 import { matchesTemplate, planQuery, type Plan } from '../query/plan.ts';
 import type { PageResult } from '../query/page.ts';
-import { toResource, type ResourceObject } from '../resource.ts';
+import { toListItem, type ListItem } from '../resource.ts';
 import type { ServerContext } from './context.ts';
 import { CursorError, decodeCursor, encodeCursor } from './cursor.ts';
 import { echo, invalidParams } from './errors.ts';
@@ -47,7 +47,7 @@ export function cursorKey(ctx: ServerContext, query: ListQuery, print: string): 
 export async function listResources(
   ctx: ServerContext,
   params: unknown,
-): Promise<{ resources: ResourceObject[]; nextCursor?: string }> {
+): Promise<{ resources: ListItem[]; nextCursor?: string }> {
   const query = parseQuery(params, 'resources/list');
   const print = fingerprint(query);
   const afterKey = cursorKey(ctx, query, print);
@@ -70,8 +70,8 @@ export async function listResources(
   }
   // Over (a page waited until the end, or came after it): a failed scan fails the request.
   if (ctx.index.isReady) await ctx.index.ready;
-  const result: { resources: ResourceObject[]; nextCursor?: string } = {
-    resources: page.rows.map((row) => toResource(row, ctx.roots)),
+  const result: { resources: ListItem[]; nextCursor?: string } = {
+    resources: page.rows.map(toListItem),
   };
   if (!page.exhausted && page.lastScanned !== null) {
     result.nextCursor = encodeCursor({ key: page.lastScanned, fingerprint: print }, ctx.cursorSecret);

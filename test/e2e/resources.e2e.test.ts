@@ -45,29 +45,35 @@ for (const era of ERAS) describe(`resources over stdio (${era})`, () => {
     assert.ok(pages > 3, `expected several pages of 3, got ${pages}`);
   });
 
-  test('list items carry the full resource object', async () => {
+  test('list items carry the resource object less title and capabilities, which resources/metadata gives (issue 45)', async () => {
     const { items } = await listAll(tree.conn, 'resources/list', 'resources');
     const byUri = new Map(items.map((r) => [r.uri as string, r]));
     const main = byUri.get(uriOf('src/main.ts'))!;
+    assert.deepEqual(Object.keys(main), ['uri', 'name', 'mimeType', 'resourceType', 'annotations', 'size']);
     assert.equal(main.name, 'main.ts');
-    assert.equal(main.title, 'src/main.ts');
     assert.equal(main.mimeType, 'text/typescript');
     assert.equal(main.size, statSync(join(tree.root, 'src/main.ts')).size);
     assert.equal(main.resourceType, 'document');
-    assert.deepEqual(main.capabilities, { subscribe: true });
     const lastModified = (main.annotations as { lastModified: string }).lastModified;
     assert.equal(new Date(lastModified).getTime(), Math.floor(statSync(join(tree.root, 'src/main.ts')).mtimeMs));
     const src = byUri.get(uriOf('src') + '/')!;
+    assert.deepEqual(Object.keys(src), ['uri', 'name', 'mimeType', 'resourceType', 'annotations']);
     assert.equal(src.resourceType, 'collection');
     assert.equal(src.mimeType, 'inode/directory');
-    assert.equal(src.size, undefined);
-    assert.deepEqual(src.capabilities, { list: true, subscribe: true });
     const top = byUri.get(tree.rootUri)!;
     assert.equal(top.resourceType, 'collection');
     assert.equal(top.name, tree.root.split('/').pop());
     // Sniffed: no extension, text content.
     assert.equal(byUri.get(uriOf('Makefile'))!.mimeType, 'text/plain');
     assert.equal(byUri.get(uriOf('docs/café.md'))!.name, 'café.md');
+    // What the list leaves out, the metadata of the same resource has, field for field the rest.
+    for (const item of [main, src]) {
+      const { resource } = (await tree.conn.request('resources/metadata', { uri: item.uri })) as { resource: LooseResult };
+      const { title, capabilities, ...rest } = resource;
+      assert.deepEqual(rest, item);
+      assert.equal(title, item === main ? 'src/main.ts' : 'src');
+      assert.deepEqual(capabilities, item === main ? { subscribe: true } : { list: true, subscribe: true });
+    }
   });
 
   test('reads a UTF-8 text document with its metadata', async () => {
@@ -270,7 +276,8 @@ describe('command line', () => {
         [join(root.path, 'missing')],
         [join(root.path, 'file.txt')],
         ['--no-such-option', root.path],
-        [],
+        // With no folder, only a stdio server has a client to name roots (test/e2e/client-roots.e2e.test.ts).
+        ['--http', '0'],
         ['--page-size', 'zero', root.path],
         ['--poll-interval', '0', root.path],
         ['--db', join(root.path, 'inside.db'), root.path],
