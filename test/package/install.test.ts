@@ -6,14 +6,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { tempDir, waitFor, writeTree } from '../helpers.ts';
 import { newerNode } from '../../scripts/newer-node.ts';
+import { pack } from './packed.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** What a machine without a C++ toolchain answers for each tool node-gyp needs. */
 const TOOLCHAIN = ['cc', 'c++', 'gcc', 'g++', 'make', 'python', 'python3'];
 
@@ -37,11 +37,8 @@ describe('npm pack, npm install -g on Node 24 without a toolchain, folder-mcp DI
     }
     path = [shims, join(prefix, 'bin'), dirname(node), process.env.PATH ?? ''].join(':');
     const env = { ...process.env, PATH: path, npm_config_update_notifier: 'false' };
-    const pack = spawnSync('npm', ['pack', '--pack-destination', work.path, '--ignore-scripts'], { cwd: ROOT, env, encoding: 'utf8' });
-    assert.equal(pack.status, 0, pack.stdout + pack.stderr);
-    const tarball = readdirSync(work.path).find((name) => name.endsWith('.tgz'));
-    assert.ok(tarball, 'npm pack made no tarball');
-    const result = spawnSync('npm', ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', join(work.path, tarball)], {
+    const tarball = pack(work.path).path;
+    const result = spawnSync('npm', ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', tarball], {
       cwd: work.path,
       env,
       encoding: 'utf8',
