@@ -37,8 +37,11 @@ describe('npx -y ./folder-mcp-<version>.tgz DIR, from an empty npm cache and the
   const work = tempDir('folder-mcp-npx-');
   const folder = tempDir('folder-mcp-npx-docs-');
   let packed: Packed;
+  /** Each Node.js's binary, found before any test starts: fetching node@22 blocks, and would stall the others' clocks. */
+  const binaries = new Map<string, string>();
 
   before(() => {
+    for (const node of NODES) binaries.set(node.name, node.path());
     packed = pack(work.path);
     writeTree(folder.path, { 'notes/plan.md': '# Plan\nThe quokka migration starts in spring.\n' });
   });
@@ -83,7 +86,7 @@ describe('npx -y ./folder-mcp-<version>.tgz DIR, from an empty npm cache and the
 
   for (const node of NODES) {
     test(node.name, async (t) => {
-      const binary = node.path();
+      const binary = binaries.get(node.name)!;
       const version = execFileSync(binary, ['--version'], { encoding: 'utf8' }).trim();
       const driver = expectedDriver(version);
       const home = tempDir('folder-mcp-npx-home-');
