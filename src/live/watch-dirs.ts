@@ -424,8 +424,10 @@ async function startRecursive({ roots, sink, log }: WatchStart, backend: 'dirs' 
   rootLook.unref();
   // FSEvents starts some undefined time after fs.watch returns (nodejs/node#52601): a change in that gap has no
   // event, and may come after the start-up diff looked. So each root is diffed once more when FSEvents has surely
-  // begun; what changed since is then in the index or in an event.
-  if (platform === 'darwin') {
+  // begun; what changed since is then in the index or in an event. Node's emulation on Linux has such a gap too:
+  // it walks the tree to watch each folder after fs.watch returns (fuzzer seed 8014: two folders swapped right
+  // after a start whose watcher began late, once start-up work waited for the client, were never seen).
+  if (platform === 'darwin' || platform === 'linux') {
     settle = setTimeout(() => {
       if (!closed) for (const root of roots) void sink.rescan(root.path);
     }, FSEVENTS_SETTLE_MS);
