@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { ServerContext } from '../protocol/context.ts';
 import { echo, invalidParams } from '../protocol/errors.ts';
 import type { CatalogHandlers } from '../protocol/handlers.ts';
-import type { HoldAnswer } from '../protocol/handlers.ts';
+import type { HoldAnswer } from '../protocol/answer-holds.ts';
 import type { ProgressSink } from '../protocol/progress.ts';
 import { pageInMemory, parseQuery } from '../protocol/list.ts';
 import { matchesQuery } from '../query/plan.ts';

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { ServerContext } from '../protocol/context.ts';
 import type { ProgressSink } from '../protocol/progress.ts';
-import type { HoldAnswer } from '../protocol/handlers.ts';
+import type { HoldAnswer } from '../protocol/answer-holds.ts';
 import { toResource, type ResourceRow } from '../resource.ts';
 import type { ContentSearch } from '../search/content-search.ts';
 

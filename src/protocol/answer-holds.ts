@@ -1,3 +1,6 @@
+/** Keeps `release` until the request's answer has left the process (or never will), then calls it. */
+export type HoldAnswer = (release: () => void) => void;
+
 /**
  * The read budget's shares that answers keep until they have left the
  * process, by request, for one stdio connection. A read's answer outlives

@@ -1,6 +1,7 @@
 // Every request the server answers, in one table: the method, whether it
 // waits for the first scan, and the handler. src/server.ts registers the
 // table on an SDK server; every transport and both protocol eras share it.
+import type { HoldAnswer } from './answer-holds.ts';
 import type { AnswerBlobs } from './sdk/answer-blobs.ts';
 import type { Connection } from './connection.ts';
 import type { ServerContext } from './context.ts';
@@ -55,8 +56,6 @@ export interface HandlerScope {
   holdAnswer?: HoldAnswer;
 }
 
-/** Keeps `release` until the request's answer has left the process (or never will), then calls it. */
-export type HoldAnswer = (release: () => void) => void;
 
 export interface RequestHandler {
   /**

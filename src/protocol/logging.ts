@@ -1,7 +1,7 @@
 // Server log lines as MCP log messages (`notifications/message`), per client,
 // at the level the client asked for with `logging/setLevel`.
+import type { Server } from '@modelcontextprotocol/server';
 import type { LogLevel } from '../log.ts';
-import type { Connection } from './connection.ts';
 import { invalidParams } from './errors.ts';
 
 /** The MCP log levels (RFC 5424 severities), least severe first. */
@@ -29,8 +29,18 @@ const FIRST_STATELESS_REVISION = '2026-07-28';
 /** The `logger` field of every message. */
 const LOGGER_NAME = 'folder-mcp';
 
+/**
+ * What logging needs of a client's connection (src/protocol/connection.ts
+ * has it): the level it asked for, and where its log messages go. Declared
+ * here, so that this module does not import the connection that imports it.
+ */
+export interface LoggedConnection {
+  logLevel: McpLogLevel | undefined;
+  readonly server: { sendLoggingMessage?: Server['sendLoggingMessage']; getNegotiatedProtocolVersion?: Server['getNegotiatedProtocolVersion'] } | undefined;
+}
+
 /** `logging/setLevel`: from now on this client hears lines at `level` or above. */
-export function setLogLevel(connection: Connection, params: Record<string, unknown>): Record<string, never> {
+export function setLogLevel(connection: Pick<LoggedConnection, 'logLevel'>, params: Record<string, unknown>): Record<string, never> {
   const level = params.level;
   if (typeof level !== 'string' || !(MCP_LOG_LEVELS as readonly string[]).includes(level)) {
     throw invalidParams(`Invalid params: level must be one of ${MCP_LOG_LEVELS.join(', ')}`);
@@ -43,7 +53,7 @@ export function setLogLevel(connection: Connection, params: Record<string, unkno
  * Relays one log line to the client if its level lets it through. Never
  * throws and never logs: a failed send would log, and that line be relayed.
  */
-export function relayLogLine(connection: Connection, level: LogLevel, message: string): void {
+export function relayLogLine(connection: LoggedConnection, level: LogLevel, message: string): void {
   const server = connection.server;
   const send = server?.sendLoggingMessage;
   if (!send) return; // an HTTP stateless client has no stream to carry it

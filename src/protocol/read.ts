@@ -9,7 +9,7 @@ import { uriToPath } from '../uri.ts';
 import { DEFER_BLOB_BYTES, type AnswerBlobs } from './sdk/answer-blobs.ts';
 import type { ServerContext } from './context.ts';
 import { ErrorCode, internalError, invalidParams, ProtocolError, resourceNotFound } from './errors.ts';
-import type { HoldAnswer } from './handlers.ts';
+import type { HoldAnswer } from './answer-holds.ts';
 
 export type ContentItem = ResourceObject & ({ text: string } | { blob: string });
 
