@@ -170,14 +170,20 @@ export function createApp(
       const move = async () => {
         const moving = place !== null;
         gate ??= openable();
-        const running = services;
-        services = undefined;
-        startFailure = undefined;
-        await running?.close();
-        place = { roots, dbFile };
         const opening = gate;
-        gate = undefined;
-        opening.open();
+        try {
+          // New requests wait at the gate; those under way finish on the services they started on (an edit's
+          // result must not say it failed when its change is on disk: its index closed under it did).
+          await foreground.whenIdle(PLACE_DRAIN_MS);
+          const running = services;
+          services = undefined;
+          startFailure = undefined;
+          await running?.close().catch((error: unknown) => log.error(`closing the services of the previous folders: ${(error as Error).message}`));
+        } finally {
+          place = { roots, dbFile };
+          gate = undefined;
+          opening.open();
+        }
         // What a client listed is gone or moved: it lists again.
         if (moving) for (const session of sessions) session.connection.server?.sendResourceListChanged().catch(() => {});
       };
@@ -191,6 +197,9 @@ export function createApp(
     },
   };
 }
+
+/** How long a move of the served folders waits for the requests under way before it closes their services. */
+const PLACE_DRAIN_MS = 10_000;
 
 /** What every request answers while the client's roots name no folder that can be served. */
 export const NO_ROOTS =

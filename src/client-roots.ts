@@ -7,6 +7,7 @@
 // again on each `notifications/roots/list_changed`.
 import type { Server } from '@modelcontextprotocol/server';
 import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
 import type { App } from './app.ts';
 import type { Logger } from './log.ts';
 import { errorResponse, type Era, type ErrorResponse } from './protocol/wire.ts';
@@ -23,6 +24,15 @@ export interface ClientRootsOptions {
   refuse(line: string): void;
 }
 
+ /**
+ * roots/list's answer, loosely: each root is judged on its own (folderOf), so
+ * that one root a client names by another scheme (`vscode-vfs:`) does not
+ * fail the whole answer, as the SDK's own result schema (file: URIs only) would.
+ */
+const LOOSE_ROOTS = z.looseObject({ roots: z.array(z.looseObject({ uri: z.unknown() })) });
+/** How long the client has to answer roots/list (the SDK's default is 60 s, during which requests wait for the roots). */
+const ROOTS_TIMEOUT_MS = 10_000;
+
 /** JSON-RPC "Method not found": a 2025-only server's answer to the 2026-07-28 probe, which sends a client in auto mode to `initialize`. */
 const METHOD_NOT_FOUND = -32601;
 const INVALID_REQUEST = -32600;
@@ -33,7 +43,7 @@ const INVALID_REQUEST = -32600;
  * instance the SDK builds, the one to ask `roots/list` through.
  */
 export class ClientRoots {
-  private server: Pick<Server, 'listRoots'> | undefined;
+  private server: Pick<Server, 'request'> | undefined;
   /** The roots served now, by real path, to tell a change from a repeat. */
   private served: string | undefined;
   /** A roots/list is under way; `again` asks once more when it is done (a change arrived meanwhile). */
@@ -42,7 +52,7 @@ export class ClientRoots {
 
   constructor(private readonly options: ClientRootsOptions) {}
 
-  serverBuilt(server: Pick<Server, 'listRoots'>): void {
+  serverBuilt(server: Pick<Server, 'request'>): void {
     this.server = server;
   }
 
@@ -91,12 +101,15 @@ export class ClientRoots {
 
   private async askOnce(): Promise<void> {
     const { log } = this.options;
-    let listed: { uri: string }[];
+    let listed: { uri: unknown }[];
     try {
       if (!this.server) throw new Error('no server instance yet');
-      listed = (await this.server.listRoots()).roots;
+      listed = (await this.server.request({ method: 'roots/list' }, LOOSE_ROOTS, { timeout: ROOTS_TIMEOUT_MS })).roots;
     } catch (error) {
-      log.error(`roots/list failed: ${(error as Error).message}; serving no folder until the client's roots change`);
+      // The roots served so far stay; with none yet, requests are told there is no folder rather than wait for good.
+      const first = this.served === undefined;
+      log.error(`roots/list failed: ${(error as Error).message}; ${first ? "serving no folder until the client's roots change" : 'the roots served so far stay'}`);
+      if (!first) return;
       listed = [];
     }
     const roots = this.rootsOf(listed);
@@ -116,13 +129,13 @@ export class ClientRoots {
   }
 
   /** The roots that are folders here, by real path, each once; the others are logged and left out. */
-  private rootsOf(listed: readonly { uri: string }[]): Root[] {
+  private rootsOf(listed: readonly { uri: unknown }[]): Root[] {
     const roots = new Map<string, Root>();
     for (const { uri } of listed) {
       const found = folderOf(uri);
       const resolved = 'problem' in found ? found : this.options.resolve(found.folder);
       if ('problem' in resolved) {
-        this.options.log.warn(`root ${uri} is left out: ${resolved.problem}`);
+        this.options.log.warn(`root ${typeof uri === 'string' ? uri : JSON.stringify(uri)} is left out: ${resolved.problem}`);
         continue;
       }
       roots.set(resolved.root.path, resolved.root);

@@ -189,6 +189,11 @@ export class Foreground {
   private sliceStarted: number;
   private readonly waiting: Array<() => void> = [];
   private timer: NodeJS.Timeout | undefined;
+  /** Requests being handled, and who waits for there to be none (a move of the served folders). */
+  private active = 0;
+  private readonly idle: Array<() => void> = [];
+  /** Requests waiting for the background work itself (a held warm start): while any, it runs as foreground. */
+  private urgent = 0;
 
   constructor(private readonly now: () => number = () => performance.now()) {
     this.sliceStarted = now();
@@ -202,9 +207,34 @@ export class Foreground {
   /** A request starts: call the function returned once its answer is built. */
   enter(): () => void {
     this.lastActivity = this.now();
+    this.active++;
+    let left = false;
     return () => {
+      if (left) return;
+      left = true;
       this.lastActivity = this.now();
+      if (--this.active === 0) for (const resolve of this.idle.splice(0)) resolve();
       this.wake();
+    };
+  }
+
+  /** Resolves once no request is being handled (at once if none is), or after `maxMs`. */
+  async whenIdle(maxMs: number): Promise<void> {
+    if (this.active === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.idle.push(resolve);
+      timer = setTimeout(resolve, maxMs);
+    });
+    clearTimeout(timer);
+  }
+
+  /** A request waits for the background work to finish: it runs unthrottled until the function returned is called. */
+  urge(): () => void {
+    this.urgent++;
+    for (const resolve of this.waiting.splice(0)) resolve();
+    return () => {
+      this.urgent--;
     };
   }
 
@@ -228,7 +258,7 @@ export class Foreground {
 
   private mayRun(): boolean {
     const now = this.now();
-    return now - this.lastActivity >= FOREGROUND_QUIET_MS || now - this.sliceStarted >= BACKGROUND_STARVE_MS + BACKGROUND_SLICE_MS;
+    return this.urgent > 0 || now - this.lastActivity >= FOREGROUND_QUIET_MS || now - this.sliceStarted >= BACKGROUND_STARVE_MS + BACKGROUND_SLICE_MS;
   }
 
   /** Lets the waiting background go once it may, checking again at the earliest moment that could change. */

@@ -7,7 +7,7 @@
 // the built binary.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -139,6 +139,74 @@ describe('no folder on the command line: the client roots are served', () => {
     await client.setRoots([alpha]);
     await waitFor(() => client.listChanged >= 1, 30_000, 'list_changed once a root can be served');
     assert.equal((await client.uris()).length, 3);
+    await client.client.close();
+  });
+
+  test('roots followed across 20 changes: each roots/list answer is a response, not a request in flight (the transport would stop reading after 16)', async () => {
+    const server = serve();
+    const client = new RootsClient([alpha]);
+    await client.connect(server.transport);
+    await client.uris();
+    for (let i = 1; i <= 20; i++) {
+      await client.setRoots(i % 2 ? [beta] : [alpha]);
+      await waitFor(() => client.listChanged >= i, 10_000, `list_changed after change ${i}`);
+    }
+    assert.ok(client.asked >= 21);
+    await client.client.request({ method: 'ping' }, { timeout: 5000 });
+    await client.client.close();
+  });
+
+  test('20 requests sent before the client has answered roots/list are all served from its roots', async () => {
+    const server = serve();
+    const client = new RootsClient([alpha]);
+    await client.connect(server.transport);
+    const pages = await Promise.all(Array.from({ length: 20 }, () => client.client.request({ method: 'resources/list', params: {} }, { timeout: 10_000 }) as unknown as Promise<Listed>));
+    for (const page of pages) assert.ok(page.resources.some((r) => r.uri === fileUri(alpha, 'a1.txt')));
+    await client.client.close();
+  });
+
+  test('a root of another scheme beside a folder: the folder is served, the other left out (the SDK schema would fail the whole answer)', async () => {
+    const server = serve();
+    const client = new RootsClient([alpha]);
+    client.client.setRequestHandler('roots/list', async () => {
+      client.asked++;
+      return { roots: [{ uri: 'vscode-vfs://github/o/r' }, { uri: pathToFileURL(alpha).href }] } as never;
+    });
+    await client.connect(server.transport);
+    assert.ok((await client.uris()).includes(fileUri(alpha, 'a1.txt')));
+    assert.match(server.stderr(), /root vscode-vfs:\/\/github\/o\/r is left out: only file: roots name a folder/);
+    await client.client.close();
+  });
+
+  test('a roots/list that fails after the first keeps the roots served so far', async () => {
+    const server = serve();
+    const client = new RootsClient([alpha]);
+    await client.connect(server.transport);
+    await client.uris();
+    client.client.setRequestHandler('roots/list', async () => {
+      client.asked++;
+      throw new Error('the workspace is closing');
+    });
+    await client.client.sendRootsListChanged();
+    await waitFor(() => /roots\/list failed: .*the roots served so far stay/.test(server.stderr()), 30_000, 'the failed roots/list');
+    assert.ok((await client.uris()).includes(fileUri(alpha, 'a1.txt')));
+    await client.client.close();
+  });
+
+  test('an edit under way while the roots change finishes on its own folders, and says so (--write)', async () => {
+    const server = serve(['--write']);
+    const client = new RootsClient([alpha]);
+    await client.connect(server.transport);
+    await client.uris();
+    for (let round = 0; round < 5; round++) {
+      writeFileSync(join(alpha, 'a2.txt'), 'slot:\n');
+      const edit = client.client.request({ method: 'tools/call', params: { name: 'edit', arguments: { path: fileUri(alpha, 'a2.txt'), edits: [{ old_text: 'slot:', new_text: 'slot:x' }] } } });
+      await client.setRoots(round % 2 ? [alpha] : [alpha, beta]);
+      const result = (await edit) as unknown as { isError?: boolean; content: { text: string }[] };
+      assert.notEqual(result.isError, true, result.content.map((c) => c.text).join('\n'));
+      assert.equal(readFileSync(join(alpha, 'a2.txt'), 'utf8'), 'slot:x\n');
+      await waitFor(() => client.listChanged >= round + 1, 30_000, `list_changed ${round + 1}`);
+    }
     await client.client.close();
   });
 

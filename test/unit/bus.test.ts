@@ -209,6 +209,18 @@ describe('HintBus', () => {
     await close();
   });
 
+  test('a hint left unread past the cap is followed by a diff that starts after it, even when one already started', async () => {
+    const { ends, close, deliverRaw } = joined(['a']);
+    const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
+    a.treeDelayMs = 50;
+    for (let i = 0; i <= 2000; i++) deliverRaw(message({ origin: 'z', paths: [`f${i}.txt`] }));
+    await waitFor(() => a.trees.length >= 1, 30_000, 'the diff for the first unread message');
+    // A replica's real change, past the cap: unread (or, past a second boundary, read).
+    deliverRaw(message({ origin: 'r2', paths: ['real.txt'] }));
+    await waitFor(() => a.hinted.includes('/srv/app/real.txt') || a.trees.length >= 2, 30_000, 'a look at real.txt: the path, or a diff after it');
+    await close();
+  });
+
   test('invalid messages are dropped, tree hints run at most once a second per root', async () => {
     const { ends, close, deliverRaw } = joined(['a']);
     const [a] = ends as [ReturnType<typeof joined>['ends'][0]];

@@ -77,6 +77,11 @@ export class StdioTransport implements Transport {
   private closed = false;
   /** Ids (typed: 1 and "1" differ) of requests passed on and not yet answered; listen streams are not counted. */
   private readonly inFlight = new Set<string>();
+  /**
+   * Ids of the server's own requests to the client (roots/list) not yet answered. While there are any, requests in
+   * flight do not pause stdin: the answer may be queued behind them, and they may be waiting for it (the roots).
+   */
+  private readonly awaitingClient = new Set<string>();
   private paused = false;
   /** The part of a chunk not yet read when the transport paused (at most one chunk). */
   private backlog: Buffer | null = null;
@@ -104,6 +109,13 @@ export class StdioTransport implements Transport {
     const out = this.era === 'legacy' ? toLegacyError(message) : message;
     const answered = message as { id?: unknown; result?: unknown; error?: unknown };
     const answer = (answered.result !== undefined || answered.error !== undefined) && isRequestId(answered.id) ? answered.id : undefined;
+    // The SDK gave up on one of its requests (a timeout): it says so with notifications/cancelled.
+    const sent = message as { method?: unknown; params?: { requestId?: unknown } };
+    if (sent.method === 'notifications/cancelled' && isRequestId(sent.params?.requestId) && this.awaitingClient.delete(idKey(sent.params.requestId))) this.updateFlow();
+    if (typeof (message as { method?: unknown }).method === 'string' && isRequestId(answered.id)) {
+      this.awaitingClient.add(idKey(answered.id));
+      this.updateFlow();
+    }
     try {
       // The JSON and its newline apart: `${json}\n` made a third copy of a large answer (the joined string, flattened).
       const json = JSON.stringify(out);
@@ -120,7 +132,7 @@ export class StdioTransport implements Transport {
   /** Pauses stdin while too many requests wait or stdout is full; resumes when neither holds. */
   private updateFlow(): void {
     if (this.closed) return;
-    const hold = this.inFlight.size >= MAX_REQUESTS_IN_FLIGHT || this.drained !== null;
+    const hold = (this.inFlight.size >= MAX_REQUESTS_IN_FLIGHT && this.awaitingClient.size === 0) || this.drained !== null;
     if (hold && !this.paused) {
       this.paused = true;
       this.input.pause();
@@ -194,10 +206,11 @@ export class StdioTransport implements Transport {
     const step = lifecycleStep(this.era, message);
     this.era = step.era;
     if (step.refuse) return this.reply(step.refuse);
+    if (typeof message.method !== 'string' && isRequestId(message.id) && this.awaitingClient.delete(idKey(message.id))) this.updateFlow();
     const refused = this.options.onInbound?.(message, this.era);
     if (refused) return this.reply(refused);
     // A listen stream stays open for good: it is no request waiting for its answer.
-    if (isRequestId(message.id) && message.method !== 'subscriptions/listen') {
+    if (typeof message.method === 'string' && isRequestId(message.id) && message.method !== 'subscriptions/listen') {
       this.inFlight.add(idKey(message.id));
       this.updateFlow();
     }
