@@ -10,6 +10,7 @@ import { createConvert } from './content/formats.ts';
 import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
 import { acquireDbLock } from './index/lock.ts';
+import { indexFolderExcludes, indexFolders } from './index/location.ts';
 import { HintBus } from './live/bus.ts';
 import { Live } from './live/live.ts';
 import { ScanChangeRecord } from './live/scan-changes.ts';
@@ -245,7 +246,8 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
       dbFile,
       log,
       gitignore: config.gitignore,
-      exclude: config.exclude,
+      // Never the index folders (other sets of folders' indexes, their text included), when a root holds them.
+      exclude: [...config.exclude, ...indexFolderExcludes(roots.map((r) => r.path), config.indexFolders ?? indexFolders())],
       ...(scanChanges ? { scanObserver: scanChanges } : {}),
       dbInOwnCache: config.db === undefined && dbFile === requestedDb,
       sqliteDriver: chooseDriver(config.sqliteDriver),

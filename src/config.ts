@@ -66,6 +66,8 @@ export interface Config {
    * Absent: the index's own secret.
    */
   cursorKey?: string;
+  /** Where index files are kept by default (set at launch from the environment): never served (index/location.ts). */
+  indexFolders?: string[];
   /**
    * `--replica-id NAME`: this replica's name behind a load balancer. Its
    * 2025-era session ids start with `NAME.` (so the balancer can route a

@@ -13,7 +13,7 @@ import { isLoopbackHost } from './http/guard.ts';
 import { loadSecrets, TOKEN_ENV } from './http/secrets.ts';
 import { dbFileProblem } from './index/db-file.ts';
 import { chooseDriver, SqliteDriverError, type SqliteDriverName } from './sqlite.ts';
-import { defaultDbPath, isInsideRoots } from './index/location.ts';
+import { defaultDbPath, indexFolders, isInsideRoots } from './index/location.ts';
 import type { Logger } from './log.ts';
 import { AnswerHolds } from './protocol/answer-holds.ts';
 import { StdioTransport } from './protocol/sdk/stdio-transport.ts';
@@ -55,6 +55,7 @@ export function prepareLaunch(argv: readonly string[], env: NodeJS.ProcessEnv, v
     roots = resolveRoots(config.folders);
     const secrets = loadSecrets(config, env);
     config.cursorKey = secrets.cursorKey;
+    config.indexFolders = indexFolders(env);
     token = secrets.token;
     // The embedding provider's key comes from the environment only: a flag would show in `ps`.
     const embedKey = env[EMBED_KEY_ENV];

@@ -92,3 +92,33 @@ export function defaultDbPath(
   if (temp !== null && !isInsideRoots(join(temp, `${key}.db`), rootPaths)) return join(temp, `${key}.db`);
   return ':memory:';
 }
+
+/**
+ * Where folder-mcp keeps index files by default: the user's cache folder's
+ * `folder-mcp/`, and the private temp folder used when that is served.
+ */
+export function indexFolders(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform, base: string = tmpdir()): string[] {
+  return [join(userCacheDir(env, platform), 'folder-mcp'), join(base, `folder-mcp-${process.getuid?.() ?? 'user'}`)];
+}
+
+/**
+ * Patterns for `--exclude` (relative to each root, anchored) that leave out
+ * every index folder inside a served root. Serving the home folder served
+ * `~/.cache/folder-mcp/`, whose index files of other sets of folders (their
+ * full text included) were listed and read (a red-team finding, made common
+ * by the client's roots). The current index is never inside a root (see
+ * defaultDbPath); the others are now never served.
+ */
+export function indexFolderExcludes(rootRealPaths: readonly string[], folders: readonly string[], realpath: Realpath = realpathSync.native): string[] {
+  const patterns = new Set<string>();
+  for (const folder of folders) {
+    const real = toSlashPath(realPathOf(folder, realpath));
+    for (const root of rootRealPaths) {
+      if (real === root || !isPathInside(root, real)) continue;
+      // Anchored to the root, as a folder; a gitignore pattern's special characters escaped.
+      const relative = real.slice(root.length).replace(/^\/+/, '');
+      patterns.add(`/${relative.replace(/[\\*?[\]!#]/g, (c) => `\\${c}`).replace(/ $/, '\\ ')}/`);
+    }
+  }
+  return [...patterns];
+}

@@ -210,6 +210,24 @@ describe('no folder on the command line: the client roots are served', () => {
     await client.client.close();
   });
 
+  test('a root that holds the index folder does not serve it: other sets of folders\' indexes stay private', async () => {
+    // An index of another set of roots (alpha's, from the tests above, or made here) in the cache folder.
+    const first = serve();
+    const other = new RootsClient([alpha]);
+    await other.connect(first.transport);
+    await other.uris();
+    await other.client.close();
+    const server = serve();
+    const client = new RootsClient([base]);
+    await client.connect(server.transport);
+    const uris = await client.uris();
+    assert.ok(uris.includes(fileUri(alpha, 'a1.txt')));
+    const indexFolder = `${pathToFileURL(join(cache, 'folder-mcp')).href}/`;
+    assert.deepEqual(uris.filter((uri) => uri.startsWith(indexFolder)), []);
+    assert.ok(uris.includes(`${pathToFileURL(cache).href}/`), 'the cache folder itself is served, not the index folder in it');
+    await client.client.close();
+  });
+
   test('folders on the command line win: roots/list is never asked', async () => {
     const server = startInProcess(['--watcher', 'none', '--db', ':memory:', alpha], env);
     servers.push(server);

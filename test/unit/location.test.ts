@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { defaultDbPath, isInsideRoots, privateTempDir, realPathOf } from '../../src/index/location.ts';
+import { defaultDbPath, indexFolderExcludes, isInsideRoots, privateTempDir, realPathOf } from '../../src/index/location.ts';
 import { acquireDbLock } from '../../src/index/lock.ts';
 import { tempDir } from '../basics.ts';
 
@@ -80,5 +80,23 @@ describe('one server per index file', () => {
     assert.equal(third.acquired, true);
     if (third.acquired) third.release();
     assert.throws(() => readFileSync(`${db}.lock`), /ENOENT/, 'release removes the lock');
+  });
+});
+
+describe('indexFolderExcludes: the index folders inside a served root, as anchored patterns (pure)', () => {
+  const same = (path: string) => path;
+  const folders = ['/home/me/.cache/folder-mcp', '/tmp/folder-mcp-0'];
+  const cases: Array<[string[], string[]]> = [
+    [['/home/me'], ['/.cache/folder-mcp/']],
+    [['/home/me/project'], []],
+    [['/tmp'], ['/folder-mcp-0/']],
+    [['/home', '/tmp'], ['/me/.cache/folder-mcp/', '/folder-mcp-0/']],
+    [['/home/me/.cache/folder-mcp'], []],
+  ];
+  for (const [roots, expected] of cases) {
+    test(roots.join(', '), () => assert.deepEqual(indexFolderExcludes(roots, folders, same), expected));
+  }
+  test('a gitignore character in the path is escaped', () => {
+    assert.deepEqual(indexFolderExcludes(['/r'], ['/r/we[i]rd #1/folder-mcp'], same), ['/we\\[i\\]rd \\#1/folder-mcp/']);
   });
 });
