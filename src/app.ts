@@ -25,7 +25,7 @@ import type { Era, ErrorResponse } from './protocol/wire.ts';
 import { createPager } from './query/page.ts';
 import { createServer, type HandlerServices, type ServerInfo } from './server.ts';
 import { chooseDriver } from './sqlite.ts';
-import { Foreground } from './turns.ts';
+import { Foreground, TurnChain } from './turns.ts';
 import type { Root } from './uri.ts';
 
 /** What every client shares: built once per process, on the first request that needs it. */
@@ -272,6 +272,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     cursorSecret: config.cursorKey ?? getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
     convert: convert.convert,
     readBudget: new ReadBudget(),
+    largeAnswers: new TurnChain(),
     writes: config.write ? { maxBytes: config.maxWriteBytes, locks: new PathLocks(), largeEdits: new SerialQueue() } : null,
     // A tool's own change: into the index, and (--bus) announced to the other replicas whatever came as hints.
     refresh: async (paths) => {

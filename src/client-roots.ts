@@ -30,6 +30,12 @@ export interface ClientRootsOptions {
  * fail the whole answer, as the SDK's own result schema (file: URIs only) would.
  */
 const LOOSE_ROOTS = z.looseObject({ roots: z.array(z.looseObject({ uri: z.unknown() })) });
+/**
+ * Roots served at most: a multi-root workspace has a handful; past this the
+ * rest are left out with a warning (2,000 roots blocked a ping for 510 ms:
+ * each path's root is found by a look through them all).
+ */
+export const MAX_CLIENT_ROOTS = 100;
 /** How long the client has to answer roots/list (the SDK's default is 60 s, during which requests wait for the roots). */
 const ROOTS_TIMEOUT_MS = 10_000;
 
@@ -131,7 +137,10 @@ export class ClientRoots {
   /** The roots that are folders here, by real path, each once; the others are logged and left out. */
   private rootsOf(listed: readonly { uri: unknown }[]): Root[] {
     const roots = new Map<string, Root>();
-    for (const { uri } of listed) {
+    if (listed.length > MAX_CLIENT_ROOTS) {
+      this.options.log.warn(`the client named ${listed.length} roots: the first ${MAX_CLIENT_ROOTS} are served, the rest left out`);
+    }
+    for (const { uri } of listed.slice(0, MAX_CLIENT_ROOTS)) {
       const found = folderOf(uri);
       const resolved = 'problem' in found ? found : this.options.resolve(found.folder);
       if ('problem' in resolved) {

@@ -274,3 +274,19 @@ export class Foreground {
     }, Math.max(1, Math.ceil(Math.min(quietIn, starveIn))));
   }
 }
+
+/**
+ * Turns of the event loop handed out one after another: `next()` resolves in
+ * a turn no earlier caller has, with I/O polled between two. Large read
+ * answers take one each (src/protocol/read.ts), so that two never build in
+ * the same turn. One per server.
+ */
+export class TurnChain {
+  private last: Promise<void> = Promise.resolve();
+
+  next(): Promise<void> {
+    const turn = this.last.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+    this.last = turn;
+    return turn;
+  }
+}

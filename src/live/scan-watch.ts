@@ -41,18 +41,14 @@ function afterNextPoll(): Promise<void> {
 }
 
 /**
- * Events taken in one go (one poll of the thread's loop) past which the
- * record is given up: inotify queues at most max_queued_events (16384 by
+ * Events taken in one go (one poll of the thread's loop), past a quarter of
+ * this, give the record up (ScanWatch's burst): inotify queues at most max_queued_events (16384 by
  * default) and drops the rest, and Node does not report the overflow. A
  * thread busy for a while (the worker builds the secondary indexes
  * synchronously: 0.3 s at 100k entries, seconds at 1M) then reads a full
  * queue at once; a quarter of it leaves room for the events of other watches
  * on the same inotify instance (the watcher proper's, during the hand-over).
  */
-let burstMax: number | undefined;
-/** Read once, on the first event (nothing is read at import). */
-const burstMaxValue = () => (burstMax ??= Math.floor(readMaxQueuedEvents() / 4));
-
 function readMaxQueuedEvents(): number {
   try {
     const value = Number(readFileSync('/proc/sys/fs/inotify/max_queued_events', 'utf8'));
@@ -96,8 +92,10 @@ export class ScanWatch {
   private readonly changed = new Set<string>();
   private unknown: string | null = null;
   private closed = false;
-  /** Events taken since the loop last got past its poll phase (see burstMaxValue). */
+  /** Events taken since the loop last got past its poll phase (see burstMax). */
   private burst = 0;
+  /** A quarter of inotify's queue (see readMaxQueuedEvents): read on the first event, once per record. */
+  private burstMaxValue: number | undefined;
 
   constructor(
     private readonly maxPaths = SCAN_WATCH_MAX_PATHS,
@@ -168,7 +166,7 @@ export class ScanWatch {
     if (filename === null) return this.giveUp(`an event in ${dir} named no file`);
     // Every event queued when the loop polls is taken in that one poll; the check phase comes next.
     if (this.burst++ === 0) setImmediate(() => (this.burst = 0));
-    if (this.burst >= burstMaxValue()) return this.giveUp(`${this.burst} events at once: inotify's queue may have overflowed and dropped some`);
+    if (this.burst >= (this.burstMaxValue ??= Math.floor(readMaxQueuedEvents() / 4))) return this.giveUp(`${this.burst} events at once: inotify's queue may have overflowed and dropped some`);
     this.changed.add(join(dir, filename));
     // libuv names an event on the watched directory itself (deleted, moved away, its watch gone) by the
     // directory's own basename: then the directory may have been replaced by another of its name, whose

@@ -1,3 +1,4 @@
+import type { TurnChain } from '../turns.ts';
 import type { Alternative } from '../content/formats.ts';
 import type { FileContent } from '../content/read.ts';
 import type { PathLocks, SerialQueue } from '../content/path-locks.ts';
@@ -40,4 +41,6 @@ export interface ServerContext {
   convert(entry: EntryRow, content: FileContent): Promise<Alternative[]>;
   /** The bytes of files being read at once, for every client together (src/content/read-budget.ts). */
   readBudget: ReadBudget;
+  /** Large answers of reads, a turn of the event loop each, one after another (src/protocol/read.ts). */
+  largeAnswers: TurnChain;
 }

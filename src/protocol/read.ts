@@ -71,16 +71,8 @@ export function uriParam(params: unknown): string {
   return uri;
 }
 
-/** Answers of files over this size take a turn of the event loop each (largeAnswerTurn). */
+/** Answers of files over this size take a turn of the event loop each (ServerContext.largeAnswers). */
 const LARGE_ANSWER_BYTES = 1024 * 1024;
-let largeAnswers: Promise<void> = Promise.resolve();
-
-/** Resolves in a turn of the event loop no other large answer has: one after another, I/O polled between two. */
-function largeAnswerTurn(): Promise<void> {
-  const turn = largeAnswers.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
-  largeAnswers = turn;
-  return turn;
-}
 
 /** What `contents` weigh on the wire: their text JSON-escaped, their base64 (resource fields are small, not counted). */
 function contentsWireBytes(contents: readonly ContentItem[]): number {
@@ -102,7 +94,7 @@ async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerB
   const deferred = blobs !== undefined && content.text === undefined && content.bytes.length > DEFER_BLOB_BYTES;
   // Any other large answer waits for a turn of the event loop of its own: its encoding and its JSON are tens of
   // milliseconds that would otherwise run back to back with the next large one's, every other client waiting behind.
-  if (!deferred && content.bytes.length > LARGE_ANSWER_BYTES) await largeAnswerTurn();
+  if (!deferred && content.bytes.length > LARGE_ANSWER_BYTES) await ctx.largeAnswers.next();
   const primary: ContentItem =
     content.text !== undefined
       ? { ...resource, size: representationSize(content), text: content.text }
