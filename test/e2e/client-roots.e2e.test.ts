@@ -15,7 +15,7 @@ import { after, describe, test } from 'node:test';
 import { Client, type Transport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { NO_ROOTS } from '../../src/app.ts';
-import { folderOf } from '../../src/client-roots.ts';
+import { folderOf, MAX_CLIENT_ROOTS } from '../../src/client-roots.ts';
 import { prepareLaunch } from '../../src/launch.ts';
 import { waitFor } from '../basics.ts';
 import { CLI } from '../helpers.ts';
@@ -225,6 +225,17 @@ describe('no folder on the command line: the client roots are served', () => {
     const indexFolder = `${pathToFileURL(join(cache, 'folder-mcp')).href}/`;
     assert.deepEqual(uris.filter((uri) => uri.startsWith(indexFolder)), []);
     assert.ok(uris.includes(`${pathToFileURL(cache).href}/`), 'the cache folder itself is served, not the index folder in it');
+    await client.client.close();
+  });
+
+  test(`at most ${MAX_CLIENT_ROOTS} roots are served; the rest are left out with a warning`, async () => {
+    const many = Array.from({ length: MAX_CLIENT_ROOTS + 5 }, (_, i) => folder(`many-${i}`, []));
+    const server = serve(['--no-search']);
+    const client = new RootsClient(many);
+    await client.connect(server.transport);
+    const rootsListed = (await client.uris()).filter((uri) => /\/many-\d+\/$/.test(uri));
+    assert.equal(rootsListed.length, MAX_CLIENT_ROOTS);
+    assert.match(server.stderr(), new RegExp(`the client named ${MAX_CLIENT_ROOTS + 5} roots: the first ${MAX_CLIENT_ROOTS} are served`));
     await client.client.close();
   });
 
