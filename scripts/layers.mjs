@@ -12,12 +12,12 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const FLOORS = [
-  ['keys', 'log', 'fs-path', 'uri', 'sqlite', 'config', 'entry', 'errno', 'workers', 'job-queue', 'turns'],
+  ['keys', 'log', 'fs-path', 'uri', 'sqlite', 'config', 'entry', 'errno', 'workers', 'job-queue', 'turns', 'coalesce'],
   ['content/'],
   ['index/'],
-  ['query/', 'resource', 'search/'],
+  ['query/', 'resource', 'search/', 'live/'],
   ['protocol/'],
-  ['catalog/', 'live/'],
+  ['catalog/'],
   ['server'],
   ['app'],
   ['http/', 'client-roots'],

@@ -13,6 +13,7 @@ import { acquireDbLock } from './index/lock.ts';
 import { indexFolderExcludes, indexFolders } from './index/location.ts';
 import { HintBus } from './live/bus.ts';
 import { Live } from './live/live.ts';
+import { notifyConnection } from './protocol/notify.ts';
 import { ScanChangeRecord } from './live/scan-changes.ts';
 import type { Logger, RelayingLogger } from './log.ts';
 import { Connection } from './protocol/connection.ts';
@@ -101,7 +102,7 @@ export function createApp(
   let services: (Services & { close(): Promise<void> }) | undefined;
   // One for the process, whatever folders it serves: client requests go before start-up work (src/turns.ts).
   const foreground = new Foreground();
-  const sessions = new Set<ClientSession & { attach(live: Live): void }>();
+  const sessions = new Set<ClientSession & { attach(index: FolderIndex): void }>();
   let place: Place | null = dbFile === null ? null : { roots, dbFile };
   // While there is no place yet, or a move is under way: requests wait for it to open.
   let gate: { opened: Promise<void>; open(): void } | undefined = place === null ? openable() : undefined;
@@ -120,7 +121,7 @@ export function createApp(
       log.error(startFailure.message);
       throw startFailure;
     }
-    for (const session of sessions) session.attach(services.live);
+    for (const session of sessions) session.attach(services.index);
     return services;
   };
 
@@ -153,8 +154,10 @@ export function createApp(
           listens ??= trackListens(ctx, connection.subscriptions);
           return listens(message);
         },
-        attach(live: Live) {
-          detach = live.attach(connection);
+        // The index's committed changes, as this client's notifications; on a move to other folders, the new index's.
+        attach(index: FolderIndex) {
+          detach();
+          detach = notifyConnection(index, connection, log);
         },
         close() {
           detach();
@@ -164,7 +167,7 @@ export function createApp(
         },
       };
       sessions.add(session);
-      if (services) session.attach(services.live);
+      if (services) session.attach(services.index);
       return session;
     },
     place(roots: readonly Root[], dbFile: string) {

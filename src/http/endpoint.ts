@@ -109,7 +109,7 @@ export class McpEndpoint implements ServedEndpoint {
   start(): void {
     const { app, metrics } = this.options;
     const services = app.services();
-    this.listening = new HttpListeners(services.ctx, services.live, this.handler.notify, this.turns);
+    this.listening = new HttpListeners(services.ctx, this.handler.notify, this.turns);
     this.probes.follow(services.index);
     metrics?.followApp(app);
     metrics?.followEndpoint({ sessions: this.sessions, listeners: this.listening });

@@ -1,8 +1,8 @@
 import type { ServerNotifier } from '@modelcontextprotocol/server';
-import type { Live } from '../live/live.ts';
 import { Connection } from '../protocol/connection.ts';
 import type { ServerContext } from '../protocol/context.ts';
 import { trackListensInTurns } from '../protocol/listen.ts';
+import { notifyConnection } from '../protocol/notify.ts';
 import type { ErrorResponse } from '../protocol/wire.ts';
 import type { TurnBudget } from '../turns.ts';
 
@@ -13,7 +13,7 @@ import type { TurnBudget } from '../turns.ts';
  * `uri` character for character; it does not tell us what is listened to. So
  * the endpoint shows us each listen request (with an id of our own: clients'
  * JSON-RPC ids collide), we keep what it names in one Subscriptions (the
- * holder is the stream), and one ResourceNotifier on the live index turns a
+ * holder is the stream), and one ResourceNotifier on the index's hub turns a
  * committed change into `resourceUpdated(spelling)` for every affected
  * spelling: a listened collection hears of changes beneath it, and `café`
  * hears of `caf%C3%A9`, as on stdio. Notifications are coalesced once for the
@@ -30,8 +30,7 @@ export class HttpListeners {
   private next = 0;
 
   constructor(
-    ctx: Pick<ServerContext, 'index' | 'roots'>,
-    live: Live,
+    ctx: Pick<ServerContext, 'index' | 'roots' | 'log'>,
     notify: ServerNotifier,
     private readonly turns: TurnBudget,
   ) {
@@ -41,7 +40,7 @@ export class HttpListeners {
       sendResourceUpdated: async ({ uri }) => notify.resourceUpdated(uri),
       sendResourceListChanged: async () => notify.resourcesChanged(),
     };
-    this.detach = live.attach(this.connection);
+    this.detach = notifyConnection(ctx.index, this.connection, ctx.log);
   }
 
   /**

@@ -1,4 +1,4 @@
-import { Coalescer } from './coalesce.ts';
+import { Coalescer } from '../coalesce.ts';
 import type { WriteQueue } from './write-queue.ts';
 
 /** After this long without a flush, the next change is applied at once (the leading edge). */

@@ -1,11 +1,9 @@
 import type { WatcherKind } from '../config.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
-import type { Connection } from '../protocol/connection.ts';
 import { pathToUri } from '../uri.ts';
 import { EventBatcher } from './batcher.ts';
 import { planWatchers } from './choose.ts';
-import { DEFAULT_NOTIFY_TIMINGS, ResourceNotifier, type NotifyTimings } from './notify.ts';
 import { Rechecks } from './rechecks.ts';
 import { Reconciler } from './reconcile.ts';
 import type { ScanChangeRecord } from './scan-changes.ts';
@@ -32,8 +30,6 @@ export interface LiveOptions {
   maxBatchDelayMs?: number;
   /** The backends' start functions (injected so a test can make one fail like an exhausted inotify). */
   starters?: Record<WatcherBackend, StartWatcher>;
-  /** How the notifications of committed changes are coalesced (notify.ts). */
-  timings?: NotifyTimings;
   /**
    * The record the index's cold scan kept (the index's scanObserver):
    * taken once the watcher is up, instead of a diff of the tree. Live owns
@@ -43,9 +39,9 @@ export interface LiveOptions {
 }
 
 /**
- * Disk -> index (one watcher for the process) -> notifications for each
- * attached connection. Keeps the index equal to the disk while the server
- * runs. Watcher events
+ * Disk -> index (one watcher for the process). Keeps the index equal to the
+ * disk while the server runs; what it commits reaches clients through the
+ * index's own hub (FolderIndex.onChange, src/protocol/notify.ts). Watcher events
  * are only hints: every path one names, and every doubt, leads to the
  * Reconciler looking at the disk (reconcile.ts: the one rule). The parts:
  *
@@ -55,8 +51,6 @@ export interface LiveOptions {
  * - Rechecks (rechecks.ts) walks new directories again and diffs the whole
  *   tree now and then, for the events a watcher loses;
  * - WriteQueue (write-queue.ts) runs every one of their writes in turn;
- * - ResourceNotifier (notify.ts), one per attached connection, turns each
- *   committed change into notifications;
  * - this class starts them, catches up with what changed before the watcher
  *   ran, and stops them: one AbortSignal, its lifetime's, is what every part
  *   looks at to stop.
@@ -70,8 +64,6 @@ export class Live {
   /** Live's lifetime, aborted by close(): every part stops on it (no part is handed a callback of its own for it). */
   private readonly lifetime = new AbortController();
   private lockedTimer: NodeJS.Timeout | undefined;
-  private readonly notifiers = new Set<ResourceNotifier>();
-  private readonly stopListening: () => void;
   /** What changed behind the cold scan, until taken; null for a warm index (nothing scanned) or none kept. */
   private readonly scanChanges: ScanChangeRecord | null;
 
@@ -82,9 +74,6 @@ export class Live {
       this.scanChanges.close();
       this.scanChanges = null;
     }
-    this.stopListening = index.onChange((change) => {
-      for (const notifier of this.notifiers) notifier.onCommitted(change);
-    });
     const { signal } = this.lifetime;
     this.queue = new WriteQueue({ ready: () => index.ready, signal, log });
     this.reconciler = new Reconciler(
@@ -125,16 +114,6 @@ export class Live {
       ...(options.starters ? { starters: options.starters } : {}),
       ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
     });
-  }
-
-  /** Notifications of every committed change go to this connection until the returned function is called. */
-  attach(connection: Connection): () => void {
-    const notifier = new ResourceNotifier(connection, this.options.log, this.options.timings ?? DEFAULT_NOTIFY_TIMINGS);
-    this.notifiers.add(notifier);
-    return () => {
-      notifier.cancel();
-      this.notifiers.delete(notifier);
-    };
   }
 
   /** The running backend, if any. */
@@ -265,9 +244,6 @@ export class Live {
       // `closed` and do nothing. Only a write in progress is waited for.
       if (this.options.index.isReady) await this.queue.idle();
     }
-    this.stopListening();
-    for (const notifier of this.notifiers) notifier.cancel();
-    this.notifiers.clear();
   }
 
   /**

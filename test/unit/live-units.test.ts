@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, mock, test } from 'node:test';
-import { Coalescer } from '../../src/live/coalesce.ts';
+import { Coalescer } from '../../src/coalesce.ts';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import type { EntryRow } from '../../src/entry.ts';
 import { BACKEND_STARTERS, planWatchers } from '../../src/live/choose.ts';

@@ -1,7 +1,21 @@
-import type { CommittedChange } from '../index/folder-index.ts';
+import { Coalescer } from '../coalesce.ts';
+import type { CommittedChange, FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
-import { Coalescer } from './coalesce.ts';
-import type { Connection } from '../protocol/connection.ts';
+import type { Connection } from './connection.ts';
+
+/**
+ * Notifications of every change committed to `index` (FolderIndex.onChange,
+ * the one hub for committed changes) go to `connection` until the returned
+ * function is called.
+ */
+export function notifyConnection(index: Pick<FolderIndex, 'onChange'>, connection: Connection, log: Logger, timings: NotifyTimings = DEFAULT_NOTIFY_TIMINGS): () => void {
+  const notifier = new ResourceNotifier(connection, log, timings);
+  const stop = index.onChange((change) => notifier.onCommitted(change));
+  return () => {
+    stop();
+    notifier.cancel();
+  };
+}
 
 export interface NotifyTimings {
   /** list_changed goes out this long after the last change of a burst... */
