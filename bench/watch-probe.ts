@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { ALWAYS_EXCLUDED, IgnoreRules } from '../src/index/ignore.ts';
 import { silentLogger } from '../src/log.ts';
 import { makeRoot } from '../src/uri.ts';
-import { BACKEND_STARTERS } from '../src/live/choose.ts';
-import type { WatcherBackend } from '../src/live/watcher.ts';
+import { BACKEND_STARTERS } from '../src/watch/choose.ts';
+import type { WatcherBackend } from '../src/watch/watcher.ts';
 
 export interface WatcherProbe {
   backend: WatcherBackend;

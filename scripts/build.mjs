@@ -5,7 +5,7 @@
 //   dist/worker.js         the conversion process (src/content/isolate.ts starts it)
 //   dist/search-worker.js  the search thread (src/search/search-thread.ts starts it)
 //   dist/scan-worker.js    the scan's walk thread (src/index/scan-thread.ts starts it)
-//   dist/scan-watch.js     the scan's watches on that thread (it loads the module src/live/scan-changes.ts names)
+//   dist/scan-watch.js     the scan's watches on that thread (it loads the module src/watch/scan-changes.ts names)
 // Why bundle: Node loads an ES module graph file by file, and the server's
 // start-up graph was ~200 files (its own ~80, zod's ~100, the MCP SDK's); as
 // one file it loads in about half the time (docs/design.md#start-up). The bundles
@@ -30,7 +30,7 @@ export const ENTRY_POINTS = {
   worker: 'src/content/worker.ts',
   'search-worker': 'src/search/search-worker.ts',
   'scan-worker': 'src/index/scan-worker.ts',
-  'scan-watch': 'src/live/scan-watch.ts',
+  'scan-watch': 'src/watch/scan-watch.ts',
 };
 
 export const EXTERNAL = ['better-sqlite3', 'pdfjs-dist', 'mammoth', 'ioredis'];

@@ -2,7 +2,7 @@
 // Checks every relative Markdown link and #anchor in README.md,
 // CONTRIBUTING.md and docs/*.md: the file must exist, and an anchor must be
 // the GitHub slug of a heading in the target. Also every path of this
-// repository named in a code span (`src/live/live.ts`, `test/helpers.ts:40`)
+// repository named in a code span (`src/sync/live.ts`, `test/helpers.ts:40`)
 // or in a comment of the code, and manifest.json's entry point: it must
 // exist, so neither the docs nor the code can go on naming a file that
 // moved. Plain Node, no dependencies.
@@ -140,7 +140,7 @@ for (const file of files) {
 
 /**
  * Paths of this repository named in the comments of its code (`// see
- * src/live/live.ts`, ` * test/unit/uri.test.ts`), and in manifest.json (the
+ * src/sync/live.ts`, ` * test/unit/uri.test.ts`), and in manifest.json (the
  * bundle's entry point): they must exist too, so a comment cannot go on
  * naming a file that moved. A path is a repository folder, then path
  * characters; one in backticks is an example, and a relative one

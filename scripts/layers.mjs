@@ -15,7 +15,7 @@ const FLOORS = [
   ['keys', 'log', 'fs-path', 'uri', 'sqlite', 'config', 'entry', 'errno', 'workers', 'job-queue', 'turns', 'coalesce'],
   ['content/'],
   ['index/'],
-  ['query/', 'resource', 'search/', 'live/'],
+  ['query/', 'resource', 'search/', 'watch/', 'sync/', 'replicas/'],
   ['protocol/'],
   ['catalog/'],
   ['server'],

@@ -11,10 +11,10 @@ import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
 import { acquireDbLock } from './index/lock.ts';
 import { indexFolderExcludes, indexFolders } from './index/location.ts';
-import { HintBus } from './live/bus.ts';
-import { Live } from './live/live.ts';
+import { HintBus } from './replicas/bus.ts';
+import { Live } from './sync/live.ts';
 import { notifyConnection } from './protocol/notify.ts';
-import { ScanChangeRecord } from './live/scan-changes.ts';
+import { ScanChangeRecord } from './watch/scan-changes.ts';
 import type { Logger, RelayingLogger } from './log.ts';
 import { Connection } from './protocol/connection.ts';
 import { CATALOG_METHODS } from './protocol/handlers.ts';
@@ -337,7 +337,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
 }
 
 /**
- * `--bus`: this replica's end of the hint bus (src/live/bus.ts), its Redis
+ * `--bus`: this replica's end of the hint bus (src/replicas/bus.ts), its Redis
  * client loaded now and only now (ioredis is not part of a start without
  * --bus). Failing to load it is logged; the replica serves on without.
  */
@@ -351,7 +351,7 @@ function startHintBus(
 ): { announce(paths: readonly string[]): void; close(): Promise<void> } {
   let bus: HintBus | undefined;
   let closed = false;
-  const loading = import('./live/redis-transport.ts').then(async ({ openRedisTransport, loadRedis }) => [openRedisTransport, await loadRedis()] as const).then(
+  const loading = import('./replicas/redis-transport.ts').then(async ({ openRedisTransport, loadRedis }) => [openRedisTransport, await loadRedis()] as const).then(
     ([openRedisTransport, Client]) => {
       if (closed) return;
       bus = new HintBus({

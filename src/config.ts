@@ -75,7 +75,7 @@ export interface Config {
    * answers carry `X-Folder-Mcp-Replica: NAME`, and its bus messages name it.
    */
   replicaId?: string;
-  /** `--bus redis://HOST:PORT`: share change hints with the other replicas over Redis pub/sub (src/live/bus.ts). */
+  /** `--bus redis://HOST:PORT`: share change hints with the other replicas over Redis pub/sub (src/replicas/bus.ts). */
   bus?: string;
 }
 

@@ -423,7 +423,7 @@ function stderrTail(server: Connected, lines = 12): string {
 
 /**
  * How long folders stay locked at a check before they are made readable: past
- * the sync layer's last look again at reported paths (1 s, live/batcher.ts),
+ * the sync layer's last look again at reported paths (1 s, sync/batcher.ts),
  * so the permission given back (a ctime moved) is the only hint left.
  */
 const LOCKED_HOLD_MS = 1500;

@@ -1,10 +1,10 @@
-// Shared by the tests of the cold scan's watches (src/live/scan-watch.ts): a
+// Shared by the tests of the cold scan's watches (src/watch/scan-watch.ts): a
 // temp folder, an in-memory index of it that watches as it scans (the
 // record handed to it as app.ts does), a debug log, and the live sync a
 // test starts; all closed and removed after.
 import { FolderIndex, type FolderIndexOptions } from '../src/index/folder-index.ts';
-import { Live, type LiveOptions } from '../src/live/live.ts';
-import { ScanChangeRecord } from '../src/live/scan-changes.ts';
+import { Live, type LiveOptions } from '../src/sync/live.ts';
+import { ScanChangeRecord } from '../src/watch/scan-changes.ts';
 import { createLogger, type Logger } from '../src/log.ts';
 import { makeRoot } from '../src/uri.ts';
 import { tempDir } from './basics.ts';

@@ -2,7 +2,7 @@ import fg from 'fast-glob';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FolderIndex } from '../../src/index/folder-index.ts';
-import { ScanChangeRecord } from '../../src/live/scan-changes.ts';
+import { ScanChangeRecord } from '../../src/watch/scan-changes.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { peakRssMiB, settled, settleTimeout, spawnFolderMcp, type Settled } from '../client.ts';

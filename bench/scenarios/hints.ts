@@ -3,7 +3,7 @@
 // that hears them. One --http --bus replica on the bench tree, a real
 // redis-server, and a publisher sending one kind of hint at 20,000 messages a
 // second, for 10 s each: the replica's CPU seconds over those 10 s (from
-// /proc), against 10 s idle. Every root diff is rate-limited (src/live/bus.ts:
+// /proc), against 10 s idle. Every root diff is rate-limited (src/replicas/bus.ts:
 // once a second, at most a tenth of the time), whatever the hint names,
 // `.gitignore` included. Run it at the issue's sizes:
 //   npm run bench -- --only hints --sizes 2000,20000
@@ -113,7 +113,7 @@ export const hints: Scenario<HintsResult> = {
           }),
           r.peakRssMiB === null ? 'n/a' : `${r.peakRssMiB} MiB`,
         ]),
-        note: 'One --http --bus replica (watcher dirs, search on, warm index), a real redis-server, a publisher sending one kind at 20,000 messages a second. Root diffs: once a second per root, at most a tenth of the time (src/live/bus.ts).',
+        note: 'One --http --bus replica (watcher dirs, search on, warm index), a real redis-server, a publisher sending one kind at 20,000 messages a second. Root diffs: once a second per root, at most a tenth of the time (src/replicas/bus.ts).',
       },
     ];
   },

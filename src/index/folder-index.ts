@@ -41,7 +41,7 @@ export interface FolderIndexOptions extends IgnoreOptions {
    * Told of each directory a cold scan reads, just before it reads it (on
    * whichever thread walks). The live layer watches them, so that what
    * changes behind the scan is known and the tree need not be diffed again
-   * once a watcher is up (src/live/scan-changes.ts); its owner closes it.
+   * once a watcher is up (src/watch/scan-changes.ts); its owner closes it.
    */
   scanObserver?: ScanObserver;
   /** The index file is at its default place in our own cache folder: whatever is there is ours to rebuild (see openDb). */

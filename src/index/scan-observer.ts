@@ -1,6 +1,6 @@
 // What the cold scan tells whoever observes it, declared here so that the
 // index need not know who that is: the live layer watches each directory as
-// the walk reads it (src/live/scan-changes.ts), and the index only calls it.
+// the walk reads it (src/watch/scan-changes.ts), and the index only calls it.
 
 /**
  * Told of each directory just before the walk reads it, on the main thread.

@@ -203,7 +203,7 @@ describe('shutdown', () => {
 });
 
 describe('--watcher auto', () => {
-  // dirs at every size (src/live/choose.ts): chokidar no longer runs on small trees.
+  // dirs at every size (src/watch/choose.ts): chokidar no longer runs on small trees.
   for (const files of [5, 1500]) {
     test(`${files} files: runs dirs, says so, and sees changes`, async () => {
       const root = tempDir();

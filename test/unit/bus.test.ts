@@ -1,4 +1,4 @@
-// The hint bus between replicas (src/live/bus.ts): messages from Redis are
+// The hint bus between replicas (src/replicas/bus.ts): messages from Redis are
 // untrusted input, so decoding is a table of hostile messages; and two ends
 // joined by an in-memory channel (the transport seam) show what goes out,
 // what comes in, and what is not echoed back.
@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseCliArgs } from '../../src/config.ts';
 import type { CommittedChange } from '../../src/index/folder-index.ts';
-import { decodeHint, encodeHints, HintBus, MAX_HINT_MESSAGE_BYTES, MAX_HINT_PATHS, type HintTransport } from '../../src/live/bus.ts';
-import { publicBusName, retryDelayMs } from '../../src/live/redis-transport.ts';
+import { decodeHint, encodeHints, HintBus, MAX_HINT_MESSAGE_BYTES, MAX_HINT_PATHS, type HintTransport } from '../../src/replicas/bus.ts';
+import { publicBusName, retryDelayMs } from '../../src/replicas/redis-transport.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
 import { waitFor } from '../basics.ts';

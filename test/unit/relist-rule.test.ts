@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
-import { Reconciler } from '../../src/live/reconcile.ts';
+import { Reconciler } from '../../src/sync/reconcile.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { diskUris, tempDir, waitFor, writeTree } from '../basics.ts';

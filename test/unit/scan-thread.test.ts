@@ -18,7 +18,7 @@ import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { writeRawName } from '../disk-helpers.ts';
 import { bigTree, diskUris, tempDir, writeTree } from '../basics.ts';
-import { Reconciler } from '../../src/live/reconcile.ts';
+import { Reconciler } from '../../src/sync/reconcile.ts';
 
 const IGNORE = { gitignore: true, exclude: [] };
 

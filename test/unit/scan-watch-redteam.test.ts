@@ -6,12 +6,12 @@ import { mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync 
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
-import { ScanWatch } from '../../src/live/scan-watch.ts';
-import { BACKEND_STARTERS } from '../../src/live/choose.ts';
-import { Live } from '../../src/live/live.ts';
-import { ScanChangeRecord } from '../../src/live/scan-changes.ts';
-import { startDirsWatcher } from '../../src/live/watch-dirs.ts';
-import type { StartWatcher } from '../../src/live/watcher.ts';
+import { ScanWatch } from '../../src/watch/scan-watch.ts';
+import { BACKEND_STARTERS } from '../../src/watch/choose.ts';
+import { Live } from '../../src/sync/live.ts';
+import { ScanChangeRecord } from '../../src/watch/scan-changes.ts';
+import { startDirsWatcher } from '../../src/watch/watch-dirs.ts';
+import type { StartWatcher } from '../../src/watch/watcher.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { bigTree, diskUris, tempDir, waitFor, writeTree } from '../basics.ts';

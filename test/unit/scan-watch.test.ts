@@ -6,11 +6,11 @@ import { mkdirSync, rmSync, watch as fsWatch, writeFileSync, type FSWatcher } fr
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { scanInThread } from '../../src/index/scan-thread.ts';
-import { ScanChangeRecord } from '../../src/live/scan-changes.ts';
-import { ScanWatch, mergeScanChanges, type ScanChanges } from '../../src/live/scan-watch.ts';
+import { ScanChangeRecord } from '../../src/watch/scan-changes.ts';
+import { ScanWatch, mergeScanChanges, type ScanChanges } from '../../src/watch/scan-watch.ts';
 import { SkipReport } from '../../src/index/servable.ts';
-import { BACKEND_STARTERS } from '../../src/live/choose.ts';
-import type { StartWatcher } from '../../src/live/watcher.ts';
+import { BACKEND_STARTERS } from '../../src/watch/choose.ts';
+import type { StartWatcher } from '../../src/watch/watcher.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
 import { bigTree, diskUris, tempDir, waitFor, writeTree } from '../basics.ts';

@@ -10,8 +10,8 @@ import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { IgnoreRules } from '../../src/index/ignore.ts';
-import { chokidarWatcher } from '../../src/live/watch-chokidar.ts';
-import type { Watcher, WatchSink } from '../../src/live/watcher.ts';
+import { chokidarWatcher } from '../../src/watch/watch-chokidar.ts';
+import type { Watcher, WatchSink } from '../../src/watch/watcher.ts';
 import { createLogger, silentLogger, type Logger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { tempDir, waitFor, writeTree } from '../basics.ts';

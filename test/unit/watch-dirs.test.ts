@@ -1,4 +1,4 @@
-// The `dirs` backend (src/live/watch-dirs.ts): one fs.watch per directory.
+// The `dirs` backend (src/watch/watch-dirs.ts): one fs.watch per directory.
 // Real temp folders and real inotify watches; the only staged failure is an
 // fs.watch that throws ENOSPC, as an exhausted inotify limit does.
 import assert from 'node:assert/strict';
@@ -8,11 +8,11 @@ import { describe, test } from 'node:test';
 import { countInotifyWatches } from '../../bench/watch-probe.ts';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { IgnoreRules } from '../../src/index/ignore.ts';
-import { BACKEND_STARTERS } from '../../src/live/choose.ts';
-import { Live } from '../../src/live/live.ts';
-import type { WatchDirectory } from '../../src/live/scan-watch.ts';
-import { dirsWatcher, recursiveWatcherAs, startDirsWatcher, type DirsWatcher } from '../../src/live/watch-dirs.ts';
-import type { StartWatcher, WatchSink } from '../../src/live/watcher.ts';
+import { BACKEND_STARTERS } from '../../src/watch/choose.ts';
+import { Live } from '../../src/sync/live.ts';
+import type { WatchDirectory } from '../../src/watch/scan-watch.ts';
+import { dirsWatcher, recursiveWatcherAs, startDirsWatcher, type DirsWatcher } from '../../src/watch/watch-dirs.ts';
+import type { StartWatcher, WatchSink } from '../../src/watch/watcher.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
 import { tempDir, waitFor, writeTree } from '../basics.ts';

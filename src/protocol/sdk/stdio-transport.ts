@@ -38,7 +38,7 @@ export interface StdioTransportOptions {
    * (src/protocol/answer-holds.ts).
    */
   onAnswered?: (id: string | number) => void;
-  /** Sees every well-formed inbound message before the SDK does (the modern era's listen streams, src/live). */
+  /** Sees every well-formed inbound message before the SDK does (the modern era's listen streams, src/app.ts). */
   /** An error returned is sent as the answer, and the message is not passed on (a listen over its bound). */
   onInbound?: (message: Record<string, unknown>, era: Era) => ErrorResponse | undefined | void;
 }

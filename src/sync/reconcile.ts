@@ -10,7 +10,7 @@ import { entryRow, rootRow, sniffMime } from '../index/scan.ts';
 import { SkipReport, escapeName, invalidPathText, readServableDir, type DirListing } from '../index/servable.ts';
 import type { Logger } from '../log.ts';
 import { findRoot, pathToUri, uriToPath, type Root } from '../uri.ts';
-import { outermostDirs, type RewatchReason } from './watcher.ts';
+import { outermostDirs, type RewatchReason } from '../watch/watcher.ts';
 import { describeError, errnoCode, isNoEntry } from '../errno.ts';
 
 /** Rows (and removals) per committed transaction. */

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.ts';
-import { outermostDirs, type WatcherBackend } from './watcher.ts';
+import { outermostDirs, type WatcherBackend } from '../watch/watcher.ts';
 import type { WriteQueue } from './write-queue.ts';
 
 /**

@@ -3,12 +3,12 @@ import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import { pathToUri } from '../uri.ts';
 import { EventBatcher } from './batcher.ts';
-import { planWatchers } from './choose.ts';
+import { planWatchers } from '../watch/choose.ts';
 import { Rechecks } from './rechecks.ts';
 import { Reconciler } from './reconcile.ts';
-import type { ScanChangeRecord } from './scan-changes.ts';
-import { WatcherSupervisor } from './supervisor.ts';
-import { outermostDirs, type StartWatcher, type WatcherBackend, type WatchSink } from './watcher.ts';
+import type { ScanChangeRecord } from '../watch/scan-changes.ts';
+import { WatcherSupervisor } from '../watch/supervisor.ts';
+import { outermostDirs, type StartWatcher, type WatcherBackend, type WatchSink } from '../watch/watcher.ts';
 import { WriteQueue } from './write-queue.ts';
 
 /**
@@ -205,7 +205,7 @@ export class Live {
 
   /**
    * Another replica says these paths (absolute, inside a root) changed
-   * (src/live/bus.ts): looked at as a watcher's event would be, on this
+   * (src/replicas/bus.ts): looked at as a watcher's event would be, on this
    * replica's own disk. Dropped before the watcher runs (the start's diff
    * looks at everything) and with `--watcher none` (an index that changes
    * only at start-up).
