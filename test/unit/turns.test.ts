@@ -194,3 +194,25 @@ test('Foreground: a slice of background work runs 4 ms before it asks again; a f
   clock.t += 20;
   await next;
 });
+
+test('Foreground: a request that waits for the background work (a held warm start) lets it run at once, however busy the client', { timeout: 30_000 }, async () => {
+  const { clock, foreground } = foregroundAt();
+  const waiting = foreground.turn(true);
+  foreground.arrived();
+  assert.equal(await settledSoon(waiting), false, 'busy: it waits');
+  const done = foreground.urge();
+  // The clock has not moved, and a message came just now: only the urge lets it go.
+  foreground.arrived();
+  await waiting;
+  // While urged, every turn goes at once.
+  clock.t += 10;
+  foreground.arrived();
+  await foreground.turn();
+  done();
+  clock.t += 10;
+  foreground.arrived();
+  const after = foreground.turn();
+  assert.equal(await settledSoon(after), false, 'the urge over: it waits again');
+  clock.t += 200;
+  await after;
+});
