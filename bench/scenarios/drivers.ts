@@ -52,7 +52,7 @@ export interface DriversResult {
 }
 
 /** better-sqlite3 on the Node running the bench (when it loads there) and node:sqlite on Node 24. */
-function runtimes(): { runtime: Runtime; label: string }[] {
+export function runtimes(): { runtime: Runtime; label: string }[] {
   const found: { runtime: Runtime; label: string }[] = [];
   try {
     if (chooseDriver('better-sqlite3') === 'better-sqlite3') found.push({ runtime: { node: process.execPath, driver: 'better-sqlite3' }, label: `better-sqlite3, Node ${process.versions.node}` });

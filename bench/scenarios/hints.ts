@@ -11,8 +11,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { clusterMissing, freePort, startRedis } from '../../test/cluster-helpers.ts';
 import { CLI, peakRssMiB } from '../client.ts';
 import { rowPerSize, type Scenario } from '../context.ts';
 
@@ -47,15 +47,16 @@ export const hints: Scenario<HintsResult> = {
   async run(ctx) {
     if (ctx.quick) return { skipped: 'not in --quick (40 s of floods): --only hints --sizes 2000,20000' };
     if (ctx.tree.size > 100_000) return { skipped: 'measured at 2k and 20k files (--only hints --sizes 2000,20000)' };
-    if (!onPath('redis-server')) return { skipped: 'redis-server not installed (apt-get install -y redis-server)' };
+    const missing = clusterMissing(['redis-server']);
+    if (missing) return { skipped: missing };
     if (process.platform !== 'linux') return { skipped: 'reads CPU time from /proc' };
     const dir = mkdtempSync(join(ctx.work, 'hints-'));
     const port = await freePort();
-    const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-    const stops: ChildProcess[] = [redis];
+    const stops: ChildProcess[] = [];
     try {
-      await waitForPort(port);
-      const url = `redis://127.0.0.1:${port}`;
+      const redis = await startRedis(dir, port);
+      stops.push(redis.child);
+      const { url } = redis;
       const replica = await startReplica(ctx.root, ctx.db, url, stops);
       const { Redis } = await import('ioredis');
       const publisher = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1 });
@@ -141,12 +142,15 @@ async function startReplica(root: string, db: string, bus: string, stops: ChildP
   }
 }
 
+/** Clock ticks a second, as /proc counts CPU time. */
+let clockTicks: number | undefined;
+
 /** utime + stime of a process, in seconds (/proc/PID/stat, clock ticks). */
 function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  return (Number(fields[11]) + Number(fields[12])) / ticks;
+  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
 }
 
 /** Up to `count` files of the tree, relative, `/`-separated: existing paths for the path hints. */
@@ -162,37 +166,4 @@ function someFiles(root: string, count: number): string[] {
   };
   walk('');
   return out;
-}
-
-function onPath(command: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-async function waitForPort(port: number): Promise<void> {
-  const { connect } = await import('node:net');
-  const deadline = performance.now() + 20_000;
-  for (;;) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1', () => (socket.end(), resolve(true)));
-      socket.on('error', () => resolve(false));
-    });
-    if (open) return;
-    if (performance.now() > deadline) throw new Error(`nothing listens on ${port}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }

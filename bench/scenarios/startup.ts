@@ -15,11 +15,10 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { newerNode } from '../../scripts/newer-node.ts';
-import { chooseDriver, SqliteDriverError } from '../../src/sqlite.ts';
 import { CLI, settleTimeout, type Runtime } from '../client.ts';
 import { isSkipped, sizeLabel, skippedRow, type Scenario } from '../context.ts';
 import { fmtMs, fmtRatio, fmtStat, summarize, type Stat } from '../stats.ts';
+import { runtimes } from './drivers.ts';
 
 export interface StartupRow {
   label: string;
@@ -42,14 +41,14 @@ export interface StartupResult {
 export const startup: Scenario<StartupResult> = {
   name: 'startup',
   async run(ctx) {
-    const runtimes = startupRuntimes();
-    const samples = runtimes.map(() => ({ coldFirst: [] as number[], coldAll: [] as number[], settledAll: [] as number[], warmFirst: [] as number[], warmAll: [] as number[], bytes: 0, items: 0, coldPeak: 0, warmPeak: 0 }));
+    const all = runtimes();
+    const samples = all.map(() => ({ coldFirst: [] as number[], coldAll: [] as number[], settledAll: [] as number[], warmFirst: [] as number[], warmAll: [] as number[], bytes: 0, items: 0, coldPeak: 0, warmPeak: 0 }));
     for (let run = 0; run < ctx.runs; run++) {
-      for (const [i, { runtime }] of runtimes.entries()) {
+      for (const [i, { runtime }] of all.entries()) {
         const s = samples[i]!;
         const db = join(ctx.work, `startup-${i}.db`);
         for (const suffix of ['', '-wal', '-shm']) rmSync(db + suffix, { force: true });
-        ctx.log(`  startup: ${runtimes[i]!.label}, run ${run + 1} of ${ctx.runs}: cold`);
+        ctx.log(`  startup: ${all[i]!.label}, run ${run + 1} of ${ctx.runs}: cold`);
         const cold = await RawServer.spawn(runtime, ctx.root, db);
         try {
           const first = await cold.list();
@@ -65,7 +64,7 @@ export const startup: Scenario<StartupResult> = {
         } finally {
           await cold.close();
         }
-        ctx.log(`  startup: ${runtimes[i]!.label}, run ${run + 1} of ${ctx.runs}: warm`);
+        ctx.log(`  startup: ${all[i]!.label}, run ${run + 1} of ${ctx.runs}: warm`);
         const warm = await RawServer.spawn(runtime, ctx.root, db);
         try {
           const first = await warm.list();
@@ -80,7 +79,7 @@ export const startup: Scenario<StartupResult> = {
       }
     }
     return {
-      rows: runtimes.map(({ label }, i) => {
+      rows: all.map(({ label }, i) => {
         const s = samples[i]!;
         return {
           label,
@@ -127,19 +126,6 @@ export const startup: Scenario<StartupResult> = {
     ];
   },
 };
-
-/** better-sqlite3 on the Node running the bench (when it loads there), and node:sqlite on Node 24. */
-function startupRuntimes(): { runtime: Runtime; label: string }[] {
-  const found: { runtime: Runtime; label: string }[] = [];
-  try {
-    if (chooseDriver('better-sqlite3') === 'better-sqlite3') found.push({ runtime: { node: process.execPath, driver: 'better-sqlite3' }, label: `better-sqlite3, Node ${process.versions.node}` });
-  } catch (error) {
-    if (!(error instanceof SqliteDriverError)) throw error;
-  }
-  const node24 = newerNode();
-  if (node24) found.push({ runtime: { node: node24, driver: 'node' }, label: 'node:sqlite, Node 24' });
-  return found;
-}
 
 interface Listed {
   /** Since spawn. */

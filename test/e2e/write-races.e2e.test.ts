@@ -21,6 +21,15 @@ const text = (result: ToolCall) => result.content.filter((c) => c.type === 'text
 const addX = (conn: Requester, path = 'f.txt') =>
   conn.request('tools/call', { name: 'edit', arguments: { path, edits: [{ old_text: 'slot:', new_text: 'slot:x' }] } }) as Promise<ToolCall>;
 const xs = (content: string) => /slot:(x*)/.exec(content)?.[1]?.length ?? 0;
+/** 10 rounds of 3 concurrent edits of f.txt through each server: how many were reported done. */
+async function editRounds(servers: readonly Requester[]): Promise<number> {
+  let reported = 0;
+  for (let round = 0; round < 10; round++) {
+    const results = await Promise.all(servers.flatMap((conn) => [addX(conn), addX(conn), addX(conn)]));
+    reported += results.filter((r) => !r.isError).length;
+  }
+  return reported;
+}
 
 /**
  * Appends `count` numbered lines to `path`, opening it by path for each
@@ -133,11 +142,7 @@ describe('one writer per file across processes: two servers on one folder (issue
   });
 
   test('2 servers x 3 concurrent edits x 10 rounds: every edit reported is on disk, and none is lost to the other process', async () => {
-    let reported = 0;
-    for (let round = 0; round < 10; round++) {
-      const results = await Promise.all(servers.flatMap((conn) => [addX(conn), addX(conn), addX(conn)]));
-      reported += results.filter((r) => !r.isError).length;
-    }
+    const reported = await editRounds(servers);
     assert.equal(xs(readFileSync(join(root, 'f.txt'), 'utf8')), reported, 'an edit reported done is in the file');
     assert.equal(reported, 60, 'each edit waited for the other process, none was refused');
     assert.deepEqual(readdirSync(root).filter((name) => name.startsWith('.folder-mcp-')), [], 'no lock or temp file left');
@@ -182,11 +187,7 @@ describe('one writer per file across mount points: one folder served as two root
   });
 
   test('2 servers x 3 concurrent edits x 10 rounds, one through each mount point: every edit reported is on disk', { skip: cannot ?? false }, async () => {
-    let reported = 0;
-    for (let round = 0; round < 10; round++) {
-      const results = await Promise.all(servers.flatMap((conn) => [addX(conn), addX(conn), addX(conn)]));
-      reported += results.filter((r) => !r.isError).length;
-    }
+    const reported = await editRounds(servers);
     assert.equal(xs(readFileSync(join(root, 'f.txt'), 'utf8')), reported, 'an edit reported done is in the file');
     assert.equal(reported, 60, 'each edit waited for the other process, none was refused');
   });
