@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { IgnoreRules } from '../../src/index/ignore.ts';
 import { chokidarWatcher } from '../../src/watch/watch-chokidar.ts';
 import type { Watcher, WatchSink } from '../../src/watch/watcher.ts';
@@ -53,6 +53,14 @@ async function writtenUntilReported(rec: ReturnType<typeof recordingSink>, path:
 }
 
 describe('watcher chokidar', () => {
+  // A watch left open keeps this file's process alive after its tests have passed: CI saw it hang once. Every
+  // watcher is closed in its test's finally, so none may be left once they have ended (a closed handle goes on
+  // the next turns of the loop).
+  after(async () => {
+    const open = () => process.getActiveResourcesInfo().filter((kind) => kind === 'FSEventWrap' || kind === 'StatWatcher');
+    await waitFor(() => open().length === 0, TIMEOUT, 'every watch closed').catch(() => assert.fail(`watches left open after the tests: ${open().join(', ')}`));
+  });
+
   test('a first walk disturbed by replaced directories still ends; a replaced directory added again is watched', async () => {
     // Without the stall rule about half of these starts never ended (9 of 20 measured).
     for (let run = 0; run < 12; run++) {
