@@ -2,6 +2,7 @@ import { Client as V2Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport as V2StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -160,6 +161,17 @@ export function peakRssMiB(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/** Clock ticks a second, as /proc counts CPU time. */
+let clockTicks: number | undefined;
+
+/** utime + stime of a process, in seconds (/proc/PID/stat, clock ticks). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
 }
 
 /** inotify watches a process holds (lines `inotify wd:` across its fdinfo), or null without /proc. */

@@ -8,12 +8,12 @@
 // `.gitignore` included. Run it at the issue's sizes:
 //   npm run bench -- --only hints --sizes 2000,20000
 // Needs redis-server on PATH (apt-get install -y redis-server); skipped otherwise.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { clusterMissing, freePort, startRedis } from '../../test/cluster-helpers.ts';
-import { CLI, peakRssMiB } from '../client.ts';
+import { CLI, cpuSeconds, peakRssMiB } from '../client.ts';
 import { rowPerSize, type Scenario } from '../context.ts';
 
 /** How long each kind of hint is sent, and the idle baseline measured. */
@@ -140,17 +140,6 @@ async function startReplica(root: string, db: string, bus: string, stops: ChildP
     if (child.exitCode !== null || performance.now() > deadline) throw new Error(`the replica did not start: ${stderr.slice(-500)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** Clock ticks a second, as /proc counts CPU time. */
-let clockTicks: number | undefined;
-
-/** utime + stime of a process, in seconds (/proc/PID/stat, clock ticks). */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
 }
 
 /** Up to `count` files of the tree, relative, `/`-separated: existing paths for the path hints. */
