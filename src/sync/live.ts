@@ -53,8 +53,9 @@ export interface LiveOptions {
  *   tree now and then, for the events a watcher loses;
  * - WriteQueue (write-queue.ts) runs every one of their writes in turn;
  * - this class starts them, catches up with what changed before the watcher
- *   ran, and stops them: one AbortSignal, its lifetime's, is what every part
- *   looks at to stop.
+ *   ran, hands what each reconcile reports to the supervisor and Rechecks
+ *   (handOn), and stops them: one AbortSignal, its lifetime's, is what every
+ *   part looks at to stop.
  */
 export class Live {
   private readonly reconciler: Reconciler;
