@@ -69,7 +69,8 @@ export class FolderIndex {
   readonly skipWarnings: SkipWarnings;
   /**
    * Folders the cold scan found there but unreadable (EACCES): the sync
-   * layer watches them for their permission to come back (Reconciler.locked).
+   * layer watches them for their permission to come back
+   * (LockedFolders, src/sync/locked-folders.ts).
    */
   readonly unreadableAtScan: string[] = [];
   /** Entries indexed so far by the running scan (for progress reports). */

@@ -5,6 +5,7 @@ import { pathToUri } from '../uri.ts';
 import { EventBatcher } from './batcher.ts';
 import { planWatchers } from '../watch/choose.ts';
 import { Rechecks } from './rechecks.ts';
+import type { ReconcileReport } from './pending-change.ts';
 import { Reconciler } from './reconcile.ts';
 import type { ScanChangeRecord } from '../watch/scan-changes.ts';
 import { WatcherSupervisor } from '../watch/supervisor.ts';
@@ -52,8 +53,9 @@ export interface LiveOptions {
  *   tree now and then, for the events a watcher loses;
  * - WriteQueue (write-queue.ts) runs every one of their writes in turn;
  * - this class starts them, catches up with what changed before the watcher
- *   ran, and stops them: one AbortSignal, its lifetime's, is what every part
- *   looks at to stop.
+ *   ran, hands what each reconcile reports to the supervisor and Rechecks
+ *   (handOn), and stops them: one AbortSignal, its lifetime's, is what every
+ *   part looks at to stop.
  */
 export class Live {
   private readonly reconciler: Reconciler;
@@ -76,23 +78,17 @@ export class Live {
     }
     const { signal } = this.lifetime;
     this.queue = new WriteQueue({ ready: () => index.ready, signal, log });
-    this.reconciler = new Reconciler(
-      index,
-      log,
-      signal,
-      (dir, reason) => this.supervisor.rewatch(dir, reason),
-      (dir) => this.rechecks.newDirectory(dir),
-    );
+    this.reconciler = new Reconciler(index, log, signal);
     this.batcher = new EventBatcher({
       queue: this.queue,
-      apply: (paths) => this.reconciler.paths(paths),
+      apply: (paths) => this.lookAt(paths),
       signal,
       debounceMs: options.debounceMs ?? 20,
       maxBatchDelayMs: options.maxBatchDelayMs ?? 500,
     });
     this.rechecks = new Rechecks({
       queue: this.queue,
-      tree: (dir) => this.reconciler.tree(dir),
+      tree: (dir) => this.diffTree(dir),
       diffRoots: () => this.diffRoots(),
       written: () => this.reconciler.written,
       backend: () => this.supervisor.backend,
@@ -101,7 +97,7 @@ export class Live {
     });
     const sink: WatchSink = {
       changed: (path) => this.batcher.add(path),
-      rescan: (dir) => this.queue.run(() => this.reconciler.tree(dir)),
+      rescan: (dir) => this.queue.run(() => this.diffTree(dir)),
       fatal: (error) => void this.supervisor.degrade(error),
     };
     this.supervisor = new WatcherSupervisor({
@@ -193,14 +189,14 @@ export class Live {
     if (this.supervisor.backend === 'none' || this.closed) return;
     if (index.unreadableAtScan.length > 0) await this.queue.run(() => this.reconciler.noteLocked(index.unreadableAtScan));
     this.lockedTimer = setInterval(() => {
-      if (this.reconciler.hasLocked) void this.queue.run(() => this.reconciler.recheckLocked());
+      if (this.reconciler.hasLocked) void this.queue.run(async () => this.handOn(await this.reconciler.recheckLocked()));
     }, LOCKED_RECHECK_MS);
     this.lockedTimer.unref();
   }
 
   /** Looks at `paths` (absolute) on the write queue; resolves once what they show is committed (the write tools). */
   refresh(paths: readonly string[]): Promise<void> {
-    return this.queue.run(() => this.reconciler.paths(paths));
+    return this.queue.run(() => this.lookAt(paths));
   }
 
   /**
@@ -218,7 +214,7 @@ export class Live {
   /** Another replica changed more under `dir` than a message names: diff that subtree with this replica's disk. */
   hintTree(dir: string): Promise<void> {
     if (!this.hintsApply()) return Promise.resolve();
-    return this.queue.run(() => this.reconciler.tree(dir));
+    return this.queue.run(() => this.diffTree(dir));
   }
 
   private hintsApply(): boolean {
@@ -260,12 +256,33 @@ export class Live {
       const wereDirectories = paths.filter(isIndexedDirectory);
       // Each root too, whatever its watch said: one re-made since the scan read it (rm -rf, mkdir) is
       // of another identity and walked whole, one whose entries changed is listed again (Reconciler.paths).
-      await this.reconciler.paths([...roots.map((root) => root.path), ...paths]);
+      await this.lookAt([...roots.map((root) => root.path), ...paths]);
       for (const dir of outermostDirs(wereDirectories.filter(isIndexedDirectory))) {
         if (this.closed) return;
-        await this.reconciler.tree(dir);
+        await this.diffTree(dir);
       }
     });
+  }
+
+  /** Looks at `paths` (on the queue) and hands on what the look asks for. */
+  private async lookAt(paths: Iterable<string>): Promise<void> {
+    this.handOn(await this.reconciler.paths(paths));
+  }
+
+  /** Diffs the subtree `dir` (on the queue) and hands on what the diff asks for. */
+  private async diffTree(dir: string): Promise<void> {
+    this.handOn(await this.reconciler.tree(dir));
+  }
+
+  /**
+   * What a reconcile found for the other parts: directories the watcher may
+   * not watch (WatcherSupervisor.rewatch), and new directories to walk again
+   * a little later (Rechecks.newDirectory).
+   */
+  private handOn(report: ReconcileReport): void {
+    if (this.closed) return;
+    for (const { dir, reason } of report.rewatch) this.supervisor.rewatch(dir, reason);
+    for (const dir of report.recheck) this.rechecks.newDirectory(dir);
   }
 
   /** Diffs every root with the disk on the queue; resolves to how long it took. */
@@ -273,7 +290,7 @@ export class Live {
     let ms = 0;
     await this.queue.run(async () => {
       const started = performance.now();
-      for (const root of this.options.index.roots) await this.reconciler.tree(root.path);
+      for (const root of this.options.index.roots) await this.diffTree(root.path);
       ms = Math.round(performance.now() - started);
     });
     return ms;

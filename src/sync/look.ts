@@ -1,0 +1,50 @@
+import type { Stats } from 'node:fs';
+import { lstat as lstatCallback } from 'node:fs';
+import { errnoCode } from '../errno.ts';
+
+/**
+ * How the reconciler looks at the disk: an lstat whose answer tells "there",
+ * "not there" and "not allowed to look" apart, and many of them at once
+ * within a bound.
+ */
+
+/** Files opened or stat'ed at once: well under any fd limit. */
+export const PARALLEL_IO = 128;
+
+/** An lstat refused for want of permission: the entry may be there (see LockedFolders). */
+export const DENIED = 'denied';
+/** What lstatOrDenied found: the entry, nothing there, or no permission to look. */
+export type LstatResult = Stats | null | typeof DENIED;
+
+export function isDenied(error: unknown): boolean {
+  const code = errnoCode(error);
+  return code === 'EACCES' || code === 'EPERM';
+}
+
+/** lstatOrNull, with a refusal for want of permission told apart from "not there". */
+export function lstatOrDenied(path: string): Promise<LstatResult> {
+  return new Promise((resolve) => lstatCallback(path, (error, stats) => resolve(error ? (isDenied(error) ? DENIED : null) : stats)));
+}
+
+/** lstatEntry (the scan's), with a refusal for want of permission told apart. */
+export function lstatEntryOrDenied(path: string): Promise<Stats | null | 'deep' | typeof DENIED> {
+  return new Promise((resolve) =>
+    lstatCallback(path, (error, stats) => resolve(error ? (isDenied(error) ? DENIED : errnoCode(error) === 'ENAMETOOLONG' ? 'deep' : null) : stats)),
+  );
+}
+
+/** Gone (or unreachable) is null: the caller treats it as not there. Callback lstat: measurably cheaper than fs/promises per call. */
+export function lstatOrNull(path: string): Promise<Stats | null> {
+  return new Promise((resolve) => lstatCallback(path, (error, stats) => resolve(error ? null : stats)));
+}
+
+/** `fn` over items, at most PARALLEL_IO at a time, results in order. */
+export async function mapLimited<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  for (let start = 0; start < items.length; start += PARALLEL_IO) {
+    const chunk = items.slice(start, start + PARALLEL_IO);
+    const results = await Promise.all(chunk.map(fn));
+    for (let i = 0; i < results.length; i++) out[start + i] = results[i]!;
+  }
+  return out;
+}
