@@ -1,8 +1,14 @@
 // src/index/readiness.ts: an index's start-up as one value, a state plus one promise per state. The value on
-// its own (no timers but the hold's, on a clock the test moves).
+// its own (no timers but the hold's, on a clock the test moves), then as FolderIndex drives it over a real
+// temp folder and real SQLite.
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { mock, test } from 'node:test';
+import { FolderIndex } from '../../src/index/folder-index.ts';
 import { Readiness } from '../../src/index/readiness.ts';
+import { silentLogger } from '../../src/log.ts';
+import { makeRoot } from '../../src/uri.ts';
+import { tempDir, writeTree } from '../basics.ts';
 
 /** A turn of the event loop: every callback queued so far has run (no fixed wait). */
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -106,5 +112,34 @@ test('held requests go once the index has caught up, or after maxMs at most; non
     assert.equal(slow.state, 'scanned', 'maxMs releases the requests, it does not catch the index up');
   } finally {
     mock.timers.reset();
+  }
+});
+
+test('FolderIndex: a cold index is scanning until its scan is committed, a warm one scanned at once; closed mid-scan, failed', async () => {
+  const dir = tempDir();
+  const state = tempDir('folder-mcp-state-');
+  try {
+    writeTree(dir.path, { 'a.md': 'alpha\n', 'sub/b.txt': 'beta\n' });
+    const options = { roots: [makeRoot(dir.path)], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] };
+    const cold = new FolderIndex(options);
+    assert.equal(cold.readiness.state, 'scanning');
+    await cold.readiness.reached('scanned');
+    assert.equal(cold.readiness.state, 'scanned');
+    assert.equal(cold.store.count(), 4, 'scanned before every entry (the root, a.md, sub, sub/b.txt) was committed');
+    cold.close();
+
+    const warm = new FolderIndex(options);
+    assert.ok(warm.warm);
+    assert.equal(warm.readiness.state, 'scanned', 'a warm index waited for something');
+    warm.close();
+
+    const closed = new FolderIndex({ ...options, dbFile: ':memory:' });
+    closed.close();
+    await assert.rejects(closed.readiness.reached('scanned'), /index closed during the scan/);
+    assert.equal(closed.readiness.state, 'failed');
+    assert.equal(await outcome(closed.nextCommit()), 'resolved', 'a page waiting for the next batch would wait for ever');
+  } finally {
+    dir.cleanup();
+    state.cleanup();
   }
 });
