@@ -100,7 +100,7 @@ if (!process.argv.includes('--scan-only')) {
   clean();
   await phase('FolderIndex cold (scan + SQLite)', async () => {
     const fi = new FolderIndex({ roots: [root], dbFile: db, log: silentLogger, gitignore: true, exclude: [] });
-    await fi.ready;
+    await fi.readiness.reached('scanned');
     fi.close();
   });
 }

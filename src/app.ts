@@ -305,19 +305,20 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
   const catalog = lazyCatalog(async () => (await import('./catalog/catalog.ts')).createCatalog(ctx, search));
   const live = new Live({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs, ...(scanChanges ? { scanChanges } : {}) });
   const bus = config.bus === undefined ? null : startHintBus(config.bus, config.replicaId ?? randomBytes(8).toString('hex'), roots, index, live, log);
-  // In the background: requests wait on index.ready themselves.
+  // In the background: requests wait on index.readiness themselves (src/server.ts).
   const started = live.start();
+  index.readiness.catchUp(started);
   if (index.warm && index.store.countUpTo(WARM_WAIT_MAX_ENTRIES + 1) <= WARM_WAIT_MAX_ENTRIES) {
-    index.holdUntilCaughtUp(started, WARM_WAIT_MS);
+    index.readiness.holdRequests(WARM_WAIT_MS);
   }
   // Content index for the search tool: built in the background after the first scan and, after a cold
   // scan, once the index has caught up with the disk (the watcher up, what changed behind the scan
   // checked). Side by side, the two held their memory at once: at 1M files the check is a diff of the
   // whole tree, and it peaked at 342 MiB after, 355-429 MiB with the build beside it (docs/benchmarks.md).
   // A warm start builds at once: its content index, when the last run completed it, answers meanwhile.
-  // (A failed catch-up still surfaces as it did: `finally` passes the rejection on, unhandled.)
-  const caughtUp = new Promise<void>((resolve) => void started.finally(resolve));
-  search?.start(caughtUp);
+  search?.start();
+  // A failed catch-up is over for index.readiness too, and still surfaces as it did: passed on, unhandled.
+  void started.finally(() => {});
   return {
     ctx,
     catalog,

@@ -62,17 +62,18 @@ export function createServer(services: () => HandlerServices | Promise<HandlerSe
         const handle = () => handler.handle(scope, params as Record<string, unknown>);
         // The one place requests wait for the index (the table says what each needs): handlers and tools do not wait again.
         if (handler.waitsFor === 'nothing') return await handle();
-        const catchingUp = ctx.index.catchingUp;
-        if (catchingUp) {
+        const { readiness } = ctx.index;
+        const held = readiness.held;
+        if (held) {
           // The request waits for the catch-up: it is foreground work now (otherwise a chatty client starves it past WARM_WAIT_MS).
           const done = ctx.index.foreground.urge();
           try {
-            await catchingUp;
+            await held;
           } finally {
             done();
           }
         }
-        if (ctx.index.isReady) return await handle();
+        if (readiness.state !== 'scanning') return await handle();
         if (handler.waitsFor === 'keys') return await whileScanning(ctx.index, extra, handle);
         await waitForIndex(ctx.index, extra);
         return await handle();

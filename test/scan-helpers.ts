@@ -22,7 +22,7 @@ export interface ScanIndexContext {
 
 /**
  * Runs `prepare` on a fresh temp folder, then starts the index (its scan
- * runs in the background: `run` awaits `index.ready` itself) and `run`.
+ * runs in the background: `run` awaits `index.readiness.reached('scanned')` itself) and `run`.
  */
 export async function withScanIndex(
   prepare: (dir: string) => void,

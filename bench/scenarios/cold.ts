@@ -13,7 +13,7 @@ export interface ColdResult {
   entries: number;
   /** The physical limit: a bare fast-glob walk with stats of the same tree. */
   walk: Stat;
-  /** In-process: new FolderIndex(...) until `ready`. */
+  /** In-process: new FolderIndex(...) until its readiness is `scanned`. */
   index: Stat;
   /** Spawn of dist/cli.js on an empty index until the first resources/list page is answered. */
   server: Stat;
@@ -60,7 +60,7 @@ export const cold: Scenario<ColdResult> = {
       // As the server builds it: on Linux the scan also watches each directory it reads (see ScanChangeRecord).
       const scanChanges = process.platform === 'linux' ? new ScanChangeRecord() : undefined;
       const fi = new FolderIndex({ roots: [makeRoot(ctx.root)], dbFile, log: silentLogger, gitignore: true, exclude: [], ...(scanChanges ? { scanObserver: scanChanges } : {}) });
-      await fi.ready;
+      await fi.readiness.reached('scanned');
       index.push(performance.now() - t0);
       scanChanges?.close();
       fi.close();

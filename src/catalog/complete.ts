@@ -103,7 +103,7 @@ export async function complete(ctx: ServerContext, completer: PathCompleter, par
     throw invalidParams('Invalid params: argument.name and argument.value must be strings');
   }
   const value = arg.value;
-  await ctx.index.ready;
+  await ctx.index.readiness.reached('scanned');
   if (ref.type === 'ref/resource') {
     const root = ctx.roots.find((r) => `${r.uri}{+path}` === ref.uri);
     if (!root) throw invalidParams(`Unknown resource template: ${String(echo(ref.uri))}`);

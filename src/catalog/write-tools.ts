@@ -65,7 +65,7 @@ function writeFailure(error: unknown, shown: string): ToolFailure {
  */
 async function changing<T>(ctx: ServerContext, shown: string, holds: readonly PathHold[], change: () => Promise<T>, paths: (result: T) => string[]): Promise<T> {
   // After the first scan: a change made while it runs could be half seen by it (a new folder without its subfolders).
-  await ctx.index.ready;
+  await ctx.index.readiness.reached('scanned');
   let result: T;
   try {
     result = await writable(ctx).locks.run(holds, change);
@@ -218,7 +218,7 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
       wellFormed(edit.old_text, `Edit ${i + 1}'s old_text`);
       wellFormed(edit.new_text, `Edit ${i + 1}'s new_text`);
     });
-    await ctx.index.ready;
+    await ctx.index.readiness.reached('scanned');
     // Security: an edit reads the file (its diff shows it, its match counts probe it), and reads reach
     // only what the index holds: never an ignored, excluded or .git file. write can still replace one whole.
     const indexed = ctx.index.store.get(pathToUri(where.path, false));

@@ -15,10 +15,10 @@ const PROBE_METHODS = ['GET', 'HEAD'];
  * is not over; `stopping`: the server is draining on SIGTERM; `failed`: the
  * first scan failed, so every request that reads the index fails too.
  */
-export type Readiness = 'ready' | 'starting' | 'stopping' | 'failed';
+export type ProbeState = 'ready' | 'starting' | 'stopping' | 'failed';
 
 /** How long a balancer should wait before it probes again, by state (failed: no hint, it will not recover). */
-const RETRY_AFTER_S: Partial<Record<Readiness, string>> = { starting: '1', stopping: '5' };
+const RETRY_AFTER_S: Partial<Record<ProbeState, string>> = { starting: '1', stopping: '5' };
 
 /**
  * The two probe endpoints of one HTTP listener. The bodies say a state and
@@ -27,7 +27,6 @@ const RETRY_AFTER_S: Partial<Record<Readiness, string>> = { starting: '1', stopp
  */
 export class HealthProbes {
   private index: FolderIndex | undefined;
-  private scan: 'running' | 'done' | 'failed' = 'running';
 
   constructor(
     private readonly policy: GuardPolicy,
@@ -37,17 +36,14 @@ export class HealthProbes {
   /** The index whose first scan readiness waits for (the services start once the port is bound). */
   follow(index: FolderIndex): void {
     this.index = index;
-    index.ready.then(
-      () => void (this.scan = 'done'),
-      () => void (this.scan = 'failed'),
-    );
   }
 
-  get readiness(): Readiness {
+  get readiness(): ProbeState {
     if (this.closing()) return 'stopping';
-    if (this.scan === 'failed') return 'failed';
+    const readiness = this.index?.readiness;
+    if (readiness?.state === 'failed') return 'failed';
     // A warm start of a small index holds requests until it has caught up with the disk (app.ts): not ready either.
-    if (this.index === undefined || this.scan === 'running' || this.index.catchingUp !== undefined) return 'starting';
+    if (readiness === undefined || readiness.state === 'scanning' || readiness.held !== undefined) return 'starting';
     return 'ready';
   }
 

@@ -234,7 +234,11 @@ function registerScrapeMetrics(registry: Registry, { refusals, app, endpoint, ht
   // The index, once the services have started (a probe does not start them, nor does a scrape).
   gauge('index_entries', 'Entries (files and folders) in the index', () => started(app())?.index.store.count());
   gauge('scan_entries', 'Entries the first scan has indexed so far', () => started(app())?.index.scanned);
-  gauge('scan_complete', '1 once the first scan has finished (at once on a warm start), else 0', () => flag(started(app())?.index.isReady));
+  gauge('scan_complete', '1 once the first scan has finished (at once on a warm start), else 0', () => {
+    const state = started(app())?.index.readiness.state;
+    // Over either way: a failed scan is complete too, as it is for the requests (they report its error).
+    return flag(state === undefined ? undefined : state !== 'scanning');
+  });
   gauge('content_index_documents_checked', "Documents the content index's build has checked", () => started(app())?.search?.progress.done);
   gauge('content_index_documents_total', "Documents the content index's build will check", () => started(app())?.search?.progress.total);
   gauge('content_index_complete', "1 once the content index's first build has finished, else 0", () => flag(started(app())?.search?.progress.complete));

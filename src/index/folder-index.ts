@@ -3,6 +3,7 @@ import type { Root } from '../uri.ts';
 import { chooseDriver, type SqliteDriverName } from '../sqlite.ts';
 import { BULK_INDEXES, SCAN_INDEXES, createSecondaryIndexes, dropSecondaryIndexes, getMeta, openDb, setMeta, type Db } from './db.ts';
 import { IgnoreRules, type IgnoreOptions } from './ignore.ts';
+import { Readiness } from './readiness.ts';
 import { ScanFrontier } from './scan.ts';
 import type { ScanObserver } from './scan-observer.ts';
 import { scanInThread } from './scan-thread.ts';
@@ -54,15 +55,16 @@ export interface FolderIndexOptions extends IgnoreOptions {
 
 /**
  * The index of the served folders: the database, the ignore rules, and the
- * first scan. Requests wait on `ready`; a warm index (complete from an earlier
- * run with the same roots) is ready at once.
+ * first scan. Where it is in its start-up is `readiness`: a warm index
+ * (complete from an earlier run with the same roots) is `scanned` at once.
  */
 export class FolderIndex {
   readonly db: Db;
   readonly store: Store;
   readonly rules: IgnoreRules;
   readonly warm: boolean;
-  readonly ready: Promise<void>;
+  /** The scan, then the catch-up with the disk: requests wait on it (src/server.ts), and so does background work. */
+  readonly readiness = new Readiness();
   /** Background work on this index (catch-up, watcher start, content index) awaits its turns here; requests say when they run. */
   readonly foreground: Foreground;
   /** Warns about entries that cannot be served (bad names, too-deep paths): once per walk, not per entry. */
@@ -78,13 +80,10 @@ export class FolderIndex {
   /** How long the cold scan took (0 for a warm index): what a diff of the tree costs, about. */
   scanMs = 0;
   private closed = false;
-  private scanDone = false;
   private readonly listeners = new Set<IndexChangeListener>();
   /** During the cold scan: the subtrees not yet all committed. */
   private readonly frontier = new ScanFrontier();
   private committedWaiters: (() => void)[] = [];
-  /** See holdUntilCaughtUp. */
-  private catchUp: Promise<void> | undefined;
   private writeCount = 0;
 
   constructor(readonly options: FolderIndexOptions) {
@@ -96,15 +95,15 @@ export class FolderIndex {
     this.skipWarnings = new SkipWarnings(options.log);
     const rootsKey = JSON.stringify(options.roots.map((r) => r.path));
     this.warm = opened.warm && getMeta(this.db, 'roots') === rootsKey;
-    this.ready = this.warm ? Promise.resolve() : this.coldScan(rootsKey);
-    // A failed scan is reported to every waiting request; this keeps it from
-    // also being an unhandled rejection when nothing is waiting.
-    const settle = () => {
-      this.scanDone = true;
-      this.wakeWaiters();
-    };
-    this.ready.then(settle, settle);
-    if (this.warm) this.scanDone = true;
+    if (this.warm) this.readiness.scanned();
+    else {
+      this.coldScan(rootsKey).then(
+        () => this.readiness.scanned(),
+        (error: unknown) => this.readiness.failed(error),
+      );
+      const over = () => this.wakeWaiters();
+      this.readiness.reached('scanned').then(over, over);
+    }
   }
 
   /**
@@ -113,38 +112,6 @@ export class FolderIndex {
    */
   get writes(): number {
     return this.writeCount;
-  }
-
-  /** True once `ready` has settled (at once for a warm index). */
-  get isReady(): boolean {
-    return this.scanDone;
-  }
-
-  /**
-   * Requests that read the index wait for `caughtUp` (as long as `maxMs` at
-   * most) before they are served: a warm start of a small index holds them
-   * until the index has caught up with what changed while the server was
-   * down (app.ts says when and why; server.ts waits).
-   */
-  holdUntilCaughtUp(caughtUp: Promise<unknown>, maxMs: number): void {
-    const held = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, maxMs);
-      timer.unref();
-      const done = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      caughtUp.then(done, done);
-    });
-    this.catchUp = held;
-    void held.then(() => {
-      if (this.catchUp === held) this.catchUp = undefined;
-    });
-  }
-
-  /** Settles once a held catch-up is over; undefined when none is held (then nothing to wait for). */
-  get catchingUp(): Promise<void> | undefined {
-    return this.catchUp;
   }
 
   get roots(): readonly Root[] {
@@ -157,14 +124,18 @@ export class FolderIndex {
    * commits in key order, and a range that no unfinished subtree touches is
    * complete. A page whose keys are settled is the page the finished index
    * would give.
+   *
+   * Not part of `readiness`: that says where the whole index is, this where
+   * one key range is, and it changes with every batch the scan commits
+   * (`nextCommit`).
    */
   settled(from: string, to: string | null): boolean {
-    return this.scanDone || this.frontier.settled(from, to);
+    return this.readiness.state !== 'scanning' || this.frontier.settled(from, to);
   }
 
   /** Resolves after the scan's next committed batch, or once the scan is over (done or failed). */
   nextCommit(): Promise<void> {
-    if (this.scanDone) return Promise.resolve();
+    if (this.readiness.state !== 'scanning') return Promise.resolve();
     return new Promise((resolve) => this.committedWaiters.push(resolve));
   }
 

@@ -54,7 +54,7 @@ export async function listResources(
   let parent: string | undefined;
   if (query.uri !== undefined) {
     // A 'keys' handler waits for what it needs (src/server.ts): the collection named must be indexed to be found.
-    await ctx.index.ready;
+    await ctx.index.readiness.reached('scanned');
     const entry = await findEntry(ctx, query.uri);
     if (entry.kind !== EntryKind.collection) {
       throw invalidParams(`Invalid params: uri is not a collection: ${String(echo(query.uri))}`);
@@ -64,12 +64,12 @@ export async function listResources(
   const plan = planQuery(query, parent === undefined ? {} : { parent });
   const budget = Math.max(MIN_SCAN_BUDGET, ctx.pageSize * SCAN_BUDGET_PER_ITEM);
   let page = ctx.pager.listPage(plan, afterKey, ctx.pageSize, budget);
-  while (!ctx.index.isReady && !pageSettled(ctx, plan, afterKey, page)) {
+  while (ctx.index.readiness.state === 'scanning' && !pageSettled(ctx, plan, afterKey, page)) {
     await ctx.index.nextCommit();
     page = ctx.pager.listPage(plan, afterKey, ctx.pageSize, budget);
   }
   // Over (a page waited until the end, or came after it): a failed scan fails the request.
-  if (ctx.index.isReady) await ctx.index.ready;
+  if (ctx.index.readiness.state !== 'scanning') await ctx.index.readiness.reached('scanned');
   const result: { resources: ListItem[]; nextCursor?: string } = {
     resources: page.rows.map(toListItem),
   };

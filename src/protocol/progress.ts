@@ -36,7 +36,7 @@ export function progressSink(extra: WaitExtra): ProgressSink | undefined {
  * unknown until the walk ends) now and then until the scan is done.
  */
 export function waitForIndex(index: FolderIndex, extra: WaitExtra | undefined): Promise<void> {
-  return whileScanning(index, extra, () => index.ready);
+  return whileScanning(index, extra, () => index.readiness.reached('scanned'));
 }
 
 /**
@@ -47,11 +47,11 @@ export function waitForIndex(index: FolderIndex, extra: WaitExtra | undefined): 
 export async function whileScanning<T>(index: FolderIndex, extra: WaitExtra | undefined, work: () => Promise<T>): Promise<T> {
   const token = extra?._meta?.progressToken;
   // A warm or finished index answers at once, with no progress at all.
-  if (token === undefined || !extra || index.isReady) return work();
+  if (token === undefined || !extra || index.readiness.state !== 'scanning') return work();
   let done = false;
   let last = -1;
   const report = () => {
-    if (done || index.isReady || index.scanned === last) return;
+    if (done || index.readiness.state !== 'scanning' || index.scanned === last) return;
     last = index.scanned;
     extra
       .sendNotification({

@@ -37,7 +37,7 @@ export async function unsubscribeResource(
     if (!parsed.trailingSlash) subscriptions.delete(pathToUri(parsed.path, false));
     subscriptions.delete(pathToUri(parsed.path, true));
   }
-  if (ctx.index.isReady) {
+  if (ctx.index.readiness.state !== 'scanning') {
     const entry = await lookupEntry(uri, { store: ctx.index.store, roots: ctx.roots, followSymlinks: ctx.followSymlinks });
     if (entry) subscriptions.delete(entry.uri);
   }

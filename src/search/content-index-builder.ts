@@ -119,8 +119,6 @@ export class ContentIndexBuilder {
   private applying = false;
   /** True once every document has been checked since start (progress.complete may come first: a warm start). */
   private walked = false;
-  /** True once the index has caught up with the disk after its scan (what changed since the last run is known). */
-  private caughtUp = false;
   /** Documents taken from the pending changes whose rows are not written yet. */
   private inFlight = 0;
 
@@ -153,23 +151,18 @@ export class ContentIndexBuilder {
   }
 
   /**
-   * Starts the background build and live updates. `caughtUp` settles
-   * (fulfilled or not) once the index has caught up with the disk after its
-   * scan (the first scan when not given). After a cold scan the build waits
-   * for it: side by side, at 1M files, the two held their memory at once. A
-   * warm index builds at once, answering from the last run's content index
-   * meanwhile (`rechecking`).
+   * Starts the background build and live updates. After a cold scan the
+   * build waits until the index has caught up with the disk (its readiness
+   * `caught-up`): side by side, at 1M files, the two held their memory at
+   * once. A warm index builds at once, answering from the last run's content
+   * index meanwhile (`rechecking`).
    */
-  start(caughtUp: Promise<unknown> = this.index.ready): void {
+  start(): void {
     if (this.worker) return;
-    const settled = caughtUp.then(
-      () => void (this.caughtUp = true),
-      () => void (this.caughtUp = true),
-    );
     this.unsubscribe = this.index.onChange((change) => {
       if (!this.closed) this.changes.add(change);
     });
-    this.worker = this.run(this.index.warm ? undefined : settled).catch((error: unknown) => {
+    this.worker = this.run().catch((error: unknown) => {
       if (!this.closed) this.log.error(`content index stopped: ${(error as Error).message}`);
     });
   }
@@ -181,7 +174,8 @@ export class ContentIndexBuilder {
 
   /** A warm start that answers from the last run's index while it still compares it with the disk. */
   get rechecking(): boolean {
-    return this.progress.complete && (!this.caughtUp || !this.walked);
+    // Until the catch-up, what changed since the last run is not known.
+    return this.progress.complete && (this.index.readiness.state !== 'caught-up' || !this.walked);
   }
 
   /**
@@ -208,10 +202,11 @@ export class ContentIndexBuilder {
     return this.stop.signal.aborted;
   }
 
-  private async run(startAfter?: Promise<void>): Promise<void> {
-    // Closing during the first scan must not wait for the whole scan.
-    await Promise.race([this.index.ready, this.stopped]);
-    if (startAfter) await Promise.race([startAfter, this.stopped]);
+  private async run(): Promise<void> {
+    const { readiness } = this.index;
+    // Closing during the first scan (or the catch-up) must not wait for the whole of it.
+    await Promise.race([readiness.reached('scanned'), this.stopped]);
+    if (!this.index.warm) await Promise.race([readiness.reached('caught-up'), this.stopped]);
     if (this.closed) return;
     // After the client's first requests (a warm start answers them from the content index as it was).
     await this.index.foreground.turn(true);

@@ -70,14 +70,13 @@ export class ContentSearch {
   }
 
   /**
-   * Starts the background build, live updates and the embedding.
-   * `caughtUp` settles once the index has caught up with the disk after its
-   * scan: a cold build waits for it, and until then, and until a warm
-   * start's re-check of every document is done, `progress.rechecking` is
-   * true (ContentIndexBuilder.start).
+   * Starts the background build, live updates and the embedding. A cold
+   * build waits until the index has caught up with the disk (its readiness
+   * `caught-up`), and until then, and until a warm start's re-check of every
+   * document is done, `progress.rechecking` is true (ContentIndexBuilder.start).
    */
-  start(caughtUp?: Promise<unknown>): void {
-    this.builder.start(caughtUp);
+  start(): void {
+    this.builder.start();
     this.meaning?.start();
   }
 

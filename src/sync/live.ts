@@ -77,7 +77,7 @@ export class Live {
       this.scanChanges = null;
     }
     const { signal } = this.lifetime;
-    this.queue = new WriteQueue({ ready: () => index.ready, signal, log });
+    this.queue = new WriteQueue({ ready: () => index.readiness.reached('scanned'), signal, log });
     this.reconciler = new Reconciler(index, log, signal);
     this.batcher = new EventBatcher({
       queue: this.queue,
@@ -155,7 +155,7 @@ export class Live {
   async start(): Promise<void> {
     const { index, log } = this.options;
     try {
-      await index.ready;
+      await index.readiness.reached('scanned');
     } catch {
       this.scanChanges?.close(); // nobody takes what a failed scan recorded
       return; // the scan failed (or the index closed): requests report it
@@ -238,7 +238,7 @@ export class Live {
       // Tasks still waiting for the first scan would wait for all of it: the
       // caller closes the index next, which ends the scan, and they then see
       // `closed` and do nothing. Only a write in progress is waited for.
-      if (this.options.index.isReady) await this.queue.idle();
+      if (this.options.index.readiness.state !== 'scanning') await this.queue.idle();
     }
   }
 

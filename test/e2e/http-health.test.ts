@@ -21,7 +21,7 @@ describe('/healthz and /readyz with a token set', () => {
   const url = (path: string) => `http://127.0.0.1:${served.port}${path}`;
 
   test('answer without the token (once the first scan is over), while /mcp still asks for it', async () => {
-    await served.app.services().index.ready;
+    await served.app.services().index.readiness.reached('scanned');
     const health = await rawRequest(url('/healthz'), 'GET');
     assert.equal(health.status, 200);
     assert.deepEqual(JSON.parse(health.body), { status: 'ok' });
@@ -71,7 +71,7 @@ describe('/readyz follows the first scan', () => {
       const index = served.app.services().index;
       const url = (path: string) => `http://127.0.0.1:${served.port}${path}`;
       // serveHttp returned in the turn that started the scan: it cannot be over yet.
-      assert.equal(index.isReady, false);
+      assert.equal(index.readiness.state !== 'scanning', false);
       const early = await rawRequest(url('/readyz'), 'GET');
       assert.equal(early.status, 503, 'the first probe came while the scan of 10,000 files ran');
       assert.deepEqual(JSON.parse(early.body), { status: 'starting' });
@@ -82,9 +82,9 @@ describe('/readyz follows the first scan', () => {
       let last: RawResponse = early;
       await waitFor(
         async () => {
-          const scanOverBefore = index.isReady;
+          const scanOverBefore = index.readiness.state !== 'scanning';
           last = await rawRequest(url('/readyz'), 'GET');
-          if (last.status === 200) assert.ok(index.isReady, '200 only once the scan is over');
+          if (last.status === 200) assert.ok(index.readiness.state !== 'scanning', '200 only once the scan is over');
           if (scanOverBefore) assert.equal(last.status, 200, 'ready once the scan is over');
           return last.status === 200;
         },
@@ -107,7 +107,7 @@ describe('/readyz while the server drains', () => {
     const holder = connect(served.port, '127.0.0.1');
     const connected = new Promise<void>((resolve) => holder.once('connect', resolve));
     try {
-      await served.app.services().index.ready;
+      await served.app.services().index.readiness.reached('scanned');
       await connected;
       const url = (path: string) => `http://127.0.0.1:${served.port}${path}`;
       assert.equal((await rawRequest(url('/readyz'), 'GET')).status, 200);

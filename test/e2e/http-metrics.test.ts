@@ -104,7 +104,7 @@ describe('/metrics on the --http listener', () => {
   };
   before(async () => {
     conn = await connectHttp(served.endpoint.url, 'modern', TOKEN);
-    await served.app.services().index.ready;
+    await served.app.services().index.readiness.reached('scanned');
   });
 
   test('asks for the token (401 without it, 403 for a foreign Host), answers with it in strict Prometheus text', async () => {

@@ -63,6 +63,7 @@ describe('the time budget', () => {
       const root = makeRoot(dir.path);
       const index = new FolderIndex({ roots: [root], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
       const search = new ContentSearch(index, silentLogger, undefined, { workerUrl: null });
+      index.readiness.catchUp(Promise.resolve()); // no live layer: caught up with the disk once scanned
       search.start();
       await search.idle();
       const expression = parseSearchQuery(BROAD);
@@ -98,6 +99,7 @@ describe('the search thread', () => {
       const log = { ...silentLogger, warn: (m: string) => warnings.push(m) };
       const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
       const search = new ContentSearch(index, log, undefined, { workerUrl: pathToFileURL(broken) });
+      index.readiness.catchUp(Promise.resolve()); // no live layer: caught up with the disk once scanned
       search.start();
       await search.idle();
       const outcome = await search.query(parseSearchQuery('needle1'), { method: 'resources/list' }, true, 50);

@@ -160,6 +160,7 @@ describe('ContentSearch on a real index', () => {
       const root = makeRoot(dir.path);
       const index = new FolderIndex({ roots: [root], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
       const search = new ContentSearch(index, silentLogger, 1000);
+      index.readiness.catchUp(Promise.resolve()); // no live layer: caught up with the disk once scanned
       search.start();
       await search.idle();
       const scope = { ...planQuery({ method: 'resources/list' }), exact: true };
@@ -187,6 +188,7 @@ describe('ContentSearch on a real index', () => {
       // A restart on the warm index: the persisted content index still answers.
       const again = new FolderIndex({ roots: [root], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
       const search2 = new ContentSearch(again, silentLogger, 1000);
+      again.readiness.catchUp(Promise.resolve()); // no live layer: caught up with the disk once scanned
       search2.start();
       await search2.idle();
       assert.deepEqual(search2.search(parseSearchQuery('epsilon'), scope, 10).map((h) => h.row.name), ['a.md']);
@@ -199,7 +201,7 @@ describe('ContentSearch on a real index', () => {
   });
 });
 
-test('the first build waits for the promise start() is given: nothing counted or written before it settles, changes meanwhile kept', async () => {
+test("the first build waits for the index's catch-up with the disk: nothing counted or written before it is over, changes meanwhile kept", async () => {
   const dir = tempDir();
   const state = tempDir('folder-mcp-state-');
   try {
@@ -209,9 +211,9 @@ test('the first build waits for the promise start() is given: nothing counted or
     const search = new ContentSearch(index, silentLogger);
     // What src/app.ts gives a cold start: the live sync's catch-up with the disk (watcher up, what changed behind the scan checked).
     let open!: () => void;
-    const caughtUp = new Promise<void>((resolve) => (open = resolve));
-    search.start(caughtUp);
-    await index.ready;
+    index.readiness.catchUp(new Promise<void>((resolve) => (open = resolve)));
+    search.start();
+    await index.readiness.reached('scanned');
     // A change the catch-up brings in while the build waits: followed once it runs, not lost.
     const path = join(dir.path, 'c.md');
     writeFileSync(path, 'gamma\n');
@@ -221,7 +223,7 @@ test('the first build waits for the promise start() is given: nothing counted or
       () => true,
       () => false,
     );
-    assert.equal(counted, false, 'the build started before the promise settled');
+    assert.equal(counted, false, 'the build started before the catch-up was over');
     // The change is known and not indexed yet: a search says so.
     assert.deepEqual(search.progress, { done: 0, total: 0, complete: false, waiting: 1, rechecking: false });
     const scope = { ...planQuery({ method: 'resources/list' }), exact: true };
@@ -237,15 +239,17 @@ test('the first build waits for the promise start() is given: nothing counted or
     // A catch-up that fails still lets the build run; one that never ends does not hold up close().
     const again = new FolderIndex({ roots: [root], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
     const failed = new ContentSearch(again, silentLogger);
-    failed.start(Promise.reject(new Error('the watcher failed')));
+    again.readiness.catchUp(Promise.reject(new Error('the watcher failed')));
+    failed.start();
     await failed.idle();
     assert.deepEqual(failed.progress, { done: 3, total: 3, complete: true, waiting: 0, rechecking: false });
     await failed.close();
     again.close();
     const third = new FolderIndex({ roots: [root], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
     const held = new ContentSearch(third, silentLogger);
-    held.start(new Promise(() => {}));
-    await third.ready;
+    third.readiness.catchUp(new Promise(() => {}));
+    held.start();
+    await third.readiness.reached('scanned');
     await held.close();
     assert.deepEqual(held.progress, { done: 0, total: 0, complete: false, waiting: 0, rechecking: false });
     third.close();
@@ -265,6 +269,7 @@ test('a warm restart answers from the last index and says it is re-checking unti
     const options = { roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] };
     const index = new FolderIndex(options);
     const search = new ContentSearch(index, silentLogger);
+    index.readiness.catchUp(Promise.resolve()); // no live layer: caught up with the disk once scanned
     search.start();
     await search.idle();
     assert.equal(search.progress.rechecking, false, 'a cold build is not a re-check');
@@ -278,8 +283,8 @@ test('a warm restart answers from the last index and says it is re-checking unti
     const search2 = new ContentSearch(again, silentLogger);
     // What src/app.ts gives a warm start: the live sync's catch-up, which finds what changed since the last run.
     let open!: () => void;
-    const caughtUp = new Promise<void>((resolve) => (open = resolve));
-    search2.start(caughtUp);
+    again.readiness.catchUp(new Promise<void>((resolve) => (open = resolve)));
+    search2.start();
     await search2.idle();
     const scope = { ...planQuery({ method: 'resources/list' }), exact: true };
     const hits = (q: string) => search2.search(parseSearchQuery(q), scope, 10).map((h) => h.row.name);
@@ -295,7 +300,7 @@ test('a warm restart answers from the last index and says it is re-checking unti
     // The catch-up finds the edit, then ends.
     again.apply({ upserted: [entryRow(path, 'a.md', false, statSync(path), root.uri, 0)], removed: [] });
     open();
-    await caughtUp;
+    await again.readiness.reached('caught-up');
     await search2.idle();
     assert.deepEqual(search2.progress, { done: 2, total: 2, complete: true, waiting: 0, rechecking: false });
     assert.deepEqual(hits('omega'), ['a.md']);
@@ -336,13 +341,14 @@ test('search says so while the content index is still being built', async () => 
     writeTree(dir.path, { 'a.md': 'alpha\n' });
     const root = makeRoot(dir.path);
     const index = new FolderIndex({ roots: [root], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
-    await index.ready;
+    await index.readiness.reached('scanned');
     // Not started: the state of the first moments after a scan.
     const search = new ContentSearch(index, silentLogger);
     const ctx = { index, roots: [root], log: silentLogger } as unknown as ServerContext;
     const result = await searchTool.run({ ctx, search }, { query: 'alpha', limit: 20 });
     assert.deepEqual(result.structuredContent!.indexing, { done: 0, total: 0 });
     assert.match(String(result.content[0]!.text), /still being built/);
+    index.readiness.catchUp(Promise.resolve()); // no live layer: caught up with the disk once scanned
     search.start();
     await search.idle();
     const done = await searchTool.run({ ctx, search }, { query: 'alpha', limit: 20 });
@@ -363,7 +369,7 @@ test('resource groups name at most 200 top-level folders per root and count the 
     writeTree(dir.path, { 'file.txt': 'not a group\n' });
     const root = makeRoot(dir.path);
     const index = new FolderIndex({ roots: [root], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
-    await index.ready; // what src/server.ts waits for before any request that reads the index
+    await index.readiness.reached('scanned'); // what src/server.ts waits for before any request that reads the index
     const ctx = { index, roots: [root], log: silentLogger } as unknown as ServerContext;
     const doc = await resourceGroups(ctx);
     assert.equal(doc.groups.length, 201);

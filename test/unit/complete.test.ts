@@ -19,7 +19,7 @@ describe('PathCompleter', () => {
     const roots = [makeRoot(real)];
     const index = new FolderIndex({ roots, dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
     try {
-      await index.ready;
+      await index.readiness.reached('scanned');
       const completer = new PathCompleter(index.db, roots);
       const big = completer.relative('big/');
       assert.equal(big.values.length, MAX_COMPLETIONS);

@@ -21,6 +21,7 @@ test('a warm restart checks the content index a slice at a time: every document 
     const dbFile = join(state.path, 'i.db');
     const index = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
     const search = new ContentSearch(index, silentLogger);
+    index.readiness.catchUp(Promise.resolve()); // no live layer: caught up with the disk once scanned
     search.start();
     await search.idle();
     assert.deepEqual(search.progress, { done: 11_000, total: 11_000, complete: true, waiting: 0, rechecking: false });
@@ -35,6 +36,7 @@ test('a warm restart checks the content index a slice at a time: every document 
 
     const again = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
     const search2 = new ContentSearch(again, silentLogger);
+    again.readiness.catchUp(Promise.resolve()); // no live layer: caught up with the disk once scanned
     search2.start();
     // The search tool's wait: a build counted past its bound is not waited for; one within it is, to the end.
     assert.equal(await search2.whenComplete(60_000, 1000), false, 'counted 10,700 > 1,000: no wait');
@@ -49,6 +51,7 @@ test('a warm restart checks the content index a slice at a time: every document 
     // Now that build finished: a warm restart answers from it at once, complete, while it re-checks every document.
     const third = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
     const search3 = new ContentSearch(third, silentLogger);
+    third.readiness.catchUp(Promise.resolve()); // no live layer: caught up with the disk once scanned
     search3.start();
     const counted = (await waitFor(() => (search3.progress.total > 0 ? { ...search3.progress } : undefined), 60_000, 'the documents counted'))!;
     assert.equal(counted.complete, true, `complete as soon as counted (${counted.done} of ${counted.total} re-checked)`);
@@ -73,6 +76,7 @@ test('with a big and a small folder served together, the small one is indexed fi
     const roots = [makeRoot(join(dir.path, 'a-big')), makeRoot(join(dir.path, 'z-small'))];
     const index = new FolderIndex({ roots, dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
     const search = new ContentSearch(index, silentLogger);
+    index.readiness.catchUp(Promise.resolve()); // no live layer: caught up with the disk once scanned
     search.start();
     await search.idle();
     assert.deepEqual(search.progress, { done: 1_502, total: 1_502, complete: true, waiting: 0, rechecking: false });

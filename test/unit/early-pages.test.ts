@@ -63,13 +63,13 @@ describe('resources/list during the first scan', () => {
       } as unknown as ServerContext;
       try {
         const early = [
-          listResources(ctx, { prefix: `${root.uri}d00/` }).then((page) => ({ page, during: !index.isReady })),
-          listResources(ctx, {}).then((page) => ({ page, during: !index.isReady })),
+          listResources(ctx, { prefix: `${root.uri}d00/` }).then((page) => ({ page, during: index.readiness.state === 'scanning' })),
+          listResources(ctx, {}).then((page) => ({ page, during: index.readiness.state === 'scanning' })),
         ];
         // A page at the far end of the key order waits for the subtrees before it.
-        const late = listResources(ctx, { prefix: `${root.uri}d59/` }).then((page) => ({ page, during: !index.isReady }));
+        const late = listResources(ctx, { prefix: `${root.uri}d59/` }).then((page) => ({ page, during: index.readiness.state === 'scanning' }));
         const answers = await Promise.all([...early, late]);
-        await index.ready;
+        await index.readiness.reached('scanned');
         for (const [i, { during }] of answers.slice(0, 2).entries()) assert.ok(during, `page ${i} was answered only after the scan`);
         const again = [
           await listResources(ctx, { prefix: `${root.uri}d00/` }),
@@ -85,7 +85,7 @@ describe('resources/list during the first scan', () => {
         const second = await listResources(ctx, { cursor: again[1]!.nextCursor });
         assert.deepEqual(next.resources.map((r) => r.uri), second.resources.map((r) => r.uri));
       } finally {
-        await index.ready.catch(() => {});
+        await index.readiness.reached('scanned').catch(() => {});
         index.close();
       }
     } finally {

@@ -325,7 +325,7 @@ describe('lookupEntry on a volume that folds names', () => {
     const roots = [makeRoot(real)];
     const index = new FolderIndex({ roots, dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
     try {
-      await index.ready;
+      await index.readiness.reached('scanned');
       const ctx = { store: index.store, roots, followSymlinks: false, foldsNames: true };
       assert.equal((await lookupEntry(pathToUri(join(real, 'd', 'x.txt'), false), ctx))?.uri, pathToUri(join(real, 'd', 'x.txt'), false));
       assert.equal(await lookupEntry(pathToUri(join(real, 'link', 'x.txt'), false), ctx), undefined, 'through the link');

@@ -21,7 +21,7 @@ async function withIndex(files: Record<string, string>, run: (index: FolderIndex
   writeTree(root, files);
   const index = new FolderIndex({ roots: [makeRoot(root)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
   try {
-    await index.ready;
+    await index.readiness.reached('scanned');
     const batches: string[][] = [];
     index.onChange((committed: CommittedChange) => batches.push([...committed.removed, ...committed.upserted.map((row) => row.uri)]));
     await run(index, root, batches);

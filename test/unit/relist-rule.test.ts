@@ -160,7 +160,7 @@ describe('the re-list rule: the index equals the disk after the reported paths a
       writeTree(root, c.tree);
       const index = memoryIndex(root);
       try {
-        await index.ready;
+        await index.readiness.reached('scanned');
         assert.deepEqual(indexState(index), diskState(root), 'the scan indexed the tree');
         const reported = c.change(root).map((rel) => (rel === '' ? root : join(root, rel)));
         await reconcilerOf(index).paths(reported);
@@ -182,7 +182,7 @@ describe('a hard-linked file written through a name that then goes (found by the
     linkSync(join(root, 'x/e/f.txt'), join(root, 'h/g.txt'));
     const index = memoryIndex(root);
     try {
-      await index.ready;
+      await index.readiness.reached('scanned');
       assert.deepEqual(indexState(index), diskState(root), 'the scan indexed the tree');
       appendFileSync(join(root, 'x/e/f.txt'), 'more');
       rmSync(join(root, 'x/e'), { recursive: true });
@@ -204,7 +204,7 @@ describe('a hard-linked file written through a name in another root, walked afte
     writeTree(inner, { 'y.txt': 'y' });
     const index = memoryIndex(outer, inner);
     try {
-      await index.ready;
+      await index.readiness.reached('scanned');
       // Made while no server ran: two names of one file, one in each root.
       writeFileSync(join(inner, 'f.txt'), 'linked\n');
       linkSync(join(inner, 'f.txt'), join(outer, 'd/a'));
@@ -228,7 +228,7 @@ describe('a served folder missing when the cold scan runs (found by the fuzzer, 
     writeTree(here, { 'x.txt': 'x', 'sub/y.txt': 'y' });
     const index = memoryIndex(here, missing);
     try {
-      await index.ready;
+      await index.readiness.reached('scanned');
       assert.deepEqual(indexState(index), diskState(here));
       writeTree(missing, { 'z.txt': 'z', 'deeper/w.txt': 'w' });
       await reconcilerOf(index).paths([missing]);
@@ -263,7 +263,7 @@ describe('a folder swapped for a link to an outside folder while the Reconciler 
     writeTree(outside, { 's.txt': 'OUTSIDE, longer than inside', 'extra.txt': 'only outside' });
     const index = memoryIndex(root);
     try {
-      await index.ready;
+      await index.readiness.reached('scanned');
       renameSync(join(root, 'sub'), join(dir.path, 'sub.old'));
       symlinkSync(outside, join(root, 'sub'));
       await run(index, root);

@@ -125,7 +125,7 @@ describe('scanInThread', () => {
     const debug: string[] = [];
     const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: db, log: createLogger('debug', (l) => debug.push(l)), ...IGNORE, scanSlicesHere: 1 });
     try {
-      await index.ready;
+      await index.readiness.reached('scanned');
       assert.ok(debug.some((line) => line.includes('the walk moves to its worker thread')), 'the walk was handed over');
       assert.equal(index.store.count(), FILES + 200 + 1 + 3);
       const indexes = index.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entries' AND sql IS NOT NULL`).all() as { name: string }[];
@@ -149,7 +149,7 @@ describe('a whole-root check from the walk (Reconciler.tree of a root)', () => {
     bigTree(dir.path, 20_000, (i) => `d${String(i % 200).padStart(3, '0')}/f${i}.txt`, 'x');
     const index = new FolderIndex({ roots: [root], dbFile: join(dbDir.path, 'index.db'), log, ...IGNORE, scanSlicesHere: 1 });
     try {
-      await index.ready;
+      await index.readiness.reached('scanned');
       writeFileSync(join(dir.path, 'd010', 'new.txt'), 'new');
       rmSync(join(dir.path, 'd020', 'f20.txt'));
       // A new inode (the tree's files are hard links of one): another size.

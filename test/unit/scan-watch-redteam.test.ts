@@ -37,7 +37,7 @@ describe('red team: the cold scan\'s watches', { ...linuxOnly }, () => {
       (dir) => writeTree(served(dir), { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' }),
       async ({ dir, index, logs, sync }) => {
         const root = served(dir);
-        await index.ready;
+        await index.readiness.reached('scanned');
         rmSync(root, { recursive: true });
         mkdirSync(root);
         writeTree(root, { 'new.txt': 'in the new root\n' });
@@ -52,7 +52,7 @@ describe('red team: the cold scan\'s watches', { ...linuxOnly }, () => {
 
   test('a directory replaced during the dirs watcher\'s start (its parent handed over, it not yet watched): its new entries are indexed', async () => {
     await withScanIndex((dir) => writeTree(dir, { 'top.txt': 'top\n', 'sub/old.txt': 'old\n' }), async ({ dir, index, logs, sync }) => {
-      await index.ready;
+      await index.readiness.reached('scanned');
       const sub = join(dir, 'sub');
       // The real dirs backend; its list of directories holds, after the root, 2000 that are not there
       // (one start slice: the root is handed over), then, once the scan's watch on the root is surely
@@ -126,15 +126,15 @@ describe('red team: nothing left behind', linuxOnly, () => {
         if (name.includes('mid-scan')) {
           await index.nextCommit();
           await index.nextCommit();
-          assert.ok(!index.isReady);
+          assert.ok(index.readiness.state === 'scanning');
         } else {
-          await index.ready;
+          await index.readiness.reached('scanned');
           assert.ok(countInotifyWatches() > before + 20, 'the scan watched');
           assert.ok(threads() > threadsBefore, 'the worker is up');
         }
         await act(dir.path, index, scanChanges);
         index.close();
-        await index.ready.catch(() => {});
+        await index.readiness.reached('scanned').catch(() => {});
         await waitFor(() => countInotifyWatches() === before, 30_000, `the watches to go (${countInotifyWatches()} left, ${before} before)`);
         await waitFor(() => threads() <= threadsBefore, 30_000, `the worker to end (${threads()} threads, ${threadsBefore} before)`);
       } finally {
@@ -160,9 +160,9 @@ async function coldStart(
     setup,
     async ({ dir, index, logs, sync }) => {
       await index.nextCommit();
-      assert.ok(!index.isReady, 'the scan ended with its first batch');
+      assert.ok(index.readiness.state === 'scanning', 'the scan ended with its first batch');
       behindTheWalk(dir);
-      await index.ready;
+      await index.readiness.reached('scanned');
       afterTheScan(dir);
       const live = sync({ watcher: backend });
       await live.start();

@@ -195,13 +195,13 @@ describe('Live after a cold scan that watched', linuxOnly, () => {
     const blind: StartWatcher = async () => ({ backend: 'dirs', close: async () => {} });
     await withScanIndex(scanTree, async ({ dir, index, logs, sync }) => {
       await index.nextCommit();
-      assert.ok(!index.isReady, 'the scan ended with its first batch');
+      assert.ok(index.readiness.state === 'scanning', 'the scan ended with its first batch');
       // Behind the walk (the root and d00 are read): a new file, an edit, a directory replaced by another of its name.
       writeFileSync(join(dir, 'added.txt'), 'added\n');
       writeFileSync(join(dir, 'top.txt'), 'a longer top now\n');
       rmSync(join(dir, 'd00'), { recursive: true });
       writeTree(dir, { 'd00/replaced.txt': 'in the new d00\n' });
-      await index.ready;
+      await index.readiness.reached('scanned');
       // After the scan, before the watcher: a directory the worker read.
       rmSync(join(dir, 'd29', 'f2999.txt'));
       await sync({ watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: blind } }).start();
@@ -216,7 +216,7 @@ describe('Live after a cold scan that watched', linuxOnly, () => {
 
   test('a watcher that took over some of the scan\'s watches, then failed to start: the tree is diffed, and nothing is lost', async () => {
     await withScanIndex(scanTree, async ({ dir, index, logs, sync }) => {
-      await index.ready;
+      await index.readiness.reached('scanned');
       // Takes over the root's watch (released), then fails (not for want of watches: that is retried, see below).
       const failing: StartWatcher = async (start) => {
         start.watching?.([dir]);
@@ -235,7 +235,7 @@ describe('Live after a cold scan that watched', linuxOnly, () => {
 
   test('a backend out of watches while the scan\'s are held gets them released and starts; the tree is diffed', async () => {
     await withScanIndex((dir) => writeTree(dir, { 'a.txt': 'a\n', 'sub/b.txt': 'b\n' }), async ({ dir, index, logs, sync }) => {
-      await index.ready;
+      await index.readiness.reached('scanned');
       writeFileSync(join(dir, 'sub', 'after-the-scan.txt'), 'x\n');
       let starts = 0;
       // chokidar does not take the scan's watches over: its first start finds the inotify limit reached.
@@ -255,7 +255,7 @@ describe('Live after a cold scan that watched', linuxOnly, () => {
   test('without the record (no watchScan) the tree is diffed, as before', async () => {
     const blind: StartWatcher = async () => ({ backend: 'dirs', close: async () => {} });
     await withScanIndex((dir) => writeTree(dir, { 'a.txt': 'a\n' }), async ({ dir, index, logs, sync }) => {
-      await index.ready;
+      await index.readiness.reached('scanned');
       writeFileSync(join(dir, 'b.txt'), 'b\n');
       await sync({ watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: blind } }).start();
       await waitFor(() => index.store.get(pathToUri(join(dir, 'b.txt'), false)), 30_000, 'b.txt from the diff');

@@ -356,7 +356,7 @@ describe('watcher dirs under Live', () => {
     const log = createLogger('info', (line) => logs.push(line));
     const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [] });
     try {
-      await index.ready;
+      await index.readiness.reached('scanned');
       const before = countInotifyWatches();
       const sync = new Live({ index, log, watcher: 'dirs' });
       const started = sync.start();
