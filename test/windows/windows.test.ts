@@ -242,11 +242,12 @@ describe('Windows: the .mcpb, unpacked and started as Claude Desktop on Windows 
     assert.ok(config);
     // `${__dirname}/dist/cli.js`: the library joins with '/', and node.exe takes the mixed separators as Windows does.
     assert.deepEqual(config.args, [`${unpacked}/dist/cli.js`, '--', dir]);
+    assert.deepEqual(config.env, { NODE_OPTIONS: '--max-semi-space-size=16' });
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: config.args ?? [],
       cwd: home,
-      env: { ...(process.env as Record<string, string>), LOCALAPPDATA: home, NODE_PATH: '' },
+      env: { ...(process.env as Record<string, string>), ...config.env, LOCALAPPDATA: home, NODE_PATH: '' },
       stderr: 'pipe',
     });
     client = new Client({ name: 'claude-desktop-stand-in', version: '0.0.0' });
