@@ -5,6 +5,7 @@ import { isSkipped, sizeLabel, type Table } from './context.ts';
 import { sizesOf, type Results } from './results.ts';
 import type { ColdResult } from './scenarios/cold.ts';
 import { changeSummary, type SearchResult } from './scenarios/search.ts';
+import type { StartupResult, StartupRow } from './scenarios/startup.ts';
 import { fmtMs, fmtRatio, type Stat } from './stats.ts';
 
 interface Goal {
@@ -159,7 +160,46 @@ const GOALS: Goal[] = [
       return q ? ratio(p50(q.filesystem), p50(q.folderMcpFirstPage), 1000, false) : null;
     },
   },
+  ...startupGoals(),
 ];
+
+/**
+ * Issue 45's targets, from the start-up scenario (table 19): one figure per
+ * runtime (better-sqlite3 on Node 20, node:sqlite on Node 24), met when every
+ * runtime meets it.
+ */
+function startupGoals(): Goal[] {
+  const each =
+    (figure: (r: StartupRow) => { value: number; text: string } | null, met: (value: number, r: StartupRow) => boolean) =>
+    (at: (scenario: string) => unknown) => {
+      const rows = get<StartupResult>(at, 'startup')?.rows ?? [];
+      const measured = rows.flatMap((r) => {
+        const f = figure(r);
+        return f ? [{ text: `${r.label.split(',')[0]}: ${f.text}`, met: met(f.value, r) }] : [];
+      });
+      return measured.length ? { measured: measured.map((m) => m.text).join('; '), met: measured.every((m) => m.met) } : null;
+    };
+  const ratioOf = (a: Stat, b: Stat) => ({ value: a.p50 / b.p50, text: fmtRatio(a.p50 / b.p50) });
+  return [
+    { goal: '8. warm / cold spawn -> first page', target: '<= 0.5x', measure: each((r) => ratioOf(r.warmFirstPage, r.coldFirstPage), (v) => v <= 0.5) },
+    { goal: '8. cold spawn -> all pages / settled', target: '<= 1.3x', measure: each((r) => ratioOf(r.coldAllPages, r.settledAllPages), (v) => v <= 1.3) },
+    { goal: '8. warm spawn -> all pages / settled', target: '<= 1.3x', measure: each((r) => ratioOf(r.warmAllPages, r.settledAllPages), (v) => v <= 1.3) },
+    { goal: '8. bytes of a listed item', target: '<= 250', measure: each((r) => ({ value: r.bytesPerItem, text: String(r.bytesPerItem) }), (v) => v <= 250) },
+    {
+      goal: "8. server's CPU a listed item, settled",
+      target: '<= 3 µs',
+      measure: each((r) => (r.cpuUsPerItem ? { value: r.cpuUsPerItem.p50, text: `${r.cpuUsPerItem.p50.toFixed(1)} µs` } : null), (v) => v <= 3),
+    },
+    {
+      goal: '8. peak RSS, cold and warm (the target is at 1M)',
+      target: '<= 350 MiB at 1M',
+      measure: each(
+        (r) => (r.coldPeakRssMiB === null ? null : { value: Math.max(r.coldPeakRssMiB, r.warmPeakRssMiB ?? 0), text: `${r.coldPeakRssMiB} / ${r.warmPeakRssMiB ?? 'n/a'} MiB` }),
+        (v) => v <= 350,
+      ),
+    },
+  ];
+}
 
 /** Table 0: each goal at each size that measured it. */
 export function goalsTable(results: Results): Table {
@@ -177,6 +217,6 @@ export function goalsTable(results: Results): Table {
     title: '0. Every goal in one table (ratios of figures from the same run)',
     header: ['goal', 'size', 'target', 'measured', 'met'],
     rows,
-    note: 'Spawn times include Node start-up and the MCP handshake. Goal 5 comes from the search scenario (tables 13-15), at 10k and 100k files.',
+    note: 'Spawn times include Node start-up and the MCP handshake. Goal 5 comes from the search scenario (tables 13-15), at 10k and 100k files; goals 8 (issue 45) from the start-up scenario (table 19), one figure per runtime, met when both meet it.',
   };
 }
