@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { after, before } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { createApp, type App } from '../src/app.ts';
-import { allowedHostsFor } from '../src/http/guard.ts';
+import { allowedHostsFor, guardPolicy } from '../src/http/guard.ts';
 import { Metrics } from '../src/http/metrics.ts';
 import { serveHttp, type HttpEndpoint, type HttpServeLimits } from '../src/http/serve.ts';
 import type { SessionClock } from '../src/http/sessions.ts';
@@ -85,7 +85,7 @@ export async function startInProcess(
       app: made,
       info,
       listen: { host: '127.0.0.1', port: 0 },
-      policy: { allowedHosts: allowedHostsFor('127.0.0.1'), token: options.token },
+      policy: guardPolicy(allowedHostsFor('127.0.0.1'), options.token),
       log: silentLogger,
       limits,
       ...(metrics && { metrics }),
