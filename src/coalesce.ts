@@ -56,11 +56,6 @@ export class Coalescer {
     this.clock = options.clock ?? realClock;
   }
 
-  /** A trigger is gathered and not yet fired. */
-  get pending(): boolean {
-    return this.timer !== undefined;
-  }
-
   trigger(): void {
     // The leading edge of this turn is already set to fire: it takes this trigger too.
     if (this.leadingPending) return;

@@ -60,11 +60,4 @@ export class TestClock implements Clock {
     for (const timer of this.timers) if (which === 'all' || timer.background === (which === 'background')) n++;
     return n;
   }
-
-  /** When the earliest timer set falls due, or undefined when none is. */
-  get nextDue(): number | undefined {
-    let due: number | undefined;
-    for (const timer of this.timers) if (due === undefined || timer.due < due) due = timer.due;
-    return due;
-  }
 }
