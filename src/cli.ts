@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { createApp, type App } from './app.ts';
 import { USAGE, type Config, type HttpListen } from './config.ts';
-import { allowedHostsFor } from './http/guard.ts';
+import { allowedHostsFor, guardPolicy } from './http/guard.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { MetricsEndpoint } from './http/metrics-serve.ts';
 import type { HttpEndpoint } from './http/serve.ts';
@@ -105,7 +105,7 @@ async function serveMetricsOrExit(
 ): Promise<MetricsEndpoint> {
   const { serveMetrics } = await import('./http/metrics-serve.ts');
   try {
-    const endpoint = await serveMetrics({ metrics, listen, policy: { allowedHosts: allowedHostsFor(listen.host, allowedHosts), token }, log });
+    const endpoint = await serveMetrics({ metrics, listen, policy: guardPolicy(allowedHostsFor(listen.host, allowedHosts), token), log });
     process.stderr.write(`folder-mcp: serving metrics at ${endpoint.url}\n`);
     return endpoint;
   } catch (error) {
@@ -129,7 +129,7 @@ async function serveOverHttp(
   serving: string,
 ): Promise<void> {
   const info = { name: 'folder-mcp', version: VERSION, write: config.write };
-  const policy = { allowedHosts: allowedHostsFor(listen.host, config.allowedHosts ?? []), token };
+  const policy = guardPolicy(allowedHostsFor(listen.host, config.allowedHosts ?? []), token);
   // Lazy: the HTTP stack (node:http, @modelcontextprotocol/node, hono) loads only with --http; stdio starts without it.
   const { serveHttp, HttpListenError } = await import('./http/serve.ts');
   let endpoint: HttpEndpoint;

@@ -112,6 +112,10 @@ export function nodeSqliteAvailable(): boolean {
   return nodeSqliteProblem() === null;
 }
 
+// The drivers as loaded and probed, memoised for the process (the only module-level state left, with
+// dot-kernel.ts's compiled kernel, both on purpose): what they hold can never differ between callers. One runtime
+// has one node:sqlite and one better-sqlite3 native module, which Node caches itself; loading either again
+// would find the same, and probing node:sqlite again would only swap process.emitWarning once more.
 let nodeSqlite: NodeSqliteModule | undefined;
 let nodeSqliteChecked: string | null | undefined;
 
@@ -155,6 +159,7 @@ function probe(module: NodeSqliteModule): string | null {
   }
 }
 
+/** better-sqlite3 once it loaded (see above); a failure is not kept: asking again reports it again. */
 let betterSqlite: BetterSqliteConstructor | null = null;
 function loadBetterSqlite(): BetterSqliteConstructor {
   if (betterSqlite) return betterSqlite;

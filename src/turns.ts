@@ -1,4 +1,5 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { realClock, type Clock, type ClockTimer } from './clock.ts';
 
 /**
  * How long work that many clients' requests share may run before the event
@@ -19,7 +20,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
  * order they yielded.
  */
 export class TurnBudget {
-  private started = performance.now();
+  private started: number;
   /** Turns in which somebody resumed: the first to resume in a turn starts its budget. */
   private turns = 0;
   /** The turn in which a waiter last went: the first that may go in a turn always does. */
@@ -29,7 +30,12 @@ export class TurnBudget {
   /** Arrivals waiting: work waits while there are any. */
   private arrivals = 0;
 
-  constructor(private readonly budgetMs: number) {}
+  constructor(
+    private readonly budgetMs: number,
+    private readonly clock: Pick<Clock, 'now'> = realClock,
+  ) {
+    this.started = clock.now();
+  }
 
   /**
    * Resolves when this turn has budget left: at once, or in a later turn
@@ -42,14 +48,14 @@ export class TurnBudget {
     if (arrival) this.arrivals++;
     try {
       for (;;) {
-        if (mayGo() && !this.granted && performance.now() - this.started < this.budgetMs) break;
+        if (mayGo() && !this.granted && this.clock.now() - this.started < this.budgetMs) break;
         // Every waiter resumes in the same turn (one setImmediate each): only the first restarts the budget, the rest
         // wait again unless it left some. Each restarting it as it resumed let 50 listens fold 50 ms a turn.
         const turn = this.turns;
         await yieldToLoop();
         if (this.turns === turn) {
           this.turns++;
-          this.started = performance.now();
+          this.started = this.clock.now();
         }
         if (mayGo() && this.wentIn !== this.turns) break;
       }
@@ -102,6 +108,7 @@ export class ArrivalGate {
   constructor(
     private readonly budgetMs: number,
     private readonly backlog: TurnBudget,
+    private readonly clock: Pick<Clock, 'now'> = realClock,
   ) {}
 
   /**
@@ -110,7 +117,7 @@ export class ArrivalGate {
    * server knows (its session); requests of one client share a group.
    */
   async admit(client?: string): Promise<void> {
-    const now = performance.now();
+    const now = this.clock.now();
     if (this.opened === null) {
       this.opened = now;
       // Requests are read in the poll phase; this turn's check phase ends the turn's admissions.
@@ -188,15 +195,19 @@ export class Foreground {
   private lastActivity = -Infinity;
   private sliceStarted: number;
   private readonly waiting: Array<() => void> = [];
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   /** Requests being handled, and who waits for there to be none (a move of the served folders). */
   private active = 0;
   private readonly idle: Array<() => void> = [];
   /** Requests waiting for the background work itself (a held warm start): while any, it runs as foreground. */
   private urgent = 0;
 
-  constructor(private readonly now: () => number = () => performance.now()) {
-    this.sliceStarted = now();
+  constructor(private readonly clock: Clock = realClock) {
+    this.sliceStarted = clock.now();
+  }
+
+  private now(): number {
+    return this.clock.now();
   }
 
   /** A client's message came in (a request or a notification). */
@@ -221,12 +232,12 @@ export class Foreground {
   /** Resolves once no request is being handled (at once if none is), or after `maxMs`. */
   async whenIdle(maxMs: number): Promise<void> {
     if (this.active === 0) return;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: ClockTimer | undefined;
     await new Promise<void>((resolve) => {
       this.idle.push(resolve);
-      timer = setTimeout(resolve, maxMs);
+      timer = this.clock.setTimeout(resolve, maxMs);
     });
-    clearTimeout(timer);
+    this.clock.clearTimeout(timer);
   }
 
   /** A request waits for the background work to finish: it runs unthrottled until the function returned is called. */
@@ -267,11 +278,14 @@ export class Foreground {
     const now = this.now();
     const quietIn = FOREGROUND_QUIET_MS - (now - this.lastActivity);
     const starveIn = BACKGROUND_STARVE_MS + BACKGROUND_SLICE_MS - (now - this.sliceStarted);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      if (!this.mayRun()) return this.wake();
-      for (const resolve of this.waiting.splice(0)) resolve();
-    }, Math.max(1, Math.ceil(Math.min(quietIn, starveIn))));
+    this.timer = this.clock.setTimeout(
+      () => {
+        this.timer = undefined;
+        if (!this.mayRun()) return this.wake();
+        for (const resolve of this.waiting.splice(0)) resolve();
+      },
+      Math.max(1, Math.ceil(Math.min(quietIn, starveIn))),
+    );
   }
 }
 

@@ -30,7 +30,12 @@ export function builtScriptUrl(name: BuiltScript): URL {
   return url;
 }
 
-/** Checked once a process: a test file starts many servers. */
+/**
+ * Checked once a process: a test file starts many servers. Only when running
+ * the TypeScript sources (tests, benchmarks); the bundle never reads it. A
+ * memo, not state: the answer is the same URL for every caller, and a
+ * rebuild while the process runs is not looked for again on purpose.
+ */
 const checked = new Map<BuiltScript, URL>();
 
 /**

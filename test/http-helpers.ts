@@ -9,35 +9,12 @@ import { z } from 'zod';
 import { after, before } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { createApp, type App } from '../src/app.ts';
-import { allowedHostsFor } from '../src/http/guard.ts';
+import { allowedHostsFor, guardPolicy } from '../src/http/guard.ts';
 import { Metrics } from '../src/http/metrics.ts';
 import { serveHttp, type HttpEndpoint, type HttpServeLimits } from '../src/http/serve.ts';
-import type { SessionClock } from '../src/http/sessions.ts';
 import { prepareLaunch } from '../src/launch.ts';
 import { silentLogger } from '../src/log.ts';
 import { CLI, Loose, tempDir, writeTree, type LooseResult } from './helpers.ts';
-
-/**
- * Time for the 2025-era sessions' sweeps that moves only when the test says
- * (src/http/sessions.ts SessionClock): a test ages sessions by `advance`, on
- * any machine at any load, instead of sleeping past a short idle time.
- */
-export class ManualClock implements SessionClock {
-  private time = 1_000_000;
-  private readonly ticks = new Set<() => void>();
-  now(): number {
-    return this.time;
-  }
-  every(_ms: number, tick: () => void): { stop(): void } {
-    this.ticks.add(tick);
-    return { stop: () => void this.ticks.delete(tick) };
-  }
-  /** Moves time on by `ms`, then sweeps once. */
-  advance(ms: number): void {
-    this.time += ms;
-    for (const tick of this.ticks) tick();
-  }
-}
 
 export interface InProcessOptions {
   /** The bearer token clients must send (default: none). */
@@ -85,7 +62,7 @@ export async function startInProcess(
       app: made,
       info,
       listen: { host: '127.0.0.1', port: 0 },
-      policy: { allowedHosts: allowedHostsFor('127.0.0.1'), token: options.token },
+      policy: guardPolicy(allowedHostsFor('127.0.0.1'), options.token),
       log: silentLogger,
       limits,
       ...(metrics && { metrics }),

@@ -10,7 +10,7 @@
 // Needs redis-server on PATH (apt-get install -y redis-server); skipped otherwise.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { clusterMissing, freePort, startRedis } from '../../test/cluster-helpers.ts';
 import { CLI, cpuSeconds, peakRssMiB } from '../client.ts';

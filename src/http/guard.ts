@@ -9,7 +9,12 @@ export interface GuardPolicy {
   /** Hostnames a Host or Origin header may name (lowercase; IPv6 in brackets). */
   allowedHosts: readonly string[];
   /** When set, every request must carry `Authorization: Bearer <token>`. */
-  token: string | undefined;
+  token: ExpectedToken | undefined;
+}
+
+/** A policy with `token` (when there is one) hashed once, for every request it guards. */
+export function guardPolicy(allowedHosts: readonly string[], token: string | undefined): GuardPolicy {
+  return { allowedHosts, token: token === undefined ? undefined : new ExpectedToken(token) };
 }
 
 export interface RequestHeaders {
@@ -42,7 +47,7 @@ export function checkRequest(policy: GuardPolicy, headers: RequestHeaders): Refu
   if (policy.token === undefined) return null;
   const given = bearerToken(headers.authorization);
   if (given === undefined) return { status: 401, message: 'Unauthorized: bearer token required', headers: { 'www-authenticate': REALM } };
-  if (!tokenMatches(given, policy.token)) {
+  if (!policy.token.matches(given)) {
     return { status: 401, message: 'Unauthorized: invalid token', headers: { 'www-authenticate': `${REALM}, error="invalid_token"` } };
   }
   return null;
@@ -58,13 +63,23 @@ export function bearerToken(authorization: string | undefined): string | undefin
 }
 
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
-/** The server's own token, hashed once (a hash costs some 30 µs, on every request). */
-let expectedDigest: { token: string; digest: Buffer } | undefined;
 
-/** Security: constant time in the token's content and length (both sides hashed to 32 bytes first). */
-export function tokenMatches(given: string, expected: string): boolean {
-  if (expectedDigest?.token !== expected) expectedDigest = { token: expected, digest: digest(expected) };
-  return timingSafeEqual(digest(given), expectedDigest.digest);
+/**
+ * The server's own token, hashed once (a hash costs some 30 µs, on every
+ * request). Held by the policy that asks for it: two endpoints of one
+ * process with two tokens each keep their own.
+ */
+export class ExpectedToken {
+  private readonly digest: Buffer;
+
+  constructor(token: string) {
+    this.digest = digest(token);
+  }
+
+  /** Security: constant time in the token's content and length (both sides hashed to 32 bytes first). */
+  matches(given: string): boolean {
+    return timingSafeEqual(digest(given), this.digest);
+  }
 }
 
 /** True for addresses only this machine can reach: 127.0.0.0/8, ::1, localhost. */

@@ -1,6 +1,7 @@
 import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import { randomUUID } from 'node:crypto';
 import type { App, ClientSession } from '../app.ts';
+import { every, realClock, type Clock } from '../clock.ts';
 import { BoundedEventStore, SSE_RETRY_MS } from './event-store.ts';
 import { whenAnswered } from './streams.ts';
 import { toLegacyResponse } from '../protocol/sdk/legacy-not-found-http.ts';
@@ -14,23 +15,14 @@ export interface SessionLimits {
   idleMs: number;
   /** ...or for this long once its GET stream has ended (its client most likely went; a live one reconnects sooner). */
   goneMs: number;
-  /** The time the sweeps go by: the wall clock, or a test's own (test/http-helpers.ts ManualClock). */
-  clock?: SessionClock;
+  /** The time the sweeps go by: the real clock, or a test's own (test/test-clock.ts). */
+  clock?: Clock;
 }
 
-/** What the sessions ask of time: now, and a sweep every so often. */
-export interface SessionClock {
-  now(): number;
-  every(ms: number, tick: () => void): { stop(): void };
+/** How often idle and gone sessions are looked for: a session is closed at most this long after its time is up. */
+export function sweepEveryMs(limits: SessionLimits): number {
+  return Math.min(limits.idleMs, limits.goneMs, 30_000);
 }
-
-export const WALL_CLOCK: SessionClock = {
-  now: () => Date.now(),
-  every(ms, tick) {
-    const timer = setInterval(tick, ms).unref();
-    return { stop: () => clearInterval(timer) };
-  },
-};
 
 export const DEFAULT_SESSION_LIMITS: SessionLimits = { maxSessions: 1_000, idleMs: 10 * 60_000, goneMs: 60_000 };
 
@@ -58,7 +50,7 @@ interface Entry {
  */
 export class LegacySessions {
   private readonly sessions = new Map<string, Entry>();
-  private readonly clock: SessionClock;
+  private readonly clock: Clock;
   private readonly sweeper: { stop(): void };
   private closing = false;
   /** New sessions refused (503) because every session was busy, since start (the metrics). */
@@ -75,8 +67,8 @@ export class LegacySessions {
      */
     private readonly idPrefix = '',
   ) {
-    this.clock = limits.clock ?? WALL_CLOCK;
-    this.sweeper = this.clock.every(Math.min(limits.idleMs, limits.goneMs, 30_000), () => this.sweep());
+    this.clock = limits.clock ?? realClock;
+    this.sweeper = every(this.clock, sweepEveryMs(limits), () => this.sweep());
   }
 
   /** `id`, when it names a session open now (a client the server knows); undefined otherwise. */

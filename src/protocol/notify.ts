@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts';
 import { Coalescer } from '../coalesce.ts';
 import type { CommittedChange, FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
@@ -24,6 +25,8 @@ export interface NotifyTimings {
   listMaxDelayMs: number;
   updatedQuietMs: number;
   updatedMaxDelayMs: number;
+  /** The time the windows go by (default the real one). */
+  clock?: Clock;
 }
 
 export const DEFAULT_NOTIFY_TIMINGS: NotifyTimings = {
@@ -51,8 +54,9 @@ export class ResourceNotifier {
     private readonly log: Logger,
     timings: NotifyTimings = DEFAULT_NOTIFY_TIMINGS,
   ) {
-    this.list = new Coalescer(() => this.sendListChanged(), timings.listQuietMs, timings.listMaxDelayMs);
-    this.updated = new Coalescer(() => this.sendUpdated(), timings.updatedQuietMs, timings.updatedMaxDelayMs);
+    const clock = timings.clock ? { clock: timings.clock } : {};
+    this.list = new Coalescer(() => this.sendListChanged(), timings.listQuietMs, timings.listMaxDelayMs, clock);
+    this.updated = new Coalescer(() => this.sendUpdated(), timings.updatedQuietMs, timings.updatedMaxDelayMs, clock);
   }
 
   /** An IndexChangeListener. */

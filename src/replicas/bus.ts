@@ -6,6 +6,8 @@
 // look at a path of its own folder. The transport (Redis pub/sub:
 // ./redis-transport.ts) only carries text.
 import { posix } from 'node:path';
+import { realClock, type Clock, type ClockTimer } from '../clock.ts';
+import { Coalescer } from '../coalesce.ts';
 import { basename, below, childPrefix, dirname, HOST_FLAVOUR, type Flavour } from '../fs-path.ts';
 import type { CommittedChange } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
@@ -151,13 +153,17 @@ export interface HintBusOptions {
   /** ...or diffs this root (Live.hintTree). */
   hintTree(dir: string): Promise<void>;
   open: OpenHintTransport;
+  /** The time its delays and rate limits go by (default the real one). */
+  clock?: Clock;
 }
 
 /** One replica's end of the bus: what changed here goes out, what changed elsewhere comes in as hints. */
 export class HintBus {
   /** Root path -> paths relative to it, changed here and not yet sent. */
   private outgoing = new Map<string, Set<string>>();
-  private flushTimer: NodeJS.Timeout | undefined;
+  /** Sends what changed here FLUSH_MS after the first change of a batch. */
+  private readonly flushing: Coalescer;
+  private readonly clock: Clock;
   /** Absolute path -> when a hint for it stops counting as the reason of a change (ECHO_MS). */
   private readonly hinted = new Map<string, number>();
   private inboundSecond = 0;
@@ -172,7 +178,7 @@ export class HintBus {
   private readonly treeAgain = new Set<string>();
   /** Roots with a tree hint scheduled. */
   private readonly treePending = new Set<string>();
-  private readonly treeTimers = new Set<NodeJS.Timeout>();
+  private readonly treeTimers = new Set<ClockTimer>();
   private readonly transport: HintTransport;
   private readonly stopListening: () => void;
   private closed = false;
@@ -182,13 +188,15 @@ export class HintBus {
   received = 0;
 
   constructor(private readonly options: HintBusOptions) {
+    this.clock = options.clock ?? realClock;
+    this.flushing = new Coalescer(() => this.flush(), FLUSH_MS, FLUSH_MS, { leading: 'none', clock: this.clock });
     this.transport = options.open((text) => this.deliver(text));
     this.stopListening = options.onChange((change) => this.changed(change));
   }
 
   private changed(change: CommittedChange): void {
     if (this.closed) return;
-    const now = Date.now();
+    const now = this.clock.now();
     for (const uri of [...change.removed, ...change.upserted.map((row) => row.uri)]) {
       const path = uriToPath(uri);
       if ((this.hinted.get(path) ?? 0) <= now) this.send(path);
@@ -203,7 +211,7 @@ export class HintBus {
     if (!set) this.outgoing.set(root.path, (set = new Set()));
     // Past one message's worth the root goes as a tree hint: no need to hold more.
     if (set.size <= MAX_HINT_PATHS) set.add(below(root.path, path));
-    this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
+    this.flushing.trigger();
   }
 
   /**
@@ -222,7 +230,6 @@ export class HintBus {
   }
 
   private flush(): void {
-    this.flushTimer = undefined;
     const outgoing = this.outgoing;
     this.outgoing = new Map();
     for (const [rootPath, paths] of outgoing) {
@@ -233,7 +240,7 @@ export class HintBus {
 
   private deliver(text: string): void {
     if (this.closed) return;
-    const second = Math.floor(Date.now() / 1000);
+    const second = Math.floor(this.clock.now() / 1000);
     if (second !== this.inboundSecond) {
       this.inboundSecond = second;
       this.inboundPaths = 0;
@@ -275,23 +282,23 @@ export class HintBus {
     // One running: another after it (its time is not known until it ends).
     if (this.treeRunning.has(root.path)) return void this.treeAgain.add(root.path);
     const gap = Math.max(TREE_HINT_MIN_INTERVAL_MS, TREE_HINT_DUTY_FACTOR * (this.treeCost.get(root.path) ?? 0));
-    const wait = Math.max(0, (this.treeLast.get(root.path) ?? -Infinity) + gap - Date.now());
+    const wait = Math.max(0, (this.treeLast.get(root.path) ?? -Infinity) + gap - this.clock.now());
     this.treePending.add(root.path);
-    const timer = setTimeout(() => {
+    const timer = this.clock.setTimeout(() => {
       this.treeTimers.delete(timer);
       this.treePending.delete(root.path);
       if (this.closed) return;
-      this.treeLast.set(root.path, Date.now());
+      this.treeLast.set(root.path, this.clock.now());
       this.remember([root.path]);
-      const started = performance.now();
+      const started = this.clock.now();
       this.treeRunning.add(root.path);
       void this.options
         .hintTree(root.path)
         .catch((error: unknown) => this.options.log.debug(`bus: diff of ${root.path} failed: ${(error as Error).message}`))
         .finally(() => {
           this.treeRunning.delete(root.path);
-          this.treeCost.set(root.path, performance.now() - started);
-          this.treeLast.set(root.path, Date.now());
+          this.treeCost.set(root.path, this.clock.now() - started);
+          this.treeLast.set(root.path, this.clock.now());
           if (this.treeAgain.delete(root.path) && !this.closed) this.tree(root);
         });
     }, wait);
@@ -300,14 +307,14 @@ export class HintBus {
 
   /** Paths (and their folders, whose mtime the change moves) that a change here may now come from a hint. */
   private remember(paths: readonly string[]): void {
-    const until = Date.now() + ECHO_MS;
+    const until = this.clock.now() + ECHO_MS;
     for (const path of paths) {
       for (const p of [path, dirname(path)]) {
         this.hinted.delete(p);
         this.hinted.set(p, until);
       }
     }
-    const now = Date.now();
+    const now = this.clock.now();
     for (const [path, expires] of this.hinted) {
       if (this.hinted.size <= MAX_ECHO_PATHS && expires > now) break;
       this.hinted.delete(path);
@@ -318,8 +325,8 @@ export class HintBus {
     if (this.closed) return;
     this.closed = true;
     this.stopListening();
-    clearTimeout(this.flushTimer);
-    for (const timer of this.treeTimers) clearTimeout(timer);
+    this.flushing.cancel();
+    for (const timer of this.treeTimers) this.clock.clearTimeout(timer);
     await this.transport.close();
   }
 }

@@ -125,6 +125,12 @@ export interface WasmMemory {
 }
 
 const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+/**
+ * The kernel compiled, once per thread: a memo of a pure computation (the
+ * bytes are moduleBytes()'s, the same for every caller), so no caller can
+ * see another's. What differs between callers, the memory, is each one's
+ * own instance (dotKernel).
+ */
 let compiled: object | undefined;
 
 /** dots(vecPtr, n, dim, queryPtr, outPtr) over the memory: byte offsets; dim a multiple of DOT_LANES. */

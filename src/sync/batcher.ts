@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts';
 import { Coalescer } from '../coalesce.ts';
 import type { WriteQueue } from './write-queue.ts';
 
@@ -23,6 +24,7 @@ export interface EventBatcherOptions {
   debounceMs: number;
   /** ...and no later than this after the first. */
   maxBatchDelayMs: number;
+  clock: Clock;
 }
 
 /**
@@ -50,7 +52,8 @@ export class EventBatcher {
     // Leading edge on the next turn of the loop, which still gathers a backend's whole synchronous batch.
     this.coalescer = new Coalescer(() => this.queueFlush(), options.debounceMs, options.maxBatchDelayMs, {
       spellMs: QUIET_SPELL_MS,
-      leadingOnNextTurn: true,
+      leading: 'next-turn',
+      clock: options.clock,
     });
   }
 
@@ -88,11 +91,15 @@ export class EventBatcher {
     // nobody, and these looks schedule no more looks.
     if (this.options.signal.aborted || reported.size === 0 || reported.size > RECHECK_MAX_PATHS) return;
     for (const delay of RECHECKS_MS) {
-      setTimeout(() => {
-        if (this.options.signal.aborted) return;
-        for (const path of reported) this.dirty.add(path);
-        this.coalescer.trigger();
-      }, delay).unref();
+      this.options.clock.setTimeout(
+        () => {
+          if (this.options.signal.aborted) return;
+          for (const path of reported) this.dirty.add(path);
+          this.coalescer.trigger();
+        },
+        delay,
+        { background: true },
+      );
     }
   }
 }

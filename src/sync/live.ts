@@ -1,3 +1,4 @@
+import { every, realClock, type Clock } from '../clock.ts';
 import type { WatcherKind } from '../config.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
@@ -37,6 +38,8 @@ export interface LiveOptions {
    * it from here: it closes it, unused when the index was warm.
    */
   scanChanges?: ScanChangeRecord;
+  /** The time its delays go by (the batches, the rechecks, the periodic diff, the poll backend); a test's own, or the real one. */
+  clock?: Clock;
 }
 
 /**
@@ -65,7 +68,7 @@ export class Live {
   private readonly supervisor: WatcherSupervisor;
   /** Live's lifetime, aborted by close(): every part stops on it (no part is handed a callback of its own for it). */
   private readonly lifetime = new AbortController();
-  private lockedTimer: NodeJS.Timeout | undefined;
+  private lockedTimer: { stop(): void } | undefined;
   /** What changed behind the cold scan, until taken; null for a warm index (nothing scanned) or none kept. */
   private readonly scanChanges: ScanChangeRecord | null;
 
@@ -77,6 +80,7 @@ export class Live {
       this.scanChanges = null;
     }
     const { signal } = this.lifetime;
+    const clock = options.clock ?? realClock;
     this.queue = new WriteQueue({ ready: () => index.readiness.reached('scanned'), signal, log });
     this.reconciler = new Reconciler(index, log, signal);
     this.batcher = new EventBatcher({
@@ -85,6 +89,7 @@ export class Live {
       signal,
       debounceMs: options.debounceMs ?? 20,
       maxBatchDelayMs: options.maxBatchDelayMs ?? 500,
+      clock,
     });
     this.rechecks = new Rechecks({
       queue: this.queue,
@@ -94,6 +99,7 @@ export class Live {
       backend: () => this.supervisor.backend,
       signal,
       log,
+      clock,
     });
     const sink: WatchSink = {
       changed: (path) => this.batcher.add(path),
@@ -107,6 +113,7 @@ export class Live {
       signal,
       diffRoots: () => this.diffRoots(),
       scanChanges: this.scanChanges,
+      clock,
       ...(options.starters ? { starters: options.starters } : {}),
       ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
     });
@@ -188,10 +195,9 @@ export class Live {
     // `none` promises an index that changes only at start-up: no folder is looked at again.
     if (this.supervisor.backend === 'none' || this.closed) return;
     if (index.unreadableAtScan.length > 0) await this.queue.run(() => this.reconciler.noteLocked(index.unreadableAtScan));
-    this.lockedTimer = setInterval(() => {
+    this.lockedTimer = every(this.options.clock ?? realClock, LOCKED_RECHECK_MS, () => {
       if (this.reconciler.hasLocked) void this.queue.run(async () => this.handOn(await this.reconciler.recheckLocked()));
-    }, LOCKED_RECHECK_MS);
-    this.lockedTimer.unref();
+    });
   }
 
   /** Looks at `paths` (absolute) on the write queue; resolves once what they show is committed (the write tools). */
@@ -232,7 +238,7 @@ export class Live {
       this.lifetime.abort();
       this.batcher.close();
       this.rechecks.close();
-      clearInterval(this.lockedTimer);
+      this.lockedTimer?.stop();
       this.scanChanges?.close();
       await this.supervisor.close();
       // Tasks still waiting for the first scan would wait for all of it: the

@@ -1,3 +1,5 @@
+import type { Clock, ClockTimer } from '../clock.ts';
+import { Coalescer } from '../coalesce.ts';
 import type { Logger } from '../log.ts';
 import { outermostDirs, type WatcherBackend } from '../watch/watcher.ts';
 import type { WriteQueue } from './write-queue.ts';
@@ -31,16 +33,23 @@ export interface RechecksOptions {
   /** Live's lifetime: once aborted, nothing more is scheduled. */
   signal: AbortSignal;
   log: Logger;
+  clock: Clock;
 }
 
 /** The looks at the disk that no event asks for: new directories again, and the periodic diff. */
 export class Rechecks {
   /** New directories to diff again, per pass of NEW_DIRECTORY_DELAYS_MS. */
   private readonly pending = NEW_DIRECTORY_DELAYS_MS.map(() => new Set<string>());
-  private readonly timers: (NodeJS.Timeout | undefined)[] = NEW_DIRECTORY_DELAYS_MS.map(() => undefined);
-  private safetyTimer: NodeJS.Timeout | undefined;
+  /** Per pass: the pass's directories go together, its delay after the first of them (no leading edge). */
+  private readonly passes: Coalescer[];
+  private safetyTimer: ClockTimer | undefined;
 
-  constructor(private readonly options: RechecksOptions) {}
+  constructor(private readonly options: RechecksOptions) {
+    this.passes = NEW_DIRECTORY_DELAYS_MS.map((at, pass) => {
+      const delay = at - (NEW_DIRECTORY_DELAYS_MS[pass - 1] ?? 0);
+      return new Coalescer(() => this.walkAgain(pass), delay, delay, { leading: 'none', clock: options.clock });
+    });
+  }
 
   /** A directory the reconciler just walked for the first time: walked again 1 s and 5 s later. */
   newDirectory(dir: string, pass = 0): void {
@@ -49,17 +58,16 @@ export class Rechecks {
     if (this.options.backend() === 'none') return;
     if (this.options.signal.aborted || pass >= NEW_DIRECTORY_DELAYS_MS.length) return;
     this.pending[pass]!.add(dir);
-    if (this.timers[pass] !== undefined) return;
-    const delay = NEW_DIRECTORY_DELAYS_MS[pass]! - (NEW_DIRECTORY_DELAYS_MS[pass - 1] ?? 0);
-    this.timers[pass] = setTimeout(() => {
-      this.timers[pass] = undefined;
-      const dirs = outermostDirs(this.pending[pass]!);
-      this.pending[pass] = new Set();
-      void this.options.queue.run(async () => {
-        for (const dir of dirs) await this.options.tree(dir);
-      });
-      for (const dir of dirs) this.newDirectory(dir, pass + 1);
-    }, delay);
+    this.passes[pass]!.trigger();
+  }
+
+  private walkAgain(pass: number): void {
+    const dirs = outermostDirs(this.pending[pass]!);
+    this.pending[pass] = new Set();
+    void this.options.queue.run(async () => {
+      for (const dir of dirs) await this.options.tree(dir);
+    });
+    for (const dir of dirs) this.newDirectory(dir, pass + 1);
   }
 
   /** Schedules the next periodic diff, given how long the last one took. */
@@ -67,7 +75,7 @@ export class Rechecks {
     const backend = this.options.backend();
     // poll diffs all the time anyway; none promised a static index.
     if (this.options.signal.aborted || backend === undefined || backend === 'poll' || backend === 'none') return;
-    this.safetyTimer = setTimeout(
+    this.safetyTimer = this.options.clock.setTimeout(
       async () => {
         // Live's close clears this timer; an abort alone (the lifetime ended first) stops it here.
         if (this.options.signal.aborted) return;
@@ -81,8 +89,8 @@ export class Rechecks {
         this.scheduleSafetyDiff(ms);
       },
       Math.max(SAFETY_MIN_INTERVAL_MS, SAFETY_DUTY_FACTOR * lastMs),
+      { background: true },
     );
-    this.safetyTimer.unref();
   }
 
   /** Looks at the disk scheduled now: new directories to walk again, and the periodic diff (for tests). */
@@ -91,7 +99,7 @@ export class Rechecks {
   }
 
   close(): void {
-    for (const timer of this.timers) clearTimeout(timer);
-    clearTimeout(this.safetyTimer);
+    for (const pass of this.passes) pass.cancel();
+    this.options.clock.clearTimeout(this.safetyTimer);
   }
 }

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Store } from '../index/store.ts';
 import type { Logger } from '../log.ts';
@@ -21,6 +22,8 @@ export interface SupervisorOptions {
   diffRoots(): Promise<number>;
   /** The cold scan's watches, which a starting backend takes over (release), spoils or drops; null: none. */
   scanChanges: ScanChangeRecord | null;
+  /** Handed to the backend (the poll backend's pauses). */
+  clock?: Clock;
 }
 
 /**
@@ -98,6 +101,7 @@ export class WatcherSupervisor {
             scanChanges?.release(dirs);
           },
           ...(this.options.pollIntervalMs !== undefined ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
+          ...(this.options.clock ? { clock: this.options.clock } : {}),
         });
         if (signal.aborted) {
           await watcher.close();

@@ -1,6 +1,7 @@
 import { lstat, lstatSync, realpathSync, type Stats } from 'node:fs';
 import { dirname, join, toSlashPath } from '../fs-path.ts';
 import type { FSWatcher } from 'chokidar';
+import { every, realClock, type Clock } from '../clock.ts';
 import { ROOT_RETURN_POLL_MS } from './watch-dirs.ts';
 import { isResourceExhausted, outermostDirs, type RewatchReason, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
 
@@ -81,7 +82,8 @@ class ChokidarWatcher implements Watcher {
   private stalls = 0;
   /** Each served folder's identity at the last look (see pollRoots). */
   private readonly identity: Map<string, string>;
-  private rootPoll: NodeJS.Timeout | undefined;
+  private rootPoll: { stop(): void } | undefined;
+  private readonly clock: Clock;
 
   /**
    * The last folder looked at for links (reachedThroughLink): the files of
@@ -99,6 +101,7 @@ class ChokidarWatcher implements Watcher {
     private readonly stalledMs: number,
     private readonly watch: ChokidarWatch,
   ) {
+    this.clock = start.clock ?? realClock;
     // Before the first walk: a served folder re-made while chokidar walks it is a change the first look sees.
     this.identity = new Map(start.roots.map((r) => [r.path, directoryIdentity(r.path)]));
   }
@@ -113,8 +116,7 @@ class ChokidarWatcher implements Watcher {
     // parent is not watched: as with dirs, it is looked for, and once back (rm -rf
     // and mkdir, a checkout that re-made it) reported, so the sync layer finds it
     // replaced and chokidar is opened afresh (fuzzer seed 7012).
-    this.rootPoll = setInterval(() => this.pollRoots(), ROOT_RETURN_POLL_MS);
-    this.rootPoll.unref();
+    this.rootPoll = every(this.clock, ROOT_RETURN_POLL_MS, () => this.pollRoots());
     // A stalled walk may have left any directory unwatched, a served folder included: chokidar is opened afresh.
     if (first.stalled) this.renewSoon('a directory replaced during its first walk');
   }
@@ -147,7 +149,7 @@ class ChokidarWatcher implements Watcher {
 
   async close(): Promise<void> {
     this.closed = true;
-    clearInterval(this.rootPoll);
+    this.rootPoll?.stop();
     await this.renewing;
     await this.current.close();
   }
@@ -158,7 +160,7 @@ class ChokidarWatcher implements Watcher {
    */
   private reachedThroughLink(path: string, stats: Stats): boolean {
     const folder = stats.isDirectory() ? path : dirname(path);
-    const now = performance.now();
+    const now = this.clock.now();
     if (folder !== this.lastFolder || now - this.lastFolderAt > 20) {
       this.lastFolder = folder;
       this.lastFolderAt = now;
@@ -185,7 +187,7 @@ class ChokidarWatcher implements Watcher {
     const { roots, sink, log } = this.start;
     return new Promise((resolve, reject) => {
       let ready = false;
-      let lastLook = performance.now();
+      let lastLook = this.clock.now();
       const watcher = this.watch(
         // A served folder inside another is watched as part of it: given as a
         // root of its own, chokidar watches its parent for it while it is gone,
@@ -202,7 +204,7 @@ class ChokidarWatcher implements Watcher {
           atomic: false,
           // chokidar looks at every path of its walk through this filter: that is its progress (STALLED_MS).
           ignored: (path: string, stats?: Stats) => {
-            lastLook = performance.now();
+            lastLook = this.clock.now();
             return this.ignored(path, stats);
           },
         },
@@ -212,7 +214,7 @@ class ChokidarWatcher implements Watcher {
         if (this.closed) return;
         if (isResourceExhausted(error)) {
           if (this.running) return sink.fatal(error as Error);
-          clearInterval(stallCheck);
+          stallCheck.stop();
           void watcher.close();
           return reject(error);
         }
@@ -222,16 +224,15 @@ class ChokidarWatcher implements Watcher {
       const started = (stalled: boolean) => {
         if (ready) return;
         ready = true;
-        clearInterval(stallCheck);
+        stallCheck.stop();
         resolve({ watcher, stalled });
       };
       watcher.on('ready', () => started(false));
-      const stallCheck = setInterval(() => {
-        if (ready || performance.now() - lastLook < this.stalledMs) return;
+      const stallCheck = every(this.clock, this.stalledMs / 4, () => {
+        if (ready || this.clock.now() - lastLook < this.stalledMs) return;
         log.info(`watcher (chokidar): its walk stalled without \`ready\` (a directory replaced while it read it); opening it afresh`);
         started(true);
-      }, this.stalledMs / 4);
-      stallCheck.unref();
+      });
     });
   }
 

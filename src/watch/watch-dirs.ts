@@ -1,4 +1,5 @@
 import { lstatSync, realpathSync, watch, type Dirent, type FSWatcher, type Stats } from 'node:fs';
+import { every, realClock, type ClockTimer } from '../clock.ts';
 import { basename, dirname, join, toSlashPath } from '../fs-path.ts';
 import { describeError, isNoEntry } from '../errno.ts';
 import { isAlwaysExcluded } from '../index/ignore.ts';
@@ -112,7 +113,7 @@ class PerDirectoryWatcher implements DirsWatcher {
   private readonly rootPaths: Set<string>;
   /** Served folders not there now (see ROOT_RETURN_POLL_MS), and the timer that looks for them. */
   private readonly missingRoots = new Set<string>();
-  private rootPoll: NodeJS.Timeout | undefined;
+  private rootPoll: { stop(): void } | undefined;
 
   constructor(
     private readonly start: WatchStart,
@@ -136,7 +137,7 @@ class PerDirectoryWatcher implements DirsWatcher {
 
   async close(): Promise<void> {
     this.closed = true;
-    clearInterval(this.rootPoll);
+    this.rootPoll?.stop();
     for (const entry of this.watched.values()) entry.watcher.close();
     this.watched.clear();
     this.toRead.length = 0;
@@ -296,8 +297,7 @@ class PerDirectoryWatcher implements DirsWatcher {
 
   private rootMissing(root: string): void {
     this.missingRoots.add(root);
-    this.rootPoll ??= setInterval(() => this.lookForMissingRoots(), ROOT_RETURN_POLL_MS);
-    this.rootPoll.unref();
+    this.rootPoll ??= every(this.start.clock ?? realClock, ROOT_RETURN_POLL_MS, () => this.lookForMissingRoots());
   }
 
   private lookForMissingRoots(): void {
@@ -308,7 +308,7 @@ class PerDirectoryWatcher implements DirsWatcher {
       this.watchTree(path, st); // and diffed once watched: whatever it holds came with no event of ours
     }
     if (this.missingRoots.size === 0 || this.closed) {
-      clearInterval(this.rootPoll);
+      this.rootPoll?.stop();
       this.rootPoll = undefined;
     }
   }
@@ -365,9 +365,9 @@ class PerDirectoryWatcher implements DirsWatcher {
  * root's path is its real path (`/private/var/...`), which is what FSEvents
  * reports under, and what URIs use.
  */
-async function startRecursive({ roots, sink, log }: WatchStart, backend: 'dirs' | 'recursive', platform = process.platform): Promise<DirsWatcher> {
+async function startRecursive({ roots, sink, log, clock = realClock }: WatchStart, backend: 'dirs' | 'recursive', platform = process.platform): Promise<DirsWatcher> {
   let closed = false;
-  let settle: NodeJS.Timeout | undefined;
+  let settle: ClockTimer | undefined;
   /** Each root's watch, and the identity of the folder it watches ('' while there is none at the root's path). */
   const watched = new Map<string, { watcher: FSWatcher | undefined; identity: string }>();
   const open = (root: string): FSWatcher => {
@@ -420,18 +420,20 @@ async function startRecursive({ roots, sink, log }: WatchStart, backend: 'dirs' 
     for (const entry of watched.values()) entry.watcher?.close();
     throw error;
   }
-  const rootLook = setInterval(lookAtRoots, ROOT_RETURN_POLL_MS);
-  rootLook.unref();
+  const rootLook = every(clock, ROOT_RETURN_POLL_MS, lookAtRoots);
   // FSEvents starts some undefined time after fs.watch returns (nodejs/node#52601): a change in that gap has no
   // event, and may come after the start-up diff looked. So each root is diffed once more when FSEvents has surely
   // begun; what changed since is then in the index or in an event. Node's emulation on Linux has such a gap too:
   // it walks the tree to watch each folder after fs.watch returns (fuzzer seed 8014: two folders swapped right
   // after a start whose watcher began late, once start-up work waited for the client, were never seen).
   if (platform === 'darwin' || platform === 'linux') {
-    settle = setTimeout(() => {
-      if (!closed) for (const root of roots) void sink.rescan(root.path);
-    }, FSEVENTS_SETTLE_MS);
-    settle.unref();
+    settle = clock.setTimeout(
+      () => {
+        if (!closed) for (const root of roots) void sink.rescan(root.path);
+      },
+      FSEVENTS_SETTLE_MS,
+      { background: true },
+    );
   }
   return {
     backend,
@@ -441,8 +443,8 @@ async function startRecursive({ roots, sink, log }: WatchStart, backend: 'dirs' 
     isWatching: (dir) => !closed && watched.get(dir)?.watcher !== undefined,
     async close() {
       closed = true;
-      clearTimeout(settle);
-      clearInterval(rootLook);
+      clock.clearTimeout(settle);
+      rootLook.stop();
       for (const entry of watched.values()) entry.watcher?.close();
     },
   };

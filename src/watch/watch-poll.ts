@@ -1,3 +1,4 @@
+import { realClock, type ClockTimer } from '../clock.ts';
 import type { StartWatcher } from './watcher.ts';
 
 /** Shortest pause between two polls, unless `--poll-interval` says otherwise. */
@@ -10,30 +11,33 @@ const POLL_DUTY_FACTOR = 10;
  * lstat, compare mtime/size). Costs no watch at all, so it always works; the
  * price is latency (a couple of seconds) and a periodic walk of the tree.
  */
-export const startPollWatcher: StartWatcher = async ({ roots, sink, pollIntervalMs = POLL_MIN_INTERVAL_MS }) => {
+export const startPollWatcher: StartWatcher = async ({ roots, sink, pollIntervalMs = POLL_MIN_INTERVAL_MS, clock = realClock }) => {
   let closed = false;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: ClockTimer | undefined;
   let running: Promise<void> = Promise.resolve();
   const schedule = (delay: number) => {
     if (closed) return;
-    timer = setTimeout(() => {
-      const started = performance.now();
-      running = (async () => {
-        for (const root of roots) {
-          if (closed) return;
-          await sink.rescan(root.path);
-        }
-      })();
-      void running.finally(() => schedule(Math.max(pollIntervalMs, POLL_DUTY_FACTOR * (performance.now() - started))));
-    }, delay);
-    timer.unref();
+    timer = clock.setTimeout(
+      () => {
+        const started = clock.now();
+        running = (async () => {
+          for (const root of roots) {
+            if (closed) return;
+            await sink.rescan(root.path);
+          }
+        })();
+        void running.finally(() => schedule(Math.max(pollIntervalMs, POLL_DUTY_FACTOR * (clock.now() - started))));
+      },
+      delay,
+      { background: true },
+    );
   };
   schedule(pollIntervalMs);
   return {
     backend: 'poll',
     async close() {
       closed = true;
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       await running.catch(() => {});
     },
   };

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts';
 import { dirname } from '../fs-path.ts';
 import type { IgnoreRules } from '../index/ignore.ts';
 import type { Logger } from '../log.ts';
@@ -32,6 +33,8 @@ export interface WatchStart {
   log: Logger;
   /** The poll backend's shortest pause between two polls (`--poll-interval`). */
   pollIntervalMs?: number;
+  /** The time the poll backend's pauses go by (default the real one). */
+  clock?: Clock;
   /**
    * Every served directory the index holds (absolute paths, parents before
    * their children), for a backend that watches directory by directory

@@ -5,15 +5,18 @@ import { before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/client';
 import type { HttpEndpoint } from '../../src/http/serve.ts';
 import { waitFor } from '../helpers.ts';
-import { connectHttp, ManualClock, rawPost, serveInProcess } from '../http-helpers.ts';
-import { DEFAULT_SESSION_LIMITS } from '../../src/http/sessions.ts';
+import { connectHttp, rawPost, serveInProcess } from '../http-helpers.ts';
+import { TestClock } from '../test-clock.ts';
+import { DEFAULT_SESSION_LIMITS, sweepEveryMs } from '../../src/http/sessions.ts';
 import type { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 
 describe('listen streams and sessions over HTTP, in process', () => {
   // The default idle and gone times, on a clock the tests move: no sweep runs unless a test advances it.
-  const clock = new ManualClock();
+  const clock = new TestClock();
   const { idleMs, goneMs } = DEFAULT_SESSION_LIMITS;
+  // Moved on by a time limit and one sweep's period, the clock has swept once with every session past that limit.
+  const sweepMs = sweepEveryMs(DEFAULT_SESSION_LIMITS);
   const served = serveInProcess({ clock });
   let endpoint: HttpEndpoint;
   let rootUri: string;
@@ -41,7 +44,7 @@ describe('listen streams and sessions over HTTP, in process', () => {
     assert.equal(endpoint.sessions.size, 1);
     await waitFor(() => endpoint.sessions.busy === 1, 30_000, 'the session\'s GET stream open');
     // Past the idle time and the gone time, and a sweep: its GET stream is open, so it is not idle.
-    clock.advance(idleMs + goneMs);
+    clock.advance(idleMs + goneMs + sweepMs);
     assert.equal(endpoint.sessions.size, 1);
     const page = await conn.request('resources/list', {});
     assert.ok((page.resources as unknown[]).length > 0);
@@ -63,13 +66,13 @@ describe('listen streams and sessions over HTTP, in process', () => {
     assert.deepEqual(endpoint.listeners.size, { streams: 0, uris: 0 });
     // The clients that just went: once nothing of theirs is open, the idle time closes their sessions.
     await waitFor(() => endpoint.sessions.busy === 0, 30_000, 'every GET stream ended');
-    clock.advance(idleMs + 1);
+    clock.advance(idleMs + sweepMs);
     assert.equal(endpoint.sessions.size, 0, 'every session closed (ended, or idle once its client went)');
   });
 });
 
 describe('2025-era sessions whose client went away', () => {
-  const clock = new ManualClock();
+  const clock = new TestClock();
   const served = serveInProcess({ clock });
 
   test('a session whose GET stream ended closes soon; one that never had a stream waits out the idle time', async () => {
@@ -81,7 +84,7 @@ describe('2025-era sessions whose client went away', () => {
     // The client goes without DELETE, as most do: its GET stream ends with it.
     await conn.close();
     await waitFor(() => served.endpoint.sessions.busy === 0, 30_000, 'the gone client\'s GET stream ended');
-    clock.advance(DEFAULT_SESSION_LIMITS.goneMs + 1);
+    clock.advance(DEFAULT_SESSION_LIMITS.goneMs + sweepEveryMs(DEFAULT_SESSION_LIMITS));
     assert.equal(served.endpoint.sessions.size, 1, 'the gone client\'s session closed');
     const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'resources/list', params: {} });
     const still = await rawPost(served.endpoint.url, { 'mcp-session-id': quiet, 'mcp-protocol-version': '2025-11-25' }, list);
@@ -90,7 +93,7 @@ describe('2025-era sessions whose client went away', () => {
 });
 
 describe('2025-era sessions past the cap', () => {
-  const clock = new ManualClock();
+  const clock = new TestClock();
   const served = serveInProcess({ maxSessions: 2, clock });
 
   test('a new session evicts the longest-idle one; when none is idle it is refused with 503', async () => {

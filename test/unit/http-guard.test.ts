@@ -4,14 +4,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseCliArgs, parseHttpListen, UsageError } from '../../src/config.ts';
-import { allowedHostsFor, bearerToken, checkRequest, isLoopbackHost, tokenMatches, type GuardPolicy } from '../../src/http/guard.ts';
+import { allowedHostsFor, bearerToken, checkRequest, ExpectedToken, guardPolicy, isLoopbackHost, type GuardPolicy } from '../../src/http/guard.ts';
 import { rewriteJson, toLegacyResponse } from '../../src/protocol/sdk/legacy-not-found-http.ts';
 import { loadSecrets } from '../../src/http/secrets.ts';
 import { tempDir } from '../basics.ts';
 
 const TOKEN = 'tok-0123456789abcdef';
 const open: GuardPolicy = { allowedHosts: allowedHostsFor('127.0.0.1', ['mcp.example.com']), token: undefined };
-const locked: GuardPolicy = { ...open, token: TOKEN };
+const locked: GuardPolicy = guardPolicy(open.allowedHosts, TOKEN);
 
 describe('checkRequest', () => {
   const cases: Array<[string, GuardPolicy, { host?: string; origin?: string; authorization?: string }, number | null]> = [
@@ -48,19 +48,23 @@ describe('checkRequest', () => {
   }
 });
 
-test('bearerToken and tokenMatches', () => {
+test('bearerToken and ExpectedToken', () => {
   assert.equal(bearerToken(`Bearer ${TOKEN}`), TOKEN);
   assert.equal(bearerToken(`Bearer  ${TOKEN} `), TOKEN);
   assert.equal(bearerToken('Bearer a b'), undefined);
   assert.equal(bearerToken('Bearer'), undefined);
   assert.equal(bearerToken(undefined), undefined);
-  assert.equal(tokenMatches(TOKEN, TOKEN), true);
-  assert.equal(tokenMatches(`${TOKEN}x`, TOKEN), false);
-  assert.equal(tokenMatches('', TOKEN), false);
-  // The expected token's hash is remembered: another server's token is another hash.
-  assert.equal(tokenMatches(TOKEN, 'other-token'), false);
-  assert.equal(tokenMatches('other-token', 'other-token'), true);
-  assert.equal(tokenMatches(TOKEN, TOKEN), true);
+  const ours = new ExpectedToken(TOKEN);
+  assert.equal(ours.matches(TOKEN), true);
+  assert.equal(ours.matches(`${TOKEN}x`), false);
+  assert.equal(ours.matches(''), false);
+  // Each policy holds its own token's hash: two endpoints of one process, two tokens, neither takes the other's.
+  const other = new ExpectedToken('other-token');
+  assert.equal(other.matches(TOKEN), false);
+  assert.equal(other.matches('other-token'), true);
+  assert.equal(ours.matches(TOKEN), true);
+  assert.equal(ours.matches('other-token'), false);
+  assert.equal(guardPolicy([], undefined).token, undefined);
 });
 
 test('isLoopbackHost', () => {

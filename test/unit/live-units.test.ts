@@ -4,8 +4,7 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, mock, test } from 'node:test';
-import { Coalescer } from '../../src/coalesce.ts';
+import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import type { EntryRow } from '../../src/entry.ts';
 import { BACKEND_STARTERS, planWatchers } from '../../src/watch/choose.ts';
@@ -18,75 +17,13 @@ import type { StartWatcher, WatchSink } from '../../src/watch/watcher.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
 import { tempDir, waitFor, writeTree } from '../basics.ts';
-
-describe('Coalescer', () => {
-  // Timers and the clock are mocked: nothing here depends on how fast the machine is.
-  const run = (options: ConstructorParameters<typeof Coalescer>[3], body: (c: Coalescer, fired: () => number) => void) => {
-    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
-    try {
-      let count = 0;
-      const coalescer = new Coalescer(() => count++, 20, 500, { spellMs: 250, now: () => Date.now(), ...options });
-      body(coalescer, () => count);
-      coalescer.cancel();
-    } finally {
-      mock.timers.reset();
-    }
-  };
-
-  test('the leading edge fires within trigger(); what follows is gathered and fires after the quiet time', () => {
-    run({}, (c, fired) => {
-      c.trigger();
-      assert.equal(fired(), 1);
-      c.trigger();
-      c.trigger();
-      assert.equal(fired(), 1, 'inside the spell: gathered');
-      mock.timers.tick(10);
-      c.trigger();
-      assert.equal(fired(), 1, 'the quiet time starts again at each trigger');
-      mock.timers.tick(19);
-      assert.equal(fired(), 1);
-      mock.timers.tick(1);
-      assert.equal(fired(), 2, 'one firing for the two');
-    });
-  });
-
-  test('leadingOnNextTurn: a synchronous batch of triggers fires once, on the next turn', () => {
-    run({ leadingOnNextTurn: true }, (c, fired) => {
-      c.trigger();
-      c.trigger();
-      c.trigger();
-      assert.equal(fired(), 0);
-      mock.timers.tick(0);
-      assert.equal(fired(), 1);
-      c.trigger();
-      mock.timers.tick(0);
-      assert.equal(fired(), 1, 'within the spell: no leading edge, the quiet time');
-      mock.timers.tick(20);
-      assert.equal(fired(), 2);
-      mock.timers.tick(300);
-      c.trigger();
-      mock.timers.tick(0);
-      assert.equal(fired(), 3, 'after a quiet spell: the next turn again');
-    });
-  });
-
-  test('a steady stream still fires every maxDelayMs', () => {
-    run({}, (c, fired) => {
-      c.trigger(); // leading
-      for (let t = 0; t < 1000; t += 10) {
-        c.trigger();
-        mock.timers.tick(10);
-      }
-      // 1 leading + one every 500 ms of the 1,000 ms stream (a quiet 20 ms never came).
-      assert.equal(fired(), 3);
-    });
-  });
-});
+import { TestClock } from '../test-clock.ts';
 
 describe('Rechecks: the periodic safety diff', () => {
-  // The timers are mocked: the 60 s floor and the 100x duty factor are checked without waiting a minute.
+  // On a clock the test moves: the 60 s floor and the 100x duty factor are checked without waiting a minute.
+  let clock = new TestClock();
   const run = async (backend: WatcherBackend, body: (r: Rechecks, diffs: () => number, stop: AbortController, logged: string[]) => Promise<void>) => {
-    mock.timers.enable({ apis: ['setTimeout'] });
+    clock = new TestClock();
     const stop = new AbortController();
     const logged: string[] = [];
     let diffs = 0;
@@ -104,12 +41,12 @@ describe('Rechecks: the periodic safety diff', () => {
       backend: () => backend,
       signal: stop.signal,
       log: createLogger('info', (line) => logged.push(line)),
+      clock,
     });
     try {
       await body(rechecks, () => diffs, stop, logged);
     } finally {
       rechecks.close();
-      mock.timers.reset();
     }
   };
   /** Lets the diff's promise and the rescheduling after it run. */
@@ -117,10 +54,10 @@ describe('Rechecks: the periodic safety diff', () => {
   /** No diff until 1 ms before `ms` from now, and one more at `ms`. */
   const oneDiffAt = async (ms: number, diffs: () => number) => {
     const before = diffs();
-    mock.timers.tick(ms - 1);
+    clock.advance(ms - 1);
     await settle();
     assert.equal(diffs(), before, `no diff before ${ms} ms`);
-    mock.timers.tick(1);
+    clock.advance(1);
     await settle();
     assert.equal(diffs(), before + 1, `a diff at ${ms} ms`);
   };
@@ -148,18 +85,18 @@ describe('Rechecks: the periodic safety diff', () => {
       await run(backend, async (rechecks, diffs) => {
         rechecks.scheduleSafetyDiff(10);
         assert.equal(rechecks.scheduled, 0);
-        mock.timers.tick(600_000);
+        clock.advance(600_000);
         await settle();
         assert.equal(diffs(), 0);
       });
     }
     await run('dirs', async (rechecks, diffs, stop) => {
       rechecks.scheduleSafetyDiff(10);
-      mock.timers.tick(60_000);
+      clock.advance(60_000);
       await settle();
       assert.equal(diffs(), 1);
       stop.abort();
-      mock.timers.tick(600_000);
+      clock.advance(600_000);
       await settle();
       assert.equal(diffs(), 1, 'no diff after the abort');
     });

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ArrivalGate, Foreground, TurnBudget } from '../../src/turns.ts';
+import { TestClock } from '../test-clock.ts';
 
 /** CPU work of `ms` (a busy wait: what handling a request costs). */
 function burn(ms: number): void {
@@ -138,17 +139,17 @@ test('a request waiting to start goes before work under way: at most one slice o
   assert.ok(between <= 1, `${between} slices of work ran before the waiting request`);
 });
 
-/** A Foreground on a clock the test moves: whether background may run is decided by that clock alone. */
-function foregroundAt(start = 1000) {
-  const clock = { t: start };
-  return { clock, foreground: new Foreground(() => clock.t) };
+/** A Foreground on a clock the test moves: whether background may run, and when its timers fire, is that clock's alone. */
+function foregroundAt() {
+  const clock = new TestClock(1000);
+  return { clock, foreground: new Foreground(clock) };
 }
 
-/** Whether `promise` has settled after the timers Foreground sets (at most 20 ms of real time) have had their chance. */
+/** Whether `promise` has settled once the event loop has turned a few times (the test's clock standing still). */
 async function settledSoon(promise: Promise<unknown>): Promise<boolean> {
   let settled = false;
   void promise.then(() => (settled = true));
-  await new Promise((resolve) => setTimeout(resolve, 60));
+  for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
   return settled;
 }
 
@@ -159,11 +160,11 @@ test('Foreground: start-up work waits while a client is busy, and goes once it h
   // The client lists page after page, one clock millisecond apart.
   for (let page = 0; page < 50; page++) {
     const leave = foreground.enter();
-    clock.t += 1;
+    clock.advance(1);
     leave();
   }
   assert.equal(await settledSoon(first), false, 'background ran while the client was busy');
-  clock.t += 20;
+  clock.advance(20);
   await first;
 });
 
@@ -172,26 +173,26 @@ test('Foreground: under a steady load, background still gets a slice every 104 m
   const waiting = foreground.turn(true);
   for (let ms = 0; ms < 100; ms += 5) {
     foreground.arrived();
-    clock.t += 5;
+    clock.advance(5);
   }
   assert.equal(await settledSoon(waiting), false);
-  clock.t += 10; // 110 ms since its last slice, a request 5 ms ago
+  clock.advance(10); // 110 ms since its last slice, a request 5 ms ago
   foreground.arrived();
   await waiting;
 });
 
 test('Foreground: a slice of background work runs 4 ms before it asks again; a fresh task always asks', async () => {
   const { clock, foreground } = foregroundAt();
-  clock.t += 100; // quiet: nobody came
+  clock.advance(100); // quiet: nobody came
   await foreground.turn(true);
   foreground.arrived();
   // Within the slice: at once, whoever came.
   await foreground.turn();
-  clock.t += 4;
+  clock.advance(4);
   // Past it, with a message 4 ms ago: it waits.
   const next = foreground.turn();
   assert.equal(await settledSoon(next), false);
-  clock.t += 20;
+  clock.advance(20);
   await next;
 });
 
@@ -205,14 +206,14 @@ test('Foreground: a request that waits for the background work (a held warm star
   foreground.arrived();
   await waiting;
   // While urged, every turn goes at once.
-  clock.t += 10;
+  clock.advance(10);
   foreground.arrived();
   await foreground.turn();
   done();
-  clock.t += 10;
+  clock.advance(10);
   foreground.arrived();
   const after = foreground.turn();
   assert.equal(await settledSoon(after), false, 'the urge over: it waits again');
-  clock.t += 200;
+  clock.advance(200);
   await after;
 });
