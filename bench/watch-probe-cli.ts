@@ -2,7 +2,7 @@
 // JSON line: {backend, readyMs, inotifyWatches, rssDeltaMiB}. One backend per
 // process, since watches and RSS are per process (for bench/ and the auto threshold).
 import { probeWatcher } from './watch-probe.ts';
-import { WATCHER_BACKENDS, type WatcherBackend } from '../src/watch/watcher.ts';
+import { WATCHER_BACKENDS, type WatcherBackend } from '../src/watching.ts';
 
 const [backend, folder] = process.argv.slice(2);
 if (!folder || !(WATCHER_BACKENDS as readonly string[]).includes(backend ?? '')) {

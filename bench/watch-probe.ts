@@ -4,7 +4,7 @@ import { ALWAYS_EXCLUDED, IgnoreRules } from '../src/index/ignore.ts';
 import { silentLogger } from '../src/log.ts';
 import { makeRoot } from '../src/uri.ts';
 import { BACKEND_STARTERS } from '../src/watch/choose.ts';
-import type { WatcherBackend } from '../src/watch/watcher.ts';
+import type { WatcherBackend } from '../src/watching.ts';
 
 export interface WatcherProbe {
   backend: WatcherBackend;

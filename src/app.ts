@@ -15,6 +15,7 @@ import { HintBus } from './replicas/bus.ts';
 import { Live } from './sync/live.ts';
 import { notifyConnection } from './protocol/notify.ts';
 import { ScanChangeRecord } from './watch/scan-changes.ts';
+import { superviseWatcher } from './watch/supervisor.ts';
 import type { Logger, RelayingLogger } from './log.ts';
 import { Connection } from './protocol/connection.ts';
 import { CATALOG_METHODS } from './protocol/handlers.ts';
@@ -303,7 +304,9 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     : null;
   if (!search) contentIndexUnfollowed(index.db);
   const catalog = lazyCatalog(async () => (await import('./catalog/catalog.ts')).createCatalog(ctx, search));
-  const live = new Live({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs, ...(scanChanges ? { scanChanges } : {}) });
+  // The watcher is made here, the one place that knows both watch/ and sync/ (src/watching.ts).
+  const watch = superviseWatcher({ index, log, watcher: config.watcher, pollIntervalMs: config.pollIntervalMs, ...(scanChanges ? { scanChanges } : {}) });
+  const live = new Live({ index, log, watch, ...(scanChanges ? { scanChanges } : {}) });
   const bus = config.bus === undefined ? null : startHintBus(config.bus, config.replicaId ?? randomBytes(8).toString('hex'), roots, index, live, log);
   // In the background: requests wait on index.readiness themselves (src/server.ts).
   const started = live.start();

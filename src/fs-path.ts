@@ -184,3 +184,12 @@ export function basename(path: string): string {
 export function below(dir: string, path: string): string {
   return path === dir ? '' : path.slice(childPrefix(dir).length);
 }
+
+/** The directories of `dirs` that are not inside another one of them. */
+export function outermostDirs(dirs: Iterable<string>): string[] {
+  const all = new Set(dirs);
+  return [...all].filter((dir) => {
+    for (let prev = dir, up = dirname(dir); up !== prev; prev = up, up = dirname(up)) if (all.has(up)) return false;
+    return true;
+  });
+}

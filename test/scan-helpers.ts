@@ -5,6 +5,7 @@
 import { FolderIndex, type FolderIndexOptions } from '../src/index/folder-index.ts';
 import { Live, type LiveOptions } from '../src/sync/live.ts';
 import { ScanChangeRecord } from '../src/watch/scan-changes.ts';
+import { superviseWatcher, type WatchSetup } from '../src/watch/supervisor.ts';
 import { createLogger, type Logger } from '../src/log.ts';
 import { makeRoot } from '../src/uri.ts';
 import { tempDir } from './basics.ts';
@@ -17,7 +18,28 @@ export interface ScanIndexContext {
   /** Every line logged so far. */
   logs: string[];
   /** Makes the live sync of this index (closed after the test); it takes the scan's record, if any. */
-  sync(options: Omit<LiveOptions, 'index' | 'log' | 'scanChanges'>): Live;
+  sync(options: Omit<LiveSetup, 'index' | 'log' | 'scanChanges'>): Live;
+}
+
+/** What a test says of a live sync: Live's own options and its watcher's, as app.ts gives them to both. */
+export type LiveSetup = Omit<LiveOptions, 'watch' | 'scanChanges'> & WatchSetup;
+
+/**
+ * The live sync app.ts makes: a WatcherSupervisor for `setup.watcher`
+ * handed to Live; the scan's record and the clock go to both.
+ */
+export function liveSync(setup: LiveSetup): Live {
+  const { watcher, starters, pollIntervalMs, scanChanges, ...options } = setup;
+  const watch = superviseWatcher({
+    index: setup.index,
+    log: setup.log,
+    watcher,
+    ...(starters ? { starters } : {}),
+    ...(pollIntervalMs !== undefined ? { pollIntervalMs } : {}),
+    ...(scanChanges ? { scanChanges } : {}),
+    ...(setup.clock ? { clock: setup.clock } : {}),
+  });
+  return new Live({ ...options, watch, ...(scanChanges ? { scanChanges } : {}) });
 }
 
 /**
@@ -45,7 +67,7 @@ export async function withScanIndex(
       index,
       log,
       logs,
-      sync: (syncOptions) => (live = new Live({ index: made, log, ...syncOptions, ...(scanChanges ? { scanChanges } : {}) })),
+      sync: (syncOptions) => (live = liveSync({ index: made, log, ...syncOptions, ...(scanChanges ? { scanChanges } : {}) })),
     });
   } finally {
     await live?.close();

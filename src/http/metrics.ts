@@ -9,7 +9,7 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node
 import type { Socket } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { App } from '../app.ts';
-import { WATCHER_BACKENDS } from '../watch/watcher.ts';
+import { WATCHER_BACKENDS } from '../watching.ts';
 import { REQUEST_HANDLERS } from '../protocol/handlers.ts';
 import type { RequestEvent, RequestObserver } from '../protocol/observe.ts';
 

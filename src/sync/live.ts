@@ -1,16 +1,13 @@
 import { every, realClock, type Clock } from '../clock.ts';
-import type { WatcherKind } from '../config.ts';
+import { outermostDirs } from '../fs-path.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import { pathToUri } from '../uri.ts';
+import type { ScanChangesTaker, WatchHooks, WatcherBackend, WatcherControl } from '../watching.ts';
 import { EventBatcher } from './batcher.ts';
-import { planWatchers } from '../watch/choose.ts';
 import { Rechecks } from './rechecks.ts';
 import type { ReconcileReport } from './pending-change.ts';
 import { Reconciler } from './reconcile.ts';
-import type { ScanChangeRecord } from '../watch/scan-changes.ts';
-import { WatcherSupervisor } from '../watch/supervisor.ts';
-import { outermostDirs, type StartWatcher, type WatcherBackend, type WatchSink } from '../watch/watcher.ts';
 import { WriteQueue } from './write-queue.ts';
 
 /**
@@ -23,22 +20,24 @@ const LOCKED_RECHECK_MS = 1000;
 export interface LiveOptions {
   index: FolderIndex;
   log: Logger;
-  watcher: WatcherKind;
-  /** `--poll-interval`: the poll backend's shortest pause between two polls. */
-  pollIntervalMs?: number;
+  /**
+   * Makes the watcher Live runs, given where it reports (app.ts:
+   * watch/supervisor.ts's superviseWatcher). A factory, called once in the
+   * constructor, because the watcher reports to the parts Live makes and
+   * Live asks the watcher things: neither needs the other set later.
+   */
+  watch: (hooks: WatchHooks) => WatcherControl;
   /** Events are applied this long after the last one of a burst... */
   debounceMs?: number;
   /** ...and no later than this after the first. */
   maxBatchDelayMs?: number;
-  /** The backends' start functions (injected so a test can make one fail like an exhausted inotify). */
-  starters?: Record<WatcherBackend, StartWatcher>;
   /**
    * The record the index's cold scan kept (the index's scanObserver):
    * taken once the watcher is up, instead of a diff of the tree. Live owns
    * it from here: it closes it, unused when the index was warm.
    */
-  scanChanges?: ScanChangeRecord;
-  /** The time its delays go by (the batches, the rechecks, the periodic diff, the poll backend); a test's own, or the real one. */
+  scanChanges?: ScanChangesTaker;
+  /** The time its delays go by (the batches, the rechecks, the periodic diff); a test's own, or the real one. */
   clock?: Clock;
 }
 
@@ -49,14 +48,15 @@ export interface LiveOptions {
  * are only hints: every path one names, and every doubt, leads to the
  * Reconciler looking at the disk (reconcile.ts: the one rule). The parts:
  *
- * - WatcherSupervisor (supervisor.ts) runs one backend and degrades to the
- *   next when it cannot go on;
+ * - the watcher (WatcherControl; in the server watch/supervisor.ts's
+ *   WatcherSupervisor, made by the `watch` factory) runs one backend and
+ *   degrades to the next when it cannot go on;
  * - EventBatcher (batcher.ts) gathers the paths it reports into batches;
  * - Rechecks (rechecks.ts) walks new directories again and diffs the whole
  *   tree now and then, for the events a watcher loses;
  * - WriteQueue (write-queue.ts) runs every one of their writes in turn;
  * - this class starts them, catches up with what changed before the watcher
- *   ran, hands what each reconcile reports to the supervisor and Rechecks
+ *   ran, hands what each reconcile reports to the watcher and Rechecks
  *   (handOn), and stops them: one AbortSignal, its lifetime's, is what every
  *   part looks at to stop.
  */
@@ -65,12 +65,12 @@ export class Live {
   private readonly queue: WriteQueue;
   private readonly batcher: EventBatcher;
   private readonly rechecks: Rechecks;
-  private readonly supervisor: WatcherSupervisor;
+  private readonly watcher: WatcherControl;
   /** Live's lifetime, aborted by close(): every part stops on it (no part is handed a callback of its own for it). */
   private readonly lifetime = new AbortController();
   private lockedTimer: { stop(): void } | undefined;
   /** What changed behind the cold scan, until taken; null for a warm index (nothing scanned) or none kept. */
-  private readonly scanChanges: ScanChangeRecord | null;
+  private readonly scanChanges: ScanChangesTaker | null;
 
   constructor(private readonly options: LiveOptions) {
     const { index, log } = options;
@@ -96,32 +96,22 @@ export class Live {
       tree: (dir) => this.diffTree(dir),
       diffRoots: () => this.diffRoots(),
       written: () => this.reconciler.written,
-      backend: () => this.supervisor.backend,
+      backend: () => this.watcher.backend,
       signal,
       log,
       clock,
     });
-    const sink: WatchSink = {
+    this.watcher = options.watch({
       changed: (path) => this.batcher.add(path),
       rescan: (dir) => this.queue.run(() => this.diffTree(dir)),
-      fatal: (error) => void this.supervisor.degrade(error),
-    };
-    this.supervisor = new WatcherSupervisor({
-      index,
-      log,
-      sink,
-      signal,
       diffRoots: () => this.diffRoots(),
-      scanChanges: this.scanChanges,
-      clock,
-      ...(options.starters ? { starters: options.starters } : {}),
-      ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
+      signal,
     });
   }
 
   /** The running backend, if any. */
   get backend(): WatcherBackend | undefined {
-    return this.supervisor.backend;
+    return this.watcher.backend;
   }
 
   /** Paths a watcher reported that are not yet looked at (the metrics' watcher backlog). */
@@ -129,9 +119,9 @@ export class Live {
     return this.batcher.backlog;
   }
 
-  /** How often the watcher fell back to another backend (see WatcherSupervisor.fallbacks). */
+  /** How often the watcher fell back to another backend (see WatcherControl.fallbacks). */
   get fallbacks(): { readonly failed: number; readonly notStarted: number } {
-    return this.supervisor.fallbacks;
+    return this.watcher.fallbacks;
   }
 
   /** Looks at the disk that no event asked for, scheduled now: rechecks and the locked folders' (for tests). */
@@ -171,7 +161,7 @@ export class Live {
     // The client's first requests go first: a warm index answers them at once, as it was (issue 45).
     await index.foreground.turn(true);
     if (this.closed) return;
-    await this.supervisor.start(planWatchers(this.options.watcher));
+    await this.watcher.start();
     const asked = performance.now();
     // Taken now that the watcher is up: between the two, every change is seen by one or the other.
     const scanChanges = await this.scanChanges?.take();
@@ -193,7 +183,7 @@ export class Live {
     }
     this.rechecks.scheduleSafetyDiff(ms);
     // `none` promises an index that changes only at start-up: no folder is looked at again.
-    if (this.supervisor.backend === 'none' || this.closed) return;
+    if (this.watcher.backend === 'none' || this.closed) return;
     if (index.unreadableAtScan.length > 0) await this.queue.run(() => this.reconciler.noteLocked(index.unreadableAtScan));
     this.lockedTimer = every(this.options.clock ?? realClock, LOCKED_RECHECK_MS, () => {
       if (this.reconciler.hasLocked) void this.queue.run(async () => this.handOn(await this.reconciler.recheckLocked()));
@@ -224,7 +214,7 @@ export class Live {
   }
 
   private hintsApply(): boolean {
-    const backend = this.supervisor.backend;
+    const backend = this.watcher.backend;
     return !this.closed && backend !== undefined && backend !== 'none';
   }
 
@@ -240,7 +230,7 @@ export class Live {
       this.rechecks.close();
       this.lockedTimer?.stop();
       this.scanChanges?.close();
-      await this.supervisor.close();
+      await this.watcher.close();
       // Tasks still waiting for the first scan would wait for all of it: the
       // caller closes the index next, which ends the scan, and they then see
       // `closed` and do nothing. Only a write in progress is waited for.
@@ -282,12 +272,12 @@ export class Live {
 
   /**
    * What a reconcile found for the other parts: directories the watcher may
-   * not watch (WatcherSupervisor.rewatch), and new directories to walk again
+   * not watch (WatcherControl.rewatch), and new directories to walk again
    * a little later (Rechecks.newDirectory).
    */
   private handOn(report: ReconcileReport): void {
     if (this.closed) return;
-    for (const { dir, reason } of report.rewatch) this.supervisor.rewatch(dir, reason);
+    for (const { dir, reason } of report.rewatch) this.watcher.rewatch(dir, reason);
     for (const dir of report.recheck) this.rechecks.newDirectory(dir);
   }
 

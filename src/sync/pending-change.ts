@@ -2,7 +2,7 @@ import type { EntryRow } from '../entry.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import { sniffMime } from '../index/scan.ts';
 import { SkipReport } from '../index/servable.ts';
-import type { RewatchReason } from '../watch/watcher.ts';
+import type { RewatchReason } from '../watching.ts';
 import { LinkedNames } from './hard-links.ts';
 import { PARALLEL_IO } from './look.ts';
 

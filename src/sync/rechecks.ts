@@ -1,7 +1,8 @@
 import type { Clock, ClockTimer } from '../clock.ts';
 import { Coalescer } from '../coalesce.ts';
 import type { Logger } from '../log.ts';
-import { outermostDirs, type WatcherBackend } from '../watch/watcher.ts';
+import { outermostDirs } from '../fs-path.ts';
+import type { WatcherBackend } from '../watching.ts';
 import type { WriteQueue } from './write-queue.ts';
 
 /**

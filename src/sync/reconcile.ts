@@ -1,7 +1,7 @@
-import { childPrefix } from '../fs-path.ts';
+import { childPrefix, outermostDirs } from '../fs-path.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
-import { outermostDirs, type RewatchReason } from '../watch/watcher.ts';
+import type { RewatchReason } from '../watching.ts';
 import { LockedFolders } from './locked-folders.ts';
 import { NamedPaths, type PathCheck } from './path-check.ts';
 import { PendingChange, type ReconcileReport } from './pending-change.ts';

@@ -6,7 +6,7 @@ import { entryRow, rootRow } from '../index/scan.ts';
 import { escapeName, invalidPathText, readServableDir, type DirListing } from '../index/servable.ts';
 import type { Logger } from '../log.ts';
 import { findRoot, pathToUri } from '../uri.ts';
-import type { RewatchReason } from '../watch/watcher.ts';
+import type { RewatchReason } from '../watching.ts';
 import { describeError, errnoCode, isNoEntry } from '../errno.ts';
 import { highestUnindexedAncestor, indexedChildren, rootGone } from './indexed.ts';
 import type { LockedFolders } from './locked-folders.ts';

@@ -3,7 +3,8 @@ import { startChokidarWatcher } from './watch-chokidar.ts';
 import { startDirsWatcher, startRecursiveWatcher } from './watch-dirs.ts';
 import { startNoneWatcher } from './watch-none.ts';
 import { startPollWatcher } from './watch-poll.ts';
-import type { StartWatcher, WatcherBackend } from './watcher.ts';
+import type { WatcherBackend } from '../watching.ts';
+import type { StartWatcher } from './watcher.ts';
 
 export const BACKEND_STARTERS: Record<WatcherBackend, StartWatcher> = {
   chokidar: startChokidarWatcher,

@@ -1,6 +1,7 @@
 import type { ObservedThread, ScanObserver } from '../index/scan-observer.ts';
 import { builtScriptUrl } from '../workers.ts';
-import { ScanWatch, mergeScanChanges, type ScanChanges, type ScanWatchOrder } from './scan-watch.ts';
+import type { ScanChanges, ScanChangesTaker } from '../watching.ts';
+import { ScanWatch, mergeScanChanges, type ScanWatchOrder } from './scan-watch.ts';
 
 /**
  * What changed behind a cold scan, as its ScanWatch records on both threads
@@ -8,11 +9,12 @@ import { ScanWatch, mergeScanChanges, type ScanChanges, type ScanWatchOrder } fr
  * stays up once its walk is done, idle, holding its watches until take().
  *
  * Made by whoever makes the index (app.ts), handed to the index as the cold
- * scan's ScanObserver and to Live, which takes it once the watcher is up
- * (the watcher supervisor releases, spoils or drops it meanwhile). Linux
- * only, as ScanWatch; a warm index never scans, and Live closes it unused.
+ * scan's ScanObserver, to the watcher supervisor (which releases, spoils or
+ * drops it while a backend starts) and to Live, which takes it once the
+ * watcher is up. Linux only, as ScanWatch; a warm index never scans, and
+ * Live closes it unused (the supervisor then finds it done).
  */
-export class ScanChangeRecord implements ScanObserver {
+export class ScanChangeRecord implements ScanObserver, ScanChangesTaker {
   readonly here = new ScanWatch();
   /** dist/scan-watch.js: the worker thread watches with its observeThread (the index does not import the live layer). */
   readonly threadModule = builtScriptUrl('scan-watch');

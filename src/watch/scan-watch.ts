@@ -7,6 +7,7 @@ import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, join } from '../fs-path.ts';
 import { describeError, errnoCode, isNoEntry } from '../errno.ts';
 import type { ThreadScanObserver } from '../index/scan-observer.ts';
+import type { ScanChanges } from '../watching.ts';
 
 /** Paths changed during a scan past which their list is dropped and the tree diffed instead (a checkout mid-scan). */
 export const SCAN_WATCH_MAX_PATHS = 20_000;
@@ -19,13 +20,6 @@ export const SCAN_WATCH_MAX_PATHS = 20_000;
  * the bench's 20 files a directory this is about 400k files.
  */
 export const SCAN_WATCH_MAX_DIRS = 20_000;
-
-/**
- * What changed in the scanned directories between their reading and the
- * moment the scan's watches were closed: the paths events named, or why
- * that is not known (then the tree is diffed, as without a record).
- */
-export type ScanChanges = { paths: string[] } | { unknown: string };
 
 /**
  * Resolves once the thread's event loop has been through its poll phase

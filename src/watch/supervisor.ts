@@ -1,29 +1,38 @@
 import type { Clock } from '../clock.ts';
+import type { WatcherKind } from '../config.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import type { Store } from '../index/store.ts';
 import type { Logger } from '../log.ts';
 import { uriToPath } from '../uri.ts';
-import { BACKEND_STARTERS, type WatcherPlan } from './choose.ts';
+import type { RewatchReason, WatchHooks, WatcherBackend, WatcherControl } from '../watching.ts';
+import { BACKEND_STARTERS, planWatchers, type WatcherPlan } from './choose.ts';
 import type { ScanChangeRecord } from './scan-changes.ts';
-import { isResourceExhausted, type RewatchReason, type StartWatcher, type Watcher, type WatcherBackend, type WatchSink } from './watcher.ts';
+import { isResourceExhausted, type StartWatcher, type Watcher, type WatchSink } from './watcher.ts';
 
-export interface SupervisorOptions {
+/** What the composition root (app.ts, or a test) gives the supervisor; Live gives it the rest (WatchHooks). */
+export interface WatchSetup {
   index: FolderIndex;
   log: Logger;
-  /** Where the running backend reports. */
-  sink: WatchSink;
+  /** `--watcher`: which backends to try, in order (planWatchers). */
+  watcher: WatcherKind;
   /** The backends' start functions (injected so a test can make one fail like an exhausted inotify). */
   starters?: Record<WatcherBackend, StartWatcher>;
   /** `--poll-interval`: the poll backend's shortest pause between two polls. */
   pollIntervalMs?: number;
-  /** Live's lifetime: once aborted, no backend starts or takes over from a failed one. */
-  signal: AbortSignal;
-  /** Diffs every root (after a fallback: whatever changed while no backend ran). */
-  diffRoots(): Promise<number>;
-  /** The cold scan's watches, which a starting backend takes over (release), spoils or drops; null: none. */
-  scanChanges: ScanChangeRecord | null;
+  /** The cold scan's watches, which a starting backend takes over (release), spoils or drops; closed (a warm index) or absent: none. */
+  scanChanges?: ScanChangeRecord;
   /** Handed to the backend (the poll backend's pauses). */
   clock?: Clock;
+}
+
+export type SupervisorOptions = WatchSetup & WatchHooks;
+
+/**
+ * Live's `watch` option: the supervisor of the backends `setup.watcher`
+ * plans, made once Live has its hooks (the one place that knows both rooms).
+ */
+export function superviseWatcher(setup: WatchSetup): (hooks: WatchHooks) => WatcherSupervisor {
+  return (hooks) => new WatcherSupervisor({ ...setup, ...hooks });
 }
 
 /**
@@ -31,14 +40,23 @@ export interface SupervisorOptions {
  * starts, and when the running one cannot go on (out of watches or
  * descriptors), closes it, starts the next and diffs the tree.
  */
-export class WatcherSupervisor {
+export class WatcherSupervisor implements WatcherControl {
   private watcher: Watcher | undefined;
-  private plan: WatcherPlan | undefined;
+  private readonly plan: WatcherPlan;
   private degrading = false;
+  /** Where the running backend reports: Live's hooks, and its own failure here (degrade). */
+  private readonly sink: WatchSink;
   /** Times a running backend failed and the next took over (degrade), and times a backend could not start and the next was tried. */
   readonly fallbacks = { failed: 0, notStarted: 0 };
 
-  constructor(private readonly options: SupervisorOptions) {}
+  constructor(private readonly options: SupervisorOptions) {
+    this.plan = planWatchers(options.watcher);
+    this.sink = {
+      changed: (path) => options.changed(path),
+      rescan: (dir) => options.rescan(dir),
+      fatal: (error) => void this.degrade(error),
+    };
+  }
 
   /** The running backend, if any. */
   get backend(): WatcherBackend | undefined {
@@ -51,14 +69,13 @@ export class WatcherSupervisor {
   }
 
   /** Starts the plan's first candidate that starts; false when none did (each failure explained on stderr). */
-  start(plan: WatcherPlan): Promise<boolean> {
-    this.plan = plan;
-    return this.startFirst(plan.candidates, plan.reason);
+  start(): Promise<boolean> {
+    return this.startFirst(this.plan.candidates, this.plan.reason);
   }
 
   /** The running backend ran out of OS resources: close it, start the next candidate, then diff the roots. */
   async degrade(error: Error): Promise<void> {
-    if (this.options.signal.aborted || this.degrading || !this.watcher || !this.plan) return;
+    if (this.options.signal.aborted || this.degrading || !this.watcher) return;
     this.degrading = true;
     this.fallbacks.failed++;
     const failed = this.watcher;
@@ -91,7 +108,7 @@ export class WatcherSupervisor {
         const watcher = await starters[backend]({
           roots: index.roots,
           rules: index.rules,
-          sink: this.options.sink,
+          sink: this.sink,
           log,
           directories: () => indexedDirectories(index.store),
           turn: () => index.foreground.turn(),

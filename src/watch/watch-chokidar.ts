@@ -1,9 +1,10 @@
 import { lstat, lstatSync, realpathSync, type Stats } from 'node:fs';
-import { dirname, join, toSlashPath } from '../fs-path.ts';
+import { dirname, join, outermostDirs, toSlashPath } from '../fs-path.ts';
 import type { FSWatcher } from 'chokidar';
 import { every, realClock, type Clock } from '../clock.ts';
 import { ROOT_RETURN_POLL_MS } from './watch-dirs.ts';
-import { isResourceExhausted, outermostDirs, type RewatchReason, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
+import type { RewatchReason } from '../watching.ts';
+import { isResourceExhausted, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
 
 /**
  * chokidar 5 never says `ready` when a directory it is reading during its

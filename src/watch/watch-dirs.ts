@@ -1,11 +1,11 @@
 import { lstatSync, realpathSync, watch, type Dirent, type FSWatcher, type Stats } from 'node:fs';
 import { every, realClock, type ClockTimer } from '../clock.ts';
-import { basename, dirname, join, toSlashPath } from '../fs-path.ts';
+import { basename, dirname, join, outermostDirs, toSlashPath } from '../fs-path.ts';
 import { describeError, isNoEntry } from '../errno.ts';
 import { isAlwaysExcluded } from '../index/ignore.ts';
 import { fsWatchDirectory, type WatchDirectory } from './scan-watch.ts';
 import { readServableDir } from '../index/servable.ts';
-import { isResourceExhausted, outermostDirs, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
+import { isResourceExhausted, type StartWatcher, type Watcher, type WatchStart } from './watcher.ts';
 import { isPathInside } from '../uri.ts';
 
 /** Directories watched per turn of the event loop at start-up: requests are answered while 50k watches are set up. */

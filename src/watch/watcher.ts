@@ -1,12 +1,8 @@
 import type { Clock } from '../clock.ts';
-import { dirname } from '../fs-path.ts';
 import type { IgnoreRules } from '../index/ignore.ts';
 import type { Logger } from '../log.ts';
 import type { Root } from '../uri.ts';
-
-/** The concrete backends `--watcher` can name (besides `auto`). */
-export const WATCHER_BACKENDS = ['chokidar', 'dirs', 'recursive', 'poll', 'none'] as const;
-export type WatcherBackend = (typeof WATCHER_BACKENDS)[number];
+import type { RewatchReason, WatcherBackend } from '../watching.ts';
 
 /**
  * Where a backend reports. Backends only say *which path may have changed*;
@@ -57,27 +53,11 @@ export interface WatchStart {
 /** A running watcher. */
 export interface Watcher {
   readonly backend: WatcherBackend;
-  /**
-   * A directory the backend may not be watching:
-   * - `unignored`: it was skipped as ignored and is served now (a `.gitignore` line went away);
-   * - `nested`: it was found by walking a directory that had just appeared,
-   *   so it may have been created before the backend watched its parent;
-   * - `replaced`: a directory of another identity (inode, device) than the
-   *   one indexed under its name: re-made, swapped with another, a build
-   *   output moved into place; a backend whose watch of the old one lingers
-   *   (chokidar) must watch afresh;
-   * - `found`: any other directory new to the index (it appeared while the
-   *   server was down or during the scan, or its event was lost): a backend
-   *   that took its list from the index (`dirs`) has no watch on it, those
-   *   that walked the disk at start do.
-   * Backends without the gap ignore the hint.
-   */
+  /** A directory the backend may not be watching, for `reason` (see RewatchReason); backends without the gap ignore the hint. */
   rewatch?(dir: string, reason: RewatchReason): void;
   /** Stops watching; no sink call happens after it resolves. */
   close(): Promise<void>;
 }
-
-export type RewatchReason = 'unignored' | 'nested' | 'found' | 'replaced';
 
 /** Starts a backend; resolves once it watches every root (its "ready"), rejects if it cannot start. */
 export type StartWatcher = (start: WatchStart) => Promise<Watcher>;
@@ -88,13 +68,4 @@ export function isResourceExhausted(error: unknown): boolean {
   if (code === 'ENOSPC' || code === 'EMFILE' || code === 'ENFILE') return true;
   const message = String((error as Error | undefined)?.message ?? error);
   return /ENOSPC|EMFILE|ENFILE|inotify|too many open files|no space left/i.test(message);
-}
-
-/** The directories of `dirs` that are not inside another one of them. */
-export function outermostDirs(dirs: Iterable<string>): string[] {
-  const all = new Set(dirs);
-  return [...all].filter((dir) => {
-    for (let prev = dir, up = dirname(dir); up !== prev; prev = up, up = dirname(up)) if (all.has(up)) return false;
-    return true;
-  });
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BACKEND_STARTERS } from '../../src/watch/choose.ts';
 import { FolderIndex } from '../../src/index/folder-index.ts';
-import { Live } from '../../src/sync/live.ts';
+import { liveSync } from '../scan-helpers.ts';
 import { ScanChangeRecord } from '../../src/watch/scan-changes.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
@@ -241,7 +241,7 @@ describe('--watcher none: no look at the disk after the start-up catch-up', () =
     writeFileSync(join(dir.path, 'a.md'), 'a\n');
     const scanChanges = linux ? new ScanChangeRecord() : undefined;
     const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [], ...(scanChanges ? { scanObserver: scanChanges } : {}) });
-    const sync = new Live({ index, log: silentLogger, watcher: 'none', starters: BACKEND_STARTERS, ...(scanChanges ? { scanChanges } : {}) });
+    const sync = liveSync({ index, log: silentLogger, watcher: 'none', starters: BACKEND_STARTERS, ...(scanChanges ? { scanChanges } : {}) });
     try {
       await sync.start();
       assert.equal(scanChanges?.take() ?? null, null, 'the scan watches were taken and closed');

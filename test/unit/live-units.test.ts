@@ -9,10 +9,11 @@ import { FolderIndex } from '../../src/index/folder-index.ts';
 import type { EntryRow } from '../../src/entry.ts';
 import { BACKEND_STARTERS, planWatchers } from '../../src/watch/choose.ts';
 import { Subscriptions } from '../../src/protocol/subscriptions.ts';
-import { Live } from '../../src/sync/live.ts';
+import type { Live } from '../../src/sync/live.ts';
+import { liveSync } from '../scan-helpers.ts';
 import { Rechecks } from '../../src/sync/rechecks.ts';
 import { WriteQueue } from '../../src/sync/write-queue.ts';
-import type { WatcherBackend } from '../../src/watch/watcher.ts';
+import type { WatcherBackend } from '../../src/watching.ts';
 import type { StartWatcher, WatchSink } from '../../src/watch/watcher.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { makeRoot, pathToUri } from '../../src/uri.ts';
@@ -154,7 +155,7 @@ describe('Live degrades when a watcher runs out of watches', () => {
     const logs: string[] = [];
     const log = createLogger('debug', (line) => logs.push(line));
     const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log, gitignore: true, exclude: [] });
-    const sync = new Live({ index, log, watcher, starters: { ...BACKEND_STARTERS, ...starters } });
+    const sync = liveSync({ index, log, watcher, starters: { ...BACKEND_STARTERS, ...starters } });
     try {
       await sync.start();
       await run({ root: dir.path, index, sync, logs });
@@ -225,7 +226,7 @@ describe('Live looks at reported paths again', () => {
       sink = start.sink;
       return { backend: 'chokidar', close: async () => {} };
     };
-    const sync = new Live({ index, log: silentLogger, watcher: 'chokidar', starters: { ...BACKEND_STARTERS, chokidar: staged } });
+    const sync = liveSync({ index, log: silentLogger, watcher: 'chokidar', starters: { ...BACKEND_STARTERS, chokidar: staged } });
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     try {
       await sync.start();

@@ -8,14 +8,13 @@ import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { ScanWatch } from '../../src/watch/scan-watch.ts';
 import { BACKEND_STARTERS } from '../../src/watch/choose.ts';
-import { Live } from '../../src/sync/live.ts';
 import { ScanChangeRecord } from '../../src/watch/scan-changes.ts';
 import { startDirsWatcher } from '../../src/watch/watch-dirs.ts';
 import type { StartWatcher } from '../../src/watch/watcher.ts';
 import { silentLogger } from '../../src/log.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { bigTree, diskUris, tempDir, waitFor, writeTree } from '../basics.ts';
-import { withScanIndex } from '../scan-helpers.ts';
+import { liveSync, withScanIndex } from '../scan-helpers.ts';
 import { countInotifyWatches } from '../../bench/watch-probe.ts';
 
 const linuxOnly = process.platform === 'linux' ? {} : { skip: 'ScanWatch runs on Linux only' };
@@ -90,7 +89,7 @@ describe('red team: nothing left behind', linuxOnly, () => {
     ['the index closed once ready, no live sync', async (_dir, _index, scanChanges) => scanChanges.close()],
     ['the index closed mid-scan (the worker walking)', async (_dir, _index, scanChanges) => scanChanges.close()],
     ['a live sync started and closed', async (_dir, index, scanChanges) => {
-      const sync = new Live({ index, log: silentLogger, watcher: 'dirs', scanChanges });
+      const sync = liveSync({ index, log: silentLogger, watcher: 'dirs', scanChanges });
       await sync.start();
       await sync.close();
     }],
@@ -99,14 +98,14 @@ describe('red team: nothing left behind', linuxOnly, () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
         return startDirsWatcher(start);
       };
-      const sync = new Live({ index, log: silentLogger, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: slow }, scanChanges });
+      const sync = liveSync({ index, log: silentLogger, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: slow }, scanChanges });
       const started = sync.start();
       await new Promise((resolve) => setTimeout(resolve, 10));
       await sync.close();
       await started;
     }],
     ['a live sync closed while it took the scan\'s changes', async (_dir, index, scanChanges) => {
-      const sync = new Live({ index, log: silentLogger, watcher: 'dirs', scanChanges });
+      const sync = liveSync({ index, log: silentLogger, watcher: 'dirs', scanChanges });
       const started = sync.start();
       await new Promise((resolve) => setTimeout(resolve, 5));
       await sync.close();

@@ -9,7 +9,8 @@ import { countInotifyWatches } from '../../bench/watch-probe.ts';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { IgnoreRules } from '../../src/index/ignore.ts';
 import { BACKEND_STARTERS } from '../../src/watch/choose.ts';
-import { Live } from '../../src/sync/live.ts';
+import type { Live } from '../../src/sync/live.ts';
+import { liveSync } from '../scan-helpers.ts';
 import type { WatchDirectory } from '../../src/watch/scan-watch.ts';
 import { dirsWatcher, recursiveWatcherAs, startDirsWatcher, type DirsWatcher } from '../../src/watch/watch-dirs.ts';
 import type { StartWatcher, WatchSink } from '../../src/watch/watcher.ts';
@@ -277,7 +278,7 @@ describe('watcher dirs under Live', () => {
     let watcher: DirsWatcher | undefined;
     const start = options.starter ?? startDirsWatcher;
     const capture: StartWatcher = async (s) => (watcher = (await start(s)) as DirsWatcher);
-    const sync = new Live({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: capture } });
+    const sync = liveSync({ index, log, watcher: 'dirs', starters: { ...BACKEND_STARTERS, dirs: capture } });
     try {
       await sync.start();
       await run({ root: dir.path, index, sync, watcher: () => watcher!, logs });
@@ -358,7 +359,7 @@ describe('watcher dirs under Live', () => {
     try {
       await index.readiness.reached('scanned');
       const before = countInotifyWatches();
-      const sync = new Live({ index, log, watcher: 'dirs' });
+      const sync = liveSync({ index, log, watcher: 'dirs' });
       const started = sync.start();
       await new Promise((resolve) => setImmediate(resolve));
       await new Promise((resolve) => setImmediate(resolve));
