@@ -1,3 +1,5 @@
+import { realClock, type Clock } from '../clock.ts';
+
 /**
  * Where an index is in its start-up, in this order:
  * - `scanning`: the first (cold) scan runs. A `resources/list` page is
@@ -45,7 +47,7 @@ export class Readiness {
   /** See holdRequests. */
   private hold: Promise<void> | undefined;
 
-  constructor() {
+  constructor(private readonly clock: Clock = realClock) {
     this.promises.get('scanning')!.resolve();
   }
 
@@ -91,10 +93,9 @@ export class Readiness {
    */
   holdRequests(maxMs: number): void {
     const held = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, maxMs);
-      timer.unref();
+      const timer = this.clock.setTimeout(resolve, maxMs, { background: true });
       const done = () => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         resolve();
       };
       this.reached('caught-up').then(done, done);
