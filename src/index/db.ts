@@ -230,11 +230,14 @@ function openExisting(file: string, driver: SqliteDriverName): OpenedDb {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('temp_store = MEMORY');
-    // 32 MiB of page cache for the main connection (each thread's connection has its own: the scan
+    // 16 MiB of page cache for the main connection (each thread's connection has its own: the scan
     // worker's index build 2 MiB, the search thread SQLite's default, about 2 MiB). At 1M files the cache is
     // full from the scan on, and its peak is the whole-tree diff after the scan: 64 MiB peaked at
-    // 342 MiB, 32 MiB at 311, scan and check in the same time side by side (docs/benchmarks.md).
-    db.pragma('cache_size = -32768');
+    // 342 MiB, 32 MiB at 311, scan and check in the same time side by side (docs/benchmarks.md). On Node 24
+    // a warm start at 1M then peaked at 364-367 MiB with 32 MiB, 330-334 with 16 and 319-331 with 8, its
+    // catch-up in the same time; 8 MiB looked slower for a warm 100k listing on Node 24 (by about 9%, within
+    // the noise), 16 did not. The rest comes from the operating system's cache of the file.
+    db.pragma('cache_size = -16384');
     const version = db.pragma('user_version') as number;
     if (version === SCHEMA_VERSION && scanCompleted(db)) return { db, warm: true };
     if (version !== 0 && version !== SCHEMA_VERSION) {
