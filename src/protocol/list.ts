@@ -47,7 +47,7 @@ export function cursorKey(ctx: ServerContext, query: ListQuery, print: string): 
 export async function listResources(
   ctx: ServerContext,
   params: unknown,
-): Promise<{ resources: ListItem[]; nextCursor?: string }> {
+): Promise<ListResult> {
   const query = parseQuery(params, 'resources/list');
   const print = fingerprint(query);
   const afterKey = cursorKey(ctx, query, print);
@@ -70,14 +70,31 @@ export async function listResources(
   }
   // Over (a page waited until the end, or came after it): a failed scan fails the request.
   if (ctx.index.readiness.state !== 'scanning') await ctx.index.readiness.reached('scanned');
-  const result: { resources: ListItem[]; nextCursor?: string } = {
+  const result: ListResult = {
     resources: page.rows.map(toListItem),
   };
   if (!page.exhausted && page.lastScanned !== null) {
     result.nextCursor = encodeCursor({ key: page.lastScanned, fingerprint: print }, ctx.cursorSecret);
   }
+  // Answered before the index caught up with the disk (a warm start's last-run index, or what the first scan saw):
+  // said so, as search says its index is partial. What the catch-up then finds comes as list_changed.
+  if (ctx.index.readiness.state !== 'caught-up') result._meta = { [CATCHING_UP_META_KEY]: true };
   return result;
 }
+
+/**
+ * On a `resources/list` answer given before the index caught up with the
+ * disk: a file changed while no server ran (or during the first scan) may be
+ * missing, or listed as it was (docs/listing.md).
+ */
+export const CATCHING_UP_META_KEY = 'folder-mcp/catching-up';
+
+// A type, not an interface: the handler's Result is a record.
+type ListResult = {
+  resources: ListItem[];
+  nextCursor?: string;
+  _meta?: Record<string, unknown>;
+};
 
 /** True when every key the page covers is in the index for good: from the cursor (or the first range) to its last key examined, or to the last range's end when nothing is left. */
 function pageSettled(ctx: ServerContext, plan: Plan, afterKey: string | null, page: PageResult): boolean {

@@ -2,12 +2,13 @@
 // and, on a real temp folder with a real FolderIndex, a page answered before
 // the scan ends that equals the page of the finished index.
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { FolderIndex } from '../../src/index/folder-index.ts';
 import { ScanFrontier } from '../../src/index/scan.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { ServerContext } from '../../src/protocol/context.ts';
-import { listResources } from '../../src/protocol/list.ts';
+import { CATCHING_UP_META_KEY, listResources } from '../../src/protocol/list.ts';
 import { createPager } from '../../src/query/page.ts';
 import { makeRoot } from '../../src/uri.ts';
 import { tempDir, writeTree } from '../basics.ts';
@@ -90,6 +91,41 @@ describe('resources/list during the first scan', () => {
       }
     } finally {
       dir.cleanup();
+    }
+  });
+});
+
+describe('resources/list before the index caught up with the disk', () => {
+  test('a page says so (cold and warm), until the catch-up is over', async () => {
+    const dir = tempDir();
+    const state = tempDir('folder-mcp-state-');
+    try {
+      writeTree(dir.path, { 'a.txt': 'a', 'sub/b.txt': 'b' });
+      const root = makeRoot(dir.path);
+      const dbFile = join(state.path, 'i.db');
+      for (const start of ['cold', 'warm']) {
+        const index = new FolderIndex({ roots: [root], dbFile, log: silentLogger, gitignore: true, exclude: [] });
+        const ctx = { index, roots: [root], log: silentLogger, pageSize: 50, pager: createPager(index.db), cursorSecret: 'k'.repeat(32) } as unknown as ServerContext;
+        try {
+          // What src/app.ts hands it: the live layer's catch-up (watcher up, what changed while no server ran applied).
+          let over!: () => void;
+          index.readiness.catchUp(new Promise<void>((resolve) => (over = resolve)));
+          await index.readiness.reached('scanned');
+          const before = await listResources(ctx, {});
+          assert.deepEqual(before.resources.map((r) => r.name), [root.name, 'a.txt', 'sub', 'b.txt'], start);
+          assert.deepEqual(before._meta, { [CATCHING_UP_META_KEY]: true }, `${start}: the page before the catch-up`);
+          over();
+          await index.readiness.reached('caught-up');
+          const after = await listResources(ctx, {});
+          assert.deepEqual(after.resources, before.resources, start);
+          assert.equal(after._meta, undefined, `${start}: the page after the catch-up`);
+        } finally {
+          index.close();
+        }
+      }
+    } finally {
+      dir.cleanup();
+      state.cleanup();
     }
   });
 });
