@@ -37,13 +37,37 @@ export const EXTERNAL = ['better-sqlite3', 'pdfjs-dist', 'mammoth', 'ioredis'];
 /** The externals no start loads: only a dynamic import() may name them (a static one is hoisted and runs at every start). */
 const LOADED_ON_DEMAND = ['pdfjs-dist', 'mammoth', 'ioredis'];
 
-/** Fails the build when a bundle imports an on-demand external statically (ioredis did: about 300 ms of CPU a start). */
+/**
+ * Node's own modules that only --http uses, and whose ES import costs every
+ * start: from Node 22, importing node:http builds its module facade, which
+ * runs each lazy export (its WebSocket and EventSource load undici), and
+ * node:http2 loads TLS and more. With both imported, `--version` on Node 24
+ * took 145 ms against 109 without (median of 20 alternating runs,
+ * farm-bench); Node 20 took 1.5% less. The code takes node:http from
+ * `process.getBuiltinModule` where it makes a server, and @hono/node-server's
+ * import of node:http2 is bundled as scripts/http2-on-demand.mjs.
+ */
+const ON_DEMAND_BUILTINS = ['node:http', 'node:http2'];
+
+/** @hono/node-server's `import ... from 'node:http2'`, answered by scripts/http2-on-demand.mjs. */
+const http2OnDemand = {
+  name: 'http2-on-demand',
+  setup(build) {
+    build.onResolve({ filter: /^node:http2$/ }, () => ({ path: resolve(ROOT, 'scripts/http2-on-demand.mjs') }));
+  },
+};
+
+/** Fails the build when a bundle imports an on-demand external or builtin statically (ioredis did: about 300 ms of CPU a start). */
 function checkOnDemand(outdir) {
   for (const name of Object.keys(ENTRY_POINTS)) {
     const code = readFileSync(join(outdir, `${name}.js`), 'utf8');
     for (const pkg of LOADED_ON_DEMAND) {
       const line = new RegExp(`^import [^;]*? from ["']${pkg}(/[^"']*)?["'];?$`, 'm').exec(code)?.[0];
       if (line) throw new Error(`dist/${name}.js imports ${pkg} statically (${line}): load it with import() where it is used`);
+    }
+    for (const builtin of ON_DEMAND_BUILTINS) {
+      const line = new RegExp(`^import [^;]*? from ["']${builtin}["'];?$`, 'm').exec(code)?.[0];
+      if (line) throw new Error(`dist/${name}.js imports ${builtin} statically (${line}): take it from process.getBuiltinModule where it is used`);
     }
   }
 }
@@ -65,6 +89,7 @@ export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = tr
     // As tsc's maps did: file names and positions, not the sources (src/ is not in the package).
     sourcemap: sourcemap ? 'linked' : false,
     sourcesContent: false,
+    plugins: [http2OnDemand],
     logLevel: 'warning',
   });
   writeFileSync(join(outdir, 'cli.js'), BIN);

@@ -2,7 +2,7 @@
 // own with `--metrics [HOST:]PORT` (also beside a stdio server). Either way
 // behind the same checks as /mcp: Host and Origin, and the bearer token when
 // one is set (the figures say how large the folders are and how they are used).
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HttpListen } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -50,7 +50,8 @@ export interface MetricsEndpoint {
  */
 export async function serveMetrics(options: { metrics: Metrics; listen: HttpListen; policy: GuardPolicy; log: Logger }): Promise<MetricsEndpoint> {
   const { metrics, listen, policy, log } = options;
-  const server = createHttpServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000, maxHeaderSize: 16 * 1024 }, (req, res) => {
+  // node:http as Node's own module, not an ES import (scripts/build.mjs, ON_DEMAND_BUILTINS).
+  const server = process.getBuiltinModule('node:http').createServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000, maxHeaderSize: 16 * 1024 }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     if (answerMetrics(metrics, policy, req, res, path)) return;
     sendJson(res, 404, `Not Found: this listener serves ${METRICS_PATH} only`);

@@ -4,7 +4,7 @@
 // is the endpoint's (./endpoint.ts), which it calls through `ServedEndpoint`.
 // The split follows honojs/node-server's server.ts (the Node server) and
 // listener.ts (request -> handler).
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo, Socket } from 'node:net';
 import type { HttpListen } from '../config.ts';
@@ -142,7 +142,8 @@ export class NodeServer {
     private readonly limits: ServerLimits,
     private readonly metrics?: Metrics,
   ) {
-    this.server = createServer(
+    // node:http as Node's own module, not an ES import: that costs every start, --http or not (scripts/build.mjs, ON_DEMAND_BUILTINS).
+    this.server = process.getBuiltinModule('node:http').createServer(
       {
         headersTimeout: limits.headersTimeoutMs,
         requestTimeout: limits.requestTimeoutMs,
