@@ -42,8 +42,8 @@ const LOADED_ON_DEMAND = ['pdfjs-dist', 'mammoth', 'ioredis'];
  * start: from Node 22, importing node:http builds its module facade, which
  * runs each lazy export (its WebSocket and EventSource load undici), and
  * node:http2 loads TLS and more. With both imported, `--version` on Node 24
- * took 145 ms against 109 without (median of 20 alternating runs,
- * farm-bench); Node 20 took 1.5% less. The code takes node:http from
+ * took 131 ms against 98 without, Node 20 165 against 160 (medians of 20
+ * alternating runs, farm-bench: docs/design.md, Start-up). The code takes node:http from
  * `process.getBuiltinModule` where it makes a server, and @hono/node-server's
  * import of node:http2 is bundled as scripts/http2-on-demand.mjs.
  */

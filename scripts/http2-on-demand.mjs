@@ -11,12 +11,5 @@ export class Http2ServerRequest {
   }
 }
 
-export const constants = new Proxy(
-  {},
-  {
-    get: (_, key) => http2().constants[key],
-    has: (_, key) => key in http2().constants,
-    ownKeys: () => Reflect.ownKeys(http2().constants),
-    getOwnPropertyDescriptor: (_, key) => Reflect.getOwnPropertyDescriptor(http2().constants, key),
-  },
-);
+// Read by name only (`constants.NGHTTP2_NO_ERROR`, on an HTTP/2 stream).
+export const constants = new Proxy({}, { get: (_, key) => http2().constants[key] });
