@@ -119,8 +119,8 @@ import module from 'node:module';
 import { homedir } from 'node:os';
 import { basename, join, resolve, sep } from 'node:path';
 // Node >= 22 sizes V8's young generation from the machine's memory: 128 MiB of
-// semi-spaces where Node 20 keeps 32, and at 1M files the server peaked at 586
-// MiB of RSS on Node 24 against 393 with Node 20's size (docs/benchmarks.md,
+// semi-spaces where Node 20 keeps 32, and at 1M files the server peaked at 572
+// MiB of RSS on Node 24 against 384 with Node 20's size (docs/benchmarks.md,
 // table 19). V8 reads the size only when it starts, so the bin starts itself
 // again with it, once: execve keeps the pid, stdio and environment, and costs
 // one Node start (about 25 ms). NODE_OPTIONS=--max-semi-space-size=16 (what

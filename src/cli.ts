@@ -17,7 +17,7 @@ const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 // After a major GC, V8 lets the old generation grow to several times what it
 // left (up to 4x on a large machine) before it collects again. A warm start
 // at 1M files walks the whole tree and drops what it read: on Node 24 it
-// peaked at 470-534 MiB of RSS with 92 MiB live, and at 377-384 MiB when the
+// peaked at 459-521 MiB of RSS with 92 MiB live, and at 368-375 MiB when the
 // heap may grow by half of what is left, in the same CPU time
 // (docs/benchmarks.md, table 19). V8 reads this at every GC, so unlike the
 // young generation's size (the bin) it can be set here, for every way the
@@ -30,8 +30,8 @@ setFlagsFromString('--heap-growing-percent=50');
 // semi-space size when an isolate is made, and the flag wins over a
 // Worker's resourceLimits, so it is set here, after the main isolate took
 // its own (the bin's 16 MiB, or Node 20's): each worker made from now on has
-// 4 MiB semi-spaces. At 1M files on Node 24, a warm start peaked at 364-367
-// MiB against 380-400 without it, side by side; a 100k content index took
+// 4 MiB semi-spaces. At 1M files on Node 24, a warm start peaked at 356-358
+// MiB against 371-391 without it, side by side; a 100k content index took
 // as long (9.3-10.2 s either way).
 setFlagsFromString('--max-semi-space-size=4');
 

@@ -234,7 +234,7 @@ function openExisting(file: string, driver: SqliteDriverName): OpenedDb {
     // worker's index build 2 MiB, the search thread SQLite's default, about 2 MiB). At 1M files the cache is
     // full from the scan on, and its peak is the whole-tree diff after the scan: 64 MiB peaked at
     // 342 MiB, 32 MiB at 311, scan and check in the same time side by side (docs/benchmarks.md). On Node 24
-    // a warm start at 1M then peaked at 364-367 MiB with 32 MiB, 330-334 with 16 and 319-331 with 8, its
+    // a warm start at 1M then peaked at 356-358 MiB with 32 MiB, 322-326 with 16 and 311-323 with 8, its
     // catch-up in the same time; 8 MiB looked slower for a warm 100k listing on Node 24 (by about 9%, within
     // the noise), 16 did not. The rest comes from the operating system's cache of the file.
     db.pragma('cache_size = -16384');
