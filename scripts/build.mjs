@@ -112,51 +112,11 @@ export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = tr
  * cache: the call is skipped.
  */
 const BIN = `#!/usr/bin/env node
-// Written by scripts/build.mjs: the server is folder-mcp.js; this gives V8's young generation Node 20's size (Node >= 22)
-// and turns on Node's compile cache (Node >= 22.1) first.
-import { accessSync, constants, mkdirSync, realpathSync, statSync } from 'node:fs';
+// Written by scripts/build.mjs: the server is folder-mcp.js; this turns on Node's compile cache (Node >= 22.1) first.
+import { mkdirSync, realpathSync, statSync } from 'node:fs';
 import module from 'node:module';
 import { homedir } from 'node:os';
-import { basename, join, resolve, sep } from 'node:path';
-// Node >= 22 sizes V8's young generation from the machine's memory: 128 MiB of
-// semi-spaces where Node 20 keeps 32, and at 1M files the server peaked at 572
-// MiB of RSS on Node 24 against 384 with Node 20's size (docs/benchmarks.md,
-// table 19). V8 reads the size only when it starts, so the bin starts itself
-// again with it, once: execve keeps the pid, stdio and environment, and costs
-// one Node start (about 25 ms). NODE_OPTIONS=--max-semi-space-size=16 (what
-// the .mcpb sets) gets the same without it.
-const STARTED_AGAIN = 'FOLDER_MCP_STARTED_AGAIN';
-const startedAgain = process.env[STARTED_AGAIN] === '1';
-delete process.env[STARTED_AGAIN];
-if (!startedAgain && worthStartingAgain()) {
-  process.execve(process.execPath, [process.execPath, '--max-semi-space-size=16', ...process.execArgv, ...process.argv.slice(1)], { ...process.env, [STARTED_AGAIN]: '1' });
-}
-
-/**
- * Whether to start again. Not without execve (Node 20, whose size is this
- * already; Windows), nor where a start could differ from this one: before
- * Node 26 a failed execve aborts the process instead of throwing, so what
- * can fail is ruled out first.
- */
-function worthStartingAgain() {
-  if (typeof process.execve !== 'function' || process.platform === 'win32' || process.versions.bun) return false;
-  // Node's own binary: started through the dynamic loader, execPath is ld.so, which takes no node flags.
-  if (!/^node/i.test(basename(process.execPath))) return false;
-  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(' ')].map((arg) => arg.replaceAll('_', '-'));
-  // A size of the user's own wins; a preload would run twice, an inspector listen twice; the permission model refuses.
-  const keep = /^(--max-semi-space-size|--require|-r$|--import|--loader|--experimental-loader|--inspect|--permission|--experimental-permission)/;
-  if (given.some((arg) => keep.test(arg))) return false;
-  try {
-    accessSync(process.execPath, constants.X_OK);
-  } catch {
-    return false;
-  }
-  // Far from the kernel's bound on arguments and environment (1 MiB on macOS), which the added flag could cross.
-  let bytes = 0;
-  for (const arg of process.argv) bytes += Buffer.byteLength(arg) + 1;
-  for (const [name, value] of Object.entries(process.env)) bytes += Buffer.byteLength(name) + Buffer.byteLength(value ?? '') + 2;
-  return bytes < 128 * 1024;
-}
+import { join, resolve, sep } from 'node:path';
 if (module.enableCompileCache) {
   if (process.env.NODE_COMPILE_CACHE) module.enableCompileCache();
   else {

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
 import { createApp, type App } from './app.ts';
 import { USAGE, type Config, type HttpListen } from './config.ts';
+import { tuneHeap } from './heap.ts';
 import { allowedHostsFor, guardPolicy } from './http/guard.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { MetricsEndpoint } from './http/metrics-serve.ts';
@@ -14,26 +14,8 @@ import { describeDriver } from './sqlite.ts';
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version;
 
-// After a major GC, V8 lets the old generation grow to several times what it
-// left (up to 4x on a large machine) before it collects again. A warm start
-// at 1M files walks the whole tree and drops what it read: on Node 24 it
-// peaked at 459-521 MiB of RSS with 92 MiB live, and at 368-375 MiB when the
-// heap may grow by half of what is left, in the same CPU time
-// (docs/benchmarks.md, table 19). V8 reads this at every GC, so unlike the
-// young generation's size (the bin) it can be set here, for every way the
-// server is started.
-setFlagsFromString('--heap-growing-percent=50');
-
-// Worker threads (the walk of a warm start's catch-up, the search thread)
-// each have a heap of their own, whose young generation was the main
-// thread's size: 32 MiB of new space each, touched and kept. V8 reads the
-// semi-space size when an isolate is made, and the flag wins over a
-// Worker's resourceLimits, so it is set here, after the main isolate took
-// its own (the bin's 16 MiB, or Node 20's): each worker made from now on has
-// 4 MiB semi-spaces. At 1M files on Node 24, a warm start peaked at 356-358
-// MiB against 371-391 without it, side by side; a 100k content index took
-// as long (9.3-10.2 s either way).
-setFlagsFromString('--max-semi-space-size=4');
+// V8's heap limits, young generation and workers' semi-spaces, before anything is allocated in earnest.
+tuneHeap(Number(process.versions.node.split('.')[0]), [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)]);
 
 /** The only module that touches argv, stdio and the exit code. */
 async function main(): Promise<void> {

@@ -90,8 +90,8 @@ describe('the .mcpb, unpacked outside the repository and started as Claude Deskt
     assert.ok(config);
     assert.equal(config.command, 'node');
     assert.deepEqual(config.args, [join(unpacked, 'dist', 'cli.js'), '--', docs.path, notes.path]);
-    // V8's young generation at Node 20's size (scripts/build.mjs, BIN), where the bin cannot start itself again (Windows).
-    assert.deepEqual(config.env, { NODE_OPTIONS: '--max-semi-space-size=16' });
+    // No NODE_OPTIONS: a size of the young generation there would turn off the server's own hold of it (src/heap.ts).
+    assert.equal(config.env?.NODE_OPTIONS, undefined);
     const transport = new StdioClientTransport({
       // Claude Desktop runs "node" with its own Node.js (24 today): the npm package `node` at 24 stands in for it,
       // with an environment of its own only (as `env -i`) and the folder it was unpacked to, not the repository, as cwd.

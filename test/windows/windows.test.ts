@@ -242,7 +242,8 @@ describe('Windows: the .mcpb, unpacked and started as Claude Desktop on Windows 
     assert.ok(config);
     // `${__dirname}/dist/cli.js`: the library joins with '/', and node.exe takes the mixed separators as Windows does.
     assert.deepEqual(config.args, [`${unpacked}/dist/cli.js`, '--', dir]);
-    assert.deepEqual(config.env, { NODE_OPTIONS: '--max-semi-space-size=16' });
+    // No NODE_OPTIONS: a size of the young generation there would turn off the server's own hold of it (src/heap.ts).
+    assert.equal(config.env?.NODE_OPTIONS, undefined);
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: config.args ?? [],
