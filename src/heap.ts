@@ -8,7 +8,7 @@ import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
  * started (the bin, `node dist/folder-mcp.js`, Windows, the .mcpb).
  */
 
-/** Where the main thread's new space is held on Node >= 22 (holdNewSpace): Node 20's semi-spaces are 16 MiB. */
+/** Where the main thread's new space (both semi-spaces) is held on Node >= 22 (holdNewSpace): half of Node 20's most, 32 MiB. */
 export const HELD_NEW_SPACE = 16 * 1024 * 1024;
 
 /** V8's own growth factor of the young generation (its flag's default), given back below the hold. */
@@ -60,11 +60,14 @@ export function holdsNewSpace(nodeMajor: number, nodeFlags: readonly string[]): 
  * factor is set to 1 while the new space is at least `bytes`, and given
  * back below (V8 shrinks it when the process is idle, and it must be able
  * to grow again: a new space held at its first 1 MiB took the peak at 1M
- * files to 555 MiB). GC entries reach the observer after the task that
- * caused them, so a task that grows it twice before ends one step above:
- * `bytes` is where it is held, twice that the most it reaches from there.
- * The flag is the process's, so worker threads grow theirs only while the
- * main thread's is below `bytes` (a 1M content index took as long).
+ * files to 555 MiB). GC entries reach the observer a task or two after the
+ * GC, so it can end a growth or more above `bytes`: a task that keeps more
+ * alive than the new space holds grows it before the factor is set (a
+ * server's requests keep far less; at 1M files it stayed at 16 MiB). The
+ * flag is the process's, so worker threads grow theirs (4 MiB semi-spaces at
+ * most) only while the main thread's is below `bytes`: at 1M files a warm
+ * start's content-index check and a cold start's content index took no
+ * longer (the catch-up's walk was not timed apart).
  */
 export function holdNewSpace(bytes: number): { held(): boolean; stop(): void } {
   let held = false;

@@ -325,13 +325,15 @@ class ChokidarWatcher implements Watcher {
  *   close() finds the file gone, and, its folder's record being the only one
  *   left (close() cleared them), chokidar "watches for its return": add()
  *   of the folder, which sets `closed` back to false and watches it again.
- *   Once closed, add() does nothing here.
  * - A watch whose closer it drops: _handleFile returns before its closer
- *   when the file's `add` event is throttled. Every fs.watch it opens is
- *   counted here, and what its close() leaves open is closed after it.
- * This reaches into chokidar's private handler (_nodeFsHandler,
- * _watchWithNodeFs): a chokidar without them only gets the first cure, and
- * the tests, which end with every watch closed, tell.
+ *   when the file's `add` event is throttled (read in its code; not seen).
+ * Once close() is called, add() does nothing here, and every fs.watch it
+ * opens is counted: one opened from then on is closed at once, and what its
+ * close() leaves open is closed after it. The count alone would close what
+ * a late add() opens; add() doing nothing also spares its reads. This
+ * reaches into chokidar's private handler (_nodeFsHandler,
+ * _watchWithNodeFs): a chokidar without them gets only the first, and the
+ * tests, which end with every watch closed, tell.
  */
 function closingEveryWatch(watcher: FSWatcher, log: Logger): void {
   type Closer = () => unknown;
@@ -340,12 +342,20 @@ function closingEveryWatch(watcher: FSWatcher, log: Logger): void {
   const add = watcher.add.bind(watcher);
   watcher.add = (...args) => (closing ? watcher : add(...args));
   const close = watcher.close.bind(watcher);
+  const closeLeft = () => {
+    if (open.size > 0) log.debug(`watcher (chokidar): closing ${open.size} watch(es) it left open`);
+    for (const closer of open) {
+      try {
+        closer();
+      } catch (error) {
+        log.debug(`watcher (chokidar): a watch it left open would not close: ${(error as Error).message}`);
+      }
+    }
+  };
   watcher.close = () => {
     closing = true;
-    return close().then(() => {
-      if (open.size > 0) log.debug(`watcher (chokidar): closing ${open.size} watch(es) it left open`);
-      for (const closer of open) closer();
-    });
+    // Whether chokidar's own close went through or not, what it left open is closed.
+    return close().finally(closeLeft);
   };
   const handler = (watcher as unknown as { _nodeFsHandler?: { _watchWithNodeFs?: (path: string, listener?: unknown) => Closer | undefined } })._nodeFsHandler;
   const watchWith = handler?._watchWithNodeFs;

@@ -65,7 +65,7 @@ describe('watcher chokidar', () => {
   after(async () => {
     if (await waitFor(() => openWatches() === 0, TIMEOUT, 'every watch closed').then(() => true, () => false)) return;
     // Unref'd: it fires only if the leaked watch is all that keeps the loop alive, once the results are written.
-    setTimeout(() => process.exit(), 2000).unref();
+    setTimeout(() => process.exit(1), 2000).unref();
     assert.fail(`watches left open after the tests: ${openWatches()}`);
   });
 
