@@ -75,16 +75,12 @@ const zodEnglishOnly = {
   },
 };
 
-/** Fails the build when zod's other locales are bundled again (a zod that imports its locales another way). */
-function checkZodLocales(outdir) {
-  for (const name of Object.keys(ENTRY_POINTS)) {
-    const locale = /^\/\/ node_modules\/zod\/v4\/locales\/(?!en\.js$)(\S+)$/m.exec(readFileSync(join(outdir, `${name}.js`), 'utf8'))?.[1];
-    if (locale) throw new Error(`dist/${name}.js bundles zod's locale ${locale}: only English is meant to be (zodEnglishOnly)`);
-  }
-}
-
-/** Fails the build when a bundle imports an on-demand external or builtin statically (ioredis did: about 300 ms of CPU a start). */
-function checkOnDemand(outdir) {
+/**
+ * Fails the build when a bundle imports an on-demand external or builtin
+ * statically (ioredis did: about 300 ms of CPU a start), or bundles zod's
+ * other locales again (a zod that imports them another way: zodEnglishOnly).
+ */
+function checkBundles(outdir) {
   for (const name of Object.keys(ENTRY_POINTS)) {
     const code = readFileSync(join(outdir, `${name}.js`), 'utf8');
     for (const pkg of LOADED_ON_DEMAND) {
@@ -95,6 +91,8 @@ function checkOnDemand(outdir) {
       const line = new RegExp(`^import [^;]*? from ["']${builtin}["'];?$`, 'm').exec(code)?.[0];
       if (line) throw new Error(`dist/${name}.js imports ${builtin} statically (${line}): take it from process.getBuiltinModule where it is used`);
     }
+    const locale = /^\/\/ node_modules\/zod\/v4\/locales\/(?!en\.js$)(\S+)$/m.exec(code)?.[1];
+    if (locale) throw new Error(`dist/${name}.js bundles zod's locale ${locale}: only English is meant to be (zodEnglishOnly)`);
   }
 }
 
@@ -120,8 +118,7 @@ export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = tr
   });
   writeFileSync(join(outdir, 'cli.js'), BIN);
   chmodSync(join(outdir, 'cli.js'), 0o755);
-  checkOnDemand(outdir);
-  checkZodLocales(outdir);
+  checkBundles(outdir);
 }
 
 /**

@@ -5,11 +5,11 @@
 // given. Through the built bin: what a user runs.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { HELD_NEW_SPACE } from '../../src/heap.ts';
-import { CLI, tempDir, waitFor } from '../helpers.ts';
+import { CLI, connect, listAll, tempDir, waitFor, writeTree } from '../helpers.ts';
 
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 
@@ -43,53 +43,21 @@ describe("the server's young generation", () => {
     // machine with 23 GiB); held, to 16 each time. A page's task allocates about 1 MB, far less than a growth past
     // 16 MiB needs to survive, so the hold, which acts a task or two after a GC, is not overtaken here.
     const folder = join(dir.path, 'tree');
-    for (let d = 0; d < 50; d++) {
-      mkdirSync(join(folder, `d${d}`), { recursive: true });
-      for (let f = 0; f < 100; f++) writeFileSync(join(folder, `d${d}`, `file-${f}.txt`), 'x');
-    }
-    const child = spawn(process.execPath, [CLI, '--metrics', '127.0.0.1:0', '--db', ':memory:', '--watcher', 'none', folder], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    writeTree(folder, Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`d${i % 50}/file-${i}.txt`, 'x'])));
+    const conn = await connect(['--metrics', '127.0.0.1:0', '--db', ':memory:', '--watcher', 'none', folder], {
+      env: { NODE_OPTIONS: '', XDG_CACHE_HOME: join(dir.path, 'cache') },
+    });
     try {
-      let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      type Answer = { result: { resources: unknown[]; nextCursor?: string } };
-      const answers = new Map<number, Answer>();
-      let buffered = '';
-      child.stdout.on('data', (chunk: Buffer) => {
-        buffered += chunk.toString();
-        for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
-          const message = JSON.parse(buffered.slice(0, nl));
-          buffered = buffered.slice(nl + 1);
-          if (typeof message.id === 'number') answers.set(message.id, message);
-        }
-      });
-      let id = 0;
-      const request = async (method: string, params: object): Promise<Answer> => {
-        const sent = ++id;
-        child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: sent, method, params })}\n`);
-        return (await waitFor(() => answers.get(sent), 60_000, `the answer to ${method}`))!;
-      };
-      await request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } });
-      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
       let listed = 0;
-      for (let round = 0; round < 40; round++) {
-        let cursor: string | undefined;
-        do {
-          const { result } = await request('resources/list', cursor ? { cursor } : {});
-          listed += result.resources.length;
-          cursor = result.nextCursor;
-        } while (cursor);
-      }
+      for (let round = 0; round < 40; round++) listed += (await listAll(conn, 'resources/list', 'resources')).items.length;
       assert.ok(listed >= 200_000, `${listed} items listed`);
-      const url = String(await waitFor(() => /serving metrics at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(stderr)?.[1], 30_000, 'the metrics URL'));
+      const url = String(await waitFor(() => /serving metrics at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(conn.stderr())?.[1], 30_000, 'the metrics URL'));
       const exposition = await (await fetch(url)).text();
       const newSpace = Number(/^folder_mcp_nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)/m.exec(exposition)?.[1]);
       assert.ok(newSpace > 0, 'the new space is in the metrics');
       assert.ok(newSpace <= HELD_NEW_SPACE, `the new space is ${newSpace / 2 ** 20} MiB`);
     } finally {
-      child.stdin.end();
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
+      await conn.close();
     }
   });
 });
