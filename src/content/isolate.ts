@@ -262,12 +262,21 @@ export class ConversionWorker {
   }
 }
 
+/** Bytes in a WebAssembly page. */
+const WASM_PAGE = 64 * 1024;
+
 /**
  * How to start the conversion process: node with a heap cap and, on Linux,
  * through /bin/sh to set an address-space limit first. V8 reserves about
  * 10 GB of address space per WebAssembly memory for its trap handler, which
  * no such limit admits; without the trap handler (bounds checks instead) it
- * needs no reservation, so the limit is set only when node has that switch.
+ * needs no guard region, so the limit is set only when node has that switch.
+ * It still reserves a memory's maximum up front, and short of that as much
+ * as the limit leaves: one WebAssembly memory (Node 20's fetch loads its HTTP
+ * parser as one, and pdfjs touches `Response`) took all the headroom, and the
+ * process died of a failed mapping (SIGSEGV) or ran out of memory in its next
+ * job. So no memory may be larger than the resident-set budget, past which
+ * the process is killed anyway, nor than a quarter of the limit.
  */
 export function childCommand(
   script: string,
@@ -283,8 +292,23 @@ export function childCommand(
   // A hard limit already lower than ours makes ulimit fail: run under that one.
   return {
     command: '/bin/sh',
-    args: ['-c', 'ulimit -v "$1" 2>/dev/null; shift; exec "$@"', 'sh', String(kib), node, '--disable-wasm-trap-handler', ...nodeArgs, script],
+    args: [
+      '-c',
+      'ulimit -v "$1" 2>/dev/null; shift; exec "$@"',
+      'sh',
+      String(kib),
+      node,
+      '--disable-wasm-trap-handler',
+      `--wasm-max-mem-pages=${wasmPages(Math.min(memory.rssBytes, memory.addressSpaceBytes / 4))}`,
+      ...nodeArgs,
+      script,
+    ],
   };
+}
+
+/** The most 64 KiB pages a WebAssembly memory may have within `bytes` (at least 1, at most the 4 GiB of 32-bit memories). */
+export function wasmPages(bytes: number): number {
+  return Math.min(Math.max(1, Math.floor(bytes / WASM_PAGE)), 65536);
 }
 
 /** Why the conversion process died, in words for the warning. */

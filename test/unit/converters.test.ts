@@ -850,10 +850,18 @@ describe('conversion process: memory bounds', () => {
     if (existsSync('/bin/sh')) {
       assert.deepEqual(linux, {
         command: '/bin/sh',
-        args: ['-c', 'ulimit -v "$1" 2>/dev/null; shift; exec "$@"', 'sh', '1048576', '/bin/node', '--disable-wasm-trap-handler', '--max-old-space-size=100', '/w.js'],
+        args: ['-c', 'ulimit -v "$1" 2>/dev/null; shift; exec "$@"', 'sh', '1048576', '/bin/node', '--disable-wasm-trap-handler', '--wasm-max-mem-pages=4096', '--max-old-space-size=100', '/w.js'],
       });
     }
     const plain = { command: '/bin/node', args: ['--max-old-space-size=100', '/w.js'] };
+    if (existsSync('/bin/sh')) {
+      // A WebAssembly memory: at most the resident-set budget, and at most a quarter of the address space (as above).
+      const pages = (rssBytes: number, addressSpaceBytes: number) =>
+        childCommand('/w.js', { ...memory, rssBytes, addressSpaceBytes }, 'linux', withFlag, '/bin/node').args.find((a) => a.startsWith('--wasm-max-mem-pages='));
+      assert.equal(pages(128 * 2 ** 20, 2 ** 31), '--wasm-max-mem-pages=2048');
+      assert.equal(pages(Number.MAX_SAFE_INTEGER, 2 ** 32), '--wasm-max-mem-pages=16384');
+      assert.equal(pages(Number.MAX_SAFE_INTEGER, 2 ** 40), '--wasm-max-mem-pages=65536', 'never past 4 GiB, the most a 32-bit memory has');
+    }
     assert.deepEqual(childCommand('/w.js', memory, 'linux', new Set(), '/bin/node'), plain, 'no such switch: no limit, or WebAssembly breaks');
     assert.deepEqual(childCommand('/w.js', memory, 'darwin', withFlag, '/bin/node'), plain);
     assert.deepEqual(childCommand('/w.js', memory, 'win32', withFlag, '/bin/node'), plain);
@@ -902,6 +910,28 @@ describe('conversion process: memory bounds', () => {
         assert.doesNotMatch(error.message, /took longer/);
         return true;
       });
+    } finally {
+      worker.close();
+    }
+  });
+
+  test('after a PDF, the process can still grow to its resident-set budget under its address-space limit', { skip: process.platform !== 'linux' || !process.allowedNodeEnvironmentFlags.has('--disable-wasm-trap-handler') }, async () => {
+    // pdfjs touches `Response` when it loads: on Node 20 that instantiates fetch's HTTP parser, a WebAssembly memory
+    // that, uncapped, reserved all the address space the limit left. And where npm installed @napi-rs/canvas, pdfjs
+    // loaded it: Skia's native code, and under load a 1 GiB reservation. Either way the next job died of a failed
+    // mapping (SIGSEGV) or ran out of memory, long before the sampler's budget.
+    const worker = new ConversionWorker(WORKER);
+    try {
+      const pdf = makePdf(Array.from({ length: 50 }, (_, i) => `page ${i + 1}`));
+      assert.match(String(await worker.run('pdf-text@1', { name: 'a.pdf', bytes: pdf, text: undefined, limits })), /page 50/);
+      const pid = worker.pid!;
+      const vmSize = Number(/^VmSize:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+      const mib = (n: number) => Math.round(n / 2 ** 20);
+      assert.ok(
+        vmSize + DEFAULT_CHILD_MEMORY.rssBytes <= DEFAULT_CHILD_MEMORY.addressSpaceBytes,
+        `address space ${mib(vmSize)} MiB + budget ${mib(DEFAULT_CHILD_MEMORY.rssBytes)} MiB over the limit of ${mib(DEFAULT_CHILD_MEMORY.addressSpaceBytes)} MiB`,
+      );
+      assert.doesNotMatch(readFileSync(`/proc/${pid}/maps`, 'utf8'), /@napi-rs|skia/, 'no native canvas in the process');
     } finally {
       worker.close();
     }

@@ -1,3 +1,4 @@
+import Module from 'node:module';
 import { ConversionError, type ConvertInput, type Converter, type LocatedText, type Place } from './types.ts';
 
 /**
@@ -37,6 +38,32 @@ async function provideDomMatrix(): Promise<void> {
   Object.defineProperty(globalThis, 'DOMMatrix', { value: DOMMatrix, configurable: true, writable: true });
 }
 
+/** What pdfjs asks for on Node and never gets here (refuseNativeCanvas). */
+const NATIVE_CANVAS = '@napi-rs/canvas';
+
+/**
+ * pdfjs requires @napi-rs/canvas when its module loads on Node, to borrow
+ * DOMMatrix, ImageData and Path2D for rendering; text extraction draws
+ * nothing. Where npm installed it (an optional dependency), loading it cost
+ * the conversion process Skia's native code and, under load, a 1 GiB
+ * reservation of address space by its allocator: half the process's limit
+ * (isolate.ts), so a later job's allocation could fail and the process die of
+ * SIGSEGV. It is refused as if absent, as in the .mcpb: pdfjs warns on stderr
+ * and goes on. Only that one name is refused, and only once pdfjs is wanted.
+ */
+function refuseNativeCanvas(): void {
+  const loader = Module as unknown as { _resolveFilename: (request: string, ...rest: unknown[]) => string; folderMcpRefusesCanvas?: true };
+  if (loader.folderMcpRefusesCanvas) return;
+  const resolve = loader._resolveFilename;
+  loader._resolveFilename = function (this: unknown, request: string, ...rest: unknown[]): string {
+    if (request === NATIVE_CANVAS) {
+      throw Object.assign(new Error(`Cannot find module '${request}': folder-mcp extracts text and does not load it`), { code: 'MODULE_NOT_FOUND' });
+    }
+    return resolve.call(this, request, ...rest);
+  };
+  loader.folderMcpRefusesCanvas = true;
+}
+
 export async function pdfToText(input: ConvertInput): Promise<string> {
   return (await pdfToLocatedText(input)).text;
 }
@@ -45,6 +72,7 @@ export async function pdfToText(input: ConvertInput): Promise<string> {
 export async function pdfToLocatedText(input: ConvertInput): Promise<LocatedText> {
   // Loaded on first use: start-up must not pay for pdfjs.
   await provideDomMatrix();
+  refuseNativeCanvas();
   const pdfjs = await import('pdfjs-dist/legacy/build/pdf.mjs');
   const task = pdfjs.getDocument({
     // pdfjs takes ownership of (and may detach) the buffer it is given.
