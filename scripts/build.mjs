@@ -22,6 +22,7 @@ import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { mimeTypesModule } from './mime-types-table.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -76,9 +77,28 @@ const zodEnglishOnly = {
 };
 
 /**
+ * mime-types, as src/ imports it, is its extension table computed now and
+ * mime.lookup over it (scripts/mime-types-table.mjs): mime-types builds that
+ * table from all of mime-db at every start, in the server, the scan thread
+ * and the conversion process.
+ */
+const mimeTypesTable = {
+  name: 'mime-types-table',
+  setup(build) {
+    // Named by the script that writes it, so the source maps name a file (src/workers.ts checks a build's age by them).
+    const path = resolve(ROOT, 'scripts/mime-types-table.mjs');
+    build.onResolve({ filter: /^mime-types$/ }, (args) => (/[\\/]src[\\/]/.test(args.importer) ? { path } : undefined));
+    build.onLoad({ filter: /[\\/]scripts[\\/]mime-types-table\.mjs$/ }, (args) =>
+      args.path === path ? { contents: mimeTypesModule(), loader: 'js', resolveDir: ROOT } : undefined,
+    );
+  },
+};
+
+/**
  * Fails the build when a bundle imports an on-demand external or builtin
  * statically (ioredis did: about 300 ms of CPU a start), or bundles zod's
- * other locales again (a zod that imports them another way: zodEnglishOnly).
+ * other locales again (a zod that imports them another way: zodEnglishOnly),
+ * or mime-db (mime-types imported another way: mimeTypesTable).
  */
 function checkBundles(outdir) {
   for (const name of Object.keys(ENTRY_POINTS)) {
@@ -93,6 +113,7 @@ function checkBundles(outdir) {
     }
     const locale = /^\/\/ node_modules\/zod\/v4\/locales\/(?!en\.js$)(\S+)$/m.exec(code)?.[1];
     if (locale) throw new Error(`dist/${name}.js bundles zod's locale ${locale}: only English is meant to be (zodEnglishOnly)`);
+    if (/^\/\/ node_modules\/mime-db\//m.test(code)) throw new Error(`dist/${name}.js bundles mime-db: its table is meant to be computed at build time (mimeTypesTable)`);
   }
 }
 
@@ -113,7 +134,7 @@ export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = tr
     // As tsc's maps did: file names and positions, not the sources (src/ is not in the package).
     sourcemap: sourcemap ? 'linked' : false,
     sourcesContent: false,
-    plugins: [http2OnDemand, zodEnglishOnly],
+    plugins: [http2OnDemand, zodEnglishOnly, mimeTypesTable],
     logLevel: 'warning',
   });
   writeFileSync(join(outdir, 'cli.js'), BIN);
