@@ -60,10 +60,12 @@ interface Running {
  * past its time budget, or a process whose resident set passes the memory
  * budget, is killed (SIGKILL: synchronous parsing cannot be interrupted, and
  * only the death of the process gives its memory back), the job fails with a
- * ConversionError, and the next job gets a fresh process. The process is
- * started on first use, so start-up never pays for it; it never keeps the
- * server alive, and it dies with the server (killed on exit, and it exits
- * itself when its IPC channel closes).
+ * ConversionError, and the next job gets a fresh process. A process that
+ * dies of anything else under a job that was not its first runs that job
+ * once more, as the first of a fresh process. The process is started on
+ * first use, so start-up never pays for it; it never keeps the server alive,
+ * and it dies with the server (killed on exit, and it exits itself when its
+ * IPC channel closes).
  */
 export class ConversionWorker {
   private child: ChildProcess | undefined;
@@ -75,6 +77,8 @@ export class ConversionWorker {
   private sampling = false;
   private nextId = 1;
   private readonly memory: ChildMemoryLimits;
+  /** Jobs started in the running process: a death under its first job is that job's. */
+  private jobsInChild = 0;
 
   constructor(
     private readonly workerUrl: URL,
@@ -134,6 +138,7 @@ export class ConversionWorker {
     } catch (error) {
       throw new ConversionUnavailable(`cannot start the converter process: ${(error as Error).message}`);
     }
+    this.jobsInChild++;
     // The time budget is CPU time where it can be read (/proc): a conversion that waited for the CPU (a busy
     // machine, or the background process's lower priority) is not a hostile file, and a timeout is remembered
     // for that version of the file. The wall clock still ends it, at WALL_BACKSTOP times the budget.
@@ -199,6 +204,7 @@ export class ConversionWorker {
       }
     }
     this.stderrTail = '';
+    this.jobsInChild = 0;
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (chunk: string) => {
       if (this.child === child) this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL);
@@ -219,6 +225,14 @@ export class ConversionWorker {
     child.on('close', (code, signal) => {
       if (this.child !== child) return;
       this.forget(child);
+      const job = this.jobs.current;
+      if (job && this.jobsInChild > 1) {
+        // It died of nothing this side did, under a job that was not its first: what killed it may be what
+        // earlier jobs left in it, and the verdict is remembered for that version of the file. Once more, as
+        // the first job of a fresh process, where a death is the job's own.
+        this.again(job);
+        return;
+      }
       this.finish(new ConversionError(exitMessage(code, signal, this.stderrTail)));
     });
     // Neither the process nor its pipes keep the server alive; a running job's timers do.
@@ -252,13 +266,27 @@ export class ConversionWorker {
   }
 
   private finish(error: Error | undefined, output?: WorkerOutput): void {
+    this.stopTimers();
+    this.jobs.finish(error, output);
+  }
+
+  /** Starts the running job again, in a fresh process; one that cannot start fails it. */
+  private again(job: WorkerJob): void {
+    this.stopTimers();
+    try {
+      this.start(job);
+    } catch (error) {
+      this.jobs.finish(error as Error);
+    }
+  }
+
+  private stopTimers(): void {
     const current = this.current;
     this.current = undefined;
     if (current) {
       clearTimeout(current.timer);
       clearInterval(current.sampler);
     }
-    this.jobs.finish(error, output);
   }
 }
 

@@ -723,6 +723,50 @@ describe('conversion process', () => {
     }
   });
 
+  test('a process that dies under a job that was not its first runs the job again in a fresh process, once; a first job dies with it', async () => {
+    const nb = (text: string) => ({ name: 'n.ipynb', bytes: Buffer.alloc(0), text: makeNotebook([{ cell_type: 'markdown', source: text }]), limits });
+    /** Kills the process each time a new one runs the worker's job, `times` times, from the first turn it is seen. */
+    const killEachNew = async (worker: ConversionWorker, from: number, times: number) => {
+      let last = from;
+      for (let killed = 0; killed < times; ) {
+        const pid = worker.pid;
+        if (pid !== undefined && pid !== last) {
+          process.kill(pid, 'SIGSEGV');
+          last = pid;
+          killed++;
+        }
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+    const worker = new ConversionWorker(WORKER);
+    try {
+      assert.equal(await worker.run('ipynb-markdown@1', nb('first')), 'first\n');
+      const first = worker.pid!;
+      // Its second job: the death is not the job's to answer for; a fresh process runs it.
+      const second = worker.run('ipynb-markdown@1', nb('second'));
+      process.kill(first, 'SIGSEGV');
+      assert.equal(await second, 'second\n');
+      const fresh = worker.pid!;
+      assert.notEqual(fresh, first);
+      // The fresh process's second job: run again once, and when that process dies too (it was its first job there),
+      // the death is the job's.
+      const twice = worker.run('ipynb-markdown@1', nb('twice'));
+      process.kill(fresh, 'SIGSEGV');
+      await Promise.all([rejectsConversion(twice, /^converter process exited \(SIGSEGV\)$/), killEachNew(worker, fresh, 1)]);
+      assert.equal(await worker.run('ipynb-markdown@1', nb('after')), 'after\n');
+    } finally {
+      worker.close();
+    }
+    const once = new ConversionWorker(WORKER);
+    try {
+      const job = once.run('ipynb-markdown@1', nb('only'));
+      process.kill(once.pid!, 'SIGSEGV');
+      await rejectsConversion(job, /^converter process exited \(SIGSEGV\)$/);
+    } finally {
+      once.close();
+    }
+  });
+
   test('a full queue or a closing worker: skipped this time, not remembered, not warned about', async () => {
     const worker = new ConversionWorker(WORKER, 1);
     const nb = (text: string) => ({ name: 'n.ipynb', bytes: Buffer.alloc(0), text: makeNotebook([{ cell_type: 'markdown', source: text }]), limits });
