@@ -19,7 +19,7 @@
 //   node scripts/build.mjs [--outdir DIR] [--no-sourcemap]
 import { build } from 'esbuild';
 import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { mimeTypesModule } from './mime-types-table.mjs';
@@ -87,7 +87,8 @@ const mimeTypesTable = {
   setup(build) {
     // Named by the script that writes it, so the source maps name a file (src/workers.ts checks a build's age by them).
     const path = resolve(ROOT, 'scripts/mime-types-table.mjs');
-    build.onResolve({ filter: /^mime-types$/ }, (args) => (/[\\/]src[\\/]/.test(args.importer) ? { path } : undefined));
+    const src = resolve(ROOT, 'src') + sep;
+    build.onResolve({ filter: /^mime-types$/ }, (args) => (args.importer.startsWith(src) ? { path } : undefined));
     build.onLoad({ filter: /[\\/]scripts[\\/]mime-types-table\.mjs$/ }, (args) =>
       args.path === path ? { contents: mimeTypesModule(), loader: 'js', resolveDir: ROOT } : undefined,
     );
