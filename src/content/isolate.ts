@@ -290,8 +290,16 @@ export class ConversionWorker {
   }
 }
 
-/** Bytes in a WebAssembly page. */
-const WASM_PAGE = 64 * 1024;
+/**
+ * The most 64 KiB pages a WebAssembly memory of the conversion process may
+ * have (16 MiB). Nothing it runs needs more: pdfjs, given no `wasmUrl`,
+ * decodes with its JavaScript fallbacks, and Node's HTTP parser takes a few
+ * pages.
+ */
+export const WASM_MAX_PAGES = 256;
+
+/** glibc malloc arenas in the conversion process, unless the environment says otherwise. */
+export const MALLOC_ARENAS = 2;
 
 /**
  * How to start the conversion process: node with a heap cap and, on Linux,
@@ -299,12 +307,15 @@ const WASM_PAGE = 64 * 1024;
  * 10 GB of address space per WebAssembly memory for its trap handler, which
  * no such limit admits; without the trap handler (bounds checks instead) it
  * needs no guard region, so the limit is set only when node has that switch.
- * It still reserves a memory's maximum up front, and short of that as much
- * as the limit leaves: one WebAssembly memory (Node 20's fetch loads its HTTP
- * parser as one, and pdfjs touches `Response`) took all the headroom, and the
- * process died of a failed mapping (SIGSEGV) or ran out of memory in its next
- * job. So no memory may be larger than the resident-set budget, past which
- * the process is killed anyway, nor than a quarter of the limit.
+ * Two more reservations took the limit's headroom, and a job then died of a
+ * failed mapping (SIGSEGV) or ran out of memory:
+ * - V8 reserves a WebAssembly memory's maximum up front, and short of that as
+ *   much as the limit leaves. Node 20's fetch loads its HTTP parser as one,
+ *   and pdfjs touches `Response`: it took all that was left. Hence
+ *   WASM_MAX_PAGES.
+ * - glibc gives each thread that allocates beside another an arena of its
+ *   own, 64 MiB of address space each: four more after an ordinary PDF.
+ *   Hence MALLOC_ARENA_MAX.
  */
 export function childCommand(
   script: string,
@@ -322,21 +333,16 @@ export function childCommand(
     command: '/bin/sh',
     args: [
       '-c',
-      'ulimit -v "$1" 2>/dev/null; shift; exec "$@"',
+      `ulimit -v "$1" 2>/dev/null; export MALLOC_ARENA_MAX="\${MALLOC_ARENA_MAX:-${MALLOC_ARENAS}}"; shift; exec "$@"`,
       'sh',
       String(kib),
       node,
       '--disable-wasm-trap-handler',
-      `--wasm-max-mem-pages=${wasmPages(Math.min(memory.rssBytes, memory.addressSpaceBytes / 4))}`,
+      `--wasm-max-mem-pages=${WASM_MAX_PAGES}`,
       ...nodeArgs,
       script,
     ],
   };
-}
-
-/** The most 64 KiB pages a WebAssembly memory may have within `bytes` (at least 1, at most the 4 GiB of 32-bit memories). */
-export function wasmPages(bytes: number): number {
-  return Math.min(Math.max(1, Math.floor(bytes / WASM_PAGE)), 65536);
 }
 
 /** Why the conversion process died, in words for the warning. */
