@@ -276,7 +276,7 @@ export class ConversionWorker {
     try {
       this.start(job);
     } catch (error) {
-      this.jobs.finish(error as Error);
+      this.finish(error as Error);
     }
   }
 
