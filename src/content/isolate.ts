@@ -139,6 +139,8 @@ export class ConversionWorker {
       throw new ConversionUnavailable(`cannot start the converter process: ${(error as Error).message}`);
     }
     this.jobsInChild++;
+    // It did not start (no descriptors or processes left): its 'error' event, on the next turn, fails the job.
+    if (child.pid === undefined) return;
     // The time budget is CPU time where it can be read (/proc): a conversion that waited for the CPU (a busy
     // machine, or the background process's lower priority) is not a hostile file, and a timeout is remembered
     // for that version of the file. The wall clock still ends it, at WALL_BACKSTOP times the budget.
@@ -219,7 +221,12 @@ export class ConversionWorker {
     child.on('error', (error) => {
       if (this.child !== child) return;
       this.forget(child);
-      this.finish(new ConversionError(`converter process failed: ${error.message}`));
+      // A process that never started says nothing of the file: the job is skipped this time, not remembered.
+      this.finish(
+        child.pid === undefined
+          ? new ConversionUnavailable(`cannot start the converter process: ${error.message}`)
+          : new ConversionError(`converter process failed: ${error.message}`),
+      );
     });
     // 'close', not 'exit': by then stderr is read to its end (V8's out-of-memory report).
     child.on('close', (code, signal) => {

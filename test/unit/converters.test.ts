@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { inflateSync } from 'node:zlib';
 import { join } from 'node:path';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { mayBeText, formatListing, listingName } from '../../src/content/collection.ts';
 import { textKind } from '../../src/content/mime.ts';
@@ -768,6 +769,38 @@ describe('conversion process', () => {
     }
   });
 
+  test(
+    'a process that cannot start (no descriptors left): the job is skipped this time as unavailable, and the next job starts one',
+    { skip: !canLimitDescriptors() && 'needs Linux and prlimit (util-linux)' },
+    async () => {
+      const nb = (text: string) => ({ name: 'n.ipynb', bytes: Buffer.alloc(0), text: makeNotebook([{ cell_type: 'markdown', source: text }]), limits });
+      const pid = String(process.pid);
+      const [soft, hard] = execFileSync('prlimit', ['--pid', pid, '--nofile', '--raw', '--noheadings', '--output=SOFT,HARD'], { encoding: 'utf8' }).trim().split(/\s+/);
+      const setLimit = (to: string) => execFileSync('prlimit', ['--pid', pid, `--nofile=${to}:${hard}`]);
+      const worker = new ConversionWorker(WORKER);
+      try {
+        // Room to run prlimit again afterwards, given back before it runs.
+        const spare = Array.from({ length: 16 }, () => openSync('/dev/null', 'r'));
+        try {
+          // As many as are open (the listing's own descriptor is closed by now): the spawn's pipes cannot be made.
+          setLimit(String(readdirSync('/proc/self/fd').length - 1));
+          await assert.rejects(worker.run('ipynb-markdown@1', nb('no descriptors')), (error: Error) => {
+            assert.ok(error instanceof ConversionUnavailable, `${error.name}: ${error.message}`);
+            assert.match(error.message, /^cannot start the converter process: .*EMFILE/);
+            return true;
+          });
+          assert.equal(worker.pid, undefined);
+        } finally {
+          for (const fd of spare) closeSync(fd);
+          setLimit(soft!);
+        }
+        assert.equal(await worker.run('ipynb-markdown@1', nb('after')), 'after\n');
+      } finally {
+        worker.close();
+      }
+    },
+  );
+
   test('a full queue or a closing worker: skipped this time, not remembered, not warned about', async () => {
     const worker = new ConversionWorker(WORKER, 1);
     const nb = (text: string) => ({ name: 'n.ipynb', bytes: Buffer.alloc(0), text: makeNotebook([{ cell_type: 'markdown', source: text }]), limits });
@@ -998,3 +1031,14 @@ describe('conversion process: memory bounds', () => {
     await waitFor(() => !alive(pid), 30_000, 'the conversion process to be gone after close()');
   });
 });
+
+/** Whether a test can lower this process's descriptor limit: Linux, with util-linux's prlimit. */
+function canLimitDescriptors(): boolean {
+  if (process.platform !== 'linux') return false;
+  try {
+    execFileSync('prlimit', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
