@@ -5,6 +5,7 @@
 import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, readSync, rmdirSync, statSync, unlinkSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { describeError, isNoEntry } from '../errno.ts';
+import { isLockText } from './lock.ts';
 import { chooseDriver, openDatabase, type Database, type SqliteDriverName } from '../sqlite.ts';
 
 /** The first 16 bytes of every SQLite 3 database file. */
@@ -88,6 +89,55 @@ function whose(path: string, driver: SqliteDriverName): 'ours' | 'blank' | 'thei
   }
 }
 
+/** The first four bytes of a write-ahead log, big-endian (two checksum byte orders). */
+const WAL_MAGIC = new Set([0x377f0682, 0x377f0683]);
+/** The first field of a WAL index (-shm), in the byte order of the machine that wrote it. */
+const SHM_VERSION = 3007000;
+
+/**
+ * A file beside an index at `path` that the server would overwrite or
+ * delete, and that is not the index's own, in words; null when there is
+ * none. The lock, `<path>.lock`, is taken over when its process is gone,
+ * and SQLite takes the files named `<path>-wal` and `<path>-shm` as its own
+ * and rewrites them: `--db Cargo` in a Rust project would have deleted
+ * Cargo.lock, and `--db notes` a file named notes-wal. A file of those
+ * names that its first bytes show to be what the server would make (a pid;
+ * SQLite's headers) is not refused, nor an empty one.
+ */
+export function foreignFileBeside(path: string): string | null {
+  const lock = `${path}.lock`;
+  if (!isOwnFile(lock, (head, size) => size <= 16 && isLockText(head.toString('latin1')))) return `${lock} is there and is not a folder-mcp lock`;
+  const wal = `${path}-wal`;
+  if (!isOwnFile(wal, (head) => head.length >= 4 && WAL_MAGIC.has(head.readUInt32BE(0)))) return `${wal} is there and is not SQLite's write-ahead log`;
+  const shm = `${path}-shm`;
+  if (!isOwnFile(shm, (head) => head.length >= 4 && (head.readUInt32LE(0) === SHM_VERSION || head.readUInt32BE(0) === SHM_VERSION))) {
+    return `${shm} is there and is not SQLite's shared-memory file`;
+  }
+  return null;
+}
+
+/** Absent, empty, or a regular file whose first bytes pass `looksOurs` (never a link, a folder or a FIFO). */
+function isOwnFile(path: string, looksOurs: (head: Buffer, size: number) => boolean): boolean {
+  let stats: Stats;
+  try {
+    stats = lstatSync(path);
+  } catch (error) {
+    return isNoEntry(error);
+  }
+  if (!stats.isFile()) return false;
+  if (stats.size === 0) return true;
+  const head = Buffer.alloc(Math.min(stats.size, 32));
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    return looksOurs(head.subarray(0, readSync(fd, head, 0, head.length, 0)), stats.size);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 function isSymlink(path: string): boolean {
   try {
     return lstatSync(path).isSymbolicLink();
@@ -154,7 +204,10 @@ export function dbFileProblem(path: string, ownedLocation: boolean, driver: Sqli
     case 'index': {
       // SQLite writes the file and, beside it, its -wal and -shm files.
       const why = cannotCreate(path) ?? (found.kind === 'absent' ? null : cannotWrite(path));
-      return why === null ? null : `${what} ${why}${ownedLocation ? '; give a writable place with --db PATH (or --db :memory:)' : ''}`;
+      if (why !== null) return `${what} ${why}${ownedLocation ? '; give a writable place with --db PATH (or --db :memory:)' : ''}`;
+      // Our own cache folder holds nothing but indexes and what comes with them.
+      const beside = ownedLocation ? null : foreignFileBeside(path);
+      return beside === null ? null : `${what}: ${beside}; refusing to overwrite it: give another path, or remove it yourself`;
     }
     case 'refuse':
       // Our own cache folder: a file there that is no index of ours (corrupt, or an old format) is rebuilt.

@@ -44,18 +44,27 @@ export function acquireDbLock(dbFile: string, isAlive: (pid: number) => boolean 
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    let holder = NaN;
+    let text: string;
     try {
-      holder = Number(readFileSync(path, 'utf8').trim());
+      text = readFileSync(path, 'utf8');
     } catch {
       continue; // released meanwhile: try again
     }
-    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) return { acquired: false, heldBy: holder };
+    // Not a lock of ours (a project's Cargo.lock, for --db Cargo): never deleted. The start-up check refuses such a
+    // path (db-file.ts); one that appears afterwards leaves this server's index in memory.
+    if (!isLockText(text)) return { acquired: false, heldBy: NaN };
+    const holder = Number(text.trim());
+    if (holder > 0 && holder !== process.pid && isAlive(holder)) return { acquired: false, heldBy: holder };
     try {
-      unlinkSync(path); // stale: its process is gone (or the file is garbage)
+      unlinkSync(path); // stale: its process is gone (or died before writing its pid)
     } catch {
       // someone else took it over first
     }
   }
   return { acquired: false, heldBy: NaN };
+}
+
+/** What a lock of ours holds: its process's id, or nothing (a process that died between creating it and writing). */
+export function isLockText(text: string): boolean {
+  return /^\d{0,10}$/.test(text.trim()) && text.length <= 16;
 }
