@@ -46,6 +46,7 @@ function target(ctx: ServerContext, text: string): WritePath {
 function writeFailure(error: unknown, shown: string): ToolFailure {
   if (error instanceof WriteError) {
     if (error.reason === 'not-found') return new ToolFailure(`Not found: ${shown} (${error.message})`);
+    if (error.reason === 'not-kept') return new ToolFailure(`Changed ${shown}, but ${error.message}: that version is lost`);
     return new ToolFailure(`Cannot change ${shown}: ${error.message}`);
   }
   if (error instanceof ContentError) {

@@ -5,7 +5,7 @@
 // differs between a read and a write, and is security policy: each caller
 // names it (an `Absence`) instead of each module keeping its own copy of the
 // same try/catch.
-import { readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
+import { lstatSync, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
 import { lstat, stat } from 'node:fs/promises';
 import { toSlashPath } from '../fs-path.ts';
 
@@ -102,6 +102,10 @@ export function statSyncOrNull(path: string, absence: Absence): BigIntStats | nu
 
 export function statOrNull(path: string, absence: Absence): Promise<BigIntStats | null> {
   return lookOrNullAsync(() => stat(path, { bigint: true }), absence);
+}
+
+export function lstatSyncOrNull(path: string, absence: Absence): BigIntStats | null {
+  return lookOrNull(() => lstatSync(path, { bigint: true }), absence);
 }
 
 export function lstatOrNull(path: string, absence: Absence): Promise<BigIntStats | null> {

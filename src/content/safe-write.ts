@@ -14,7 +14,7 @@
 // moved meanwhile aborts the write (the temp file is removed) or, in the
 // nanoseconds after the last check, makes it fail loudly.
 import { randomBytes } from 'node:crypto';
-import { constants, fstatSync, type BigIntStats } from 'node:fs';
+import { constants, fstatSync, renameSync, type BigIntStats } from 'node:fs';
 import { chmod, link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, below, childPrefix, dirname, foldName, foldsNames, HOST_FLAVOUR, type Flavour } from '../fs-path.ts';
 import { findRoot, isForbiddenWin32Segment, type Root } from '../uri.ts';
@@ -24,6 +24,7 @@ import {
   KIND_TEXT,
   kindOf,
   lstatOrNull as lstatOrNullAs,
+  lstatSyncOrNull,
   realOrNull as realOrNullAs,
   refuse as refuseWith,
   statSyncOrNull,
@@ -40,7 +41,8 @@ export const NEW_FILE_MODE = 0o644;
 /** A new folder's mode, less the process umask (mkdir(2) applies it). */
 export const NEW_DIR_MODE = 0o777;
 
-export type WriteReason = 'not-found' | 'refused' | 'exists' | 'too-large' | 'changed';
+/** `not-kept`: the file was written, and another program's version of it, written at that moment, could not be kept. */
+export type WriteReason = 'not-found' | 'refused' | 'exists' | 'too-large' | 'changed' | 'not-kept';
 
 /** A write the module will not do; `reason` says why. The catalog turns it into a tool error. */
 export class WriteError extends Error {
@@ -328,8 +330,11 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     }
     // The expected bytes first (the slow look), then the stat looks, then the rename at once: as late as it can be.
     if (options.expect) await checkContent(options.expect);
-    // Looked at again right before the rename: a swap since the first look refuses here.
-    const now = await lstatOrNull(dir.at(name));
+    // Looked at again right before the rename: a swap since the first look refuses here. Synchronous, as the
+    // rename after it on POSIX: nothing runs between the two (no turn of the event loop, no wait for libuv's pool,
+    // which under load took about a millisecond, and an editor's save, a temp file renamed over the name, landed
+    // there and was lost; the window is now the microseconds of two system calls).
+    const now = lstatSyncOrNull(dir.at(name), NO_ENTRY);
     if (existing && !now) throw new WriteError('changed', 'it was removed while it was written; nothing was changed');
     if (now) {
       refuse(judgeReplace({ kind: kindOf(now), nlink: Number(now.nlink) }));
@@ -357,17 +362,26 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
       // Windows: a read-only file (kept only with force) refuses to be renamed onto; its attribute goes for the
       // rename and comes back on the new file, as a POSIX write keeps the mode.
       const readOnly = !POSIX_FILES && existing !== null && (Number(existing.mode) & 0o200) === 0;
-      if (readOnly) await chmod(dir.at(name), 0o666);
-      try {
-        await renameOverRetrying(dir.at(tempName), dir.at(name));
-      } finally {
-        if (readOnly) await chmod(dir.at(name), 0o444).catch(() => {});
+      if (POSIX_FILES) renameSync(dir.at(tempName), dir.at(name));
+      else {
+        if (readOnly) await chmod(dir.at(name), 0o666);
+        try {
+          await renameOverRetrying(dir.at(tempName), dir.at(name));
+        } finally {
+          if (readOnly) await chmod(dir.at(name), 0o444).catch(() => {});
+        }
       }
     }
     tempCreated = false;
     await syncDirectory(dir.handle);
     dir.verifyAfter();
-    const outside = options.expect && POSIX_FILES ? await rescueOutsideWrite(dir, name, temp, options.expect, { mode, uid: existing?.uid, gid: existing?.gid }, options.maxBytes) : undefined;
+    let outside: OutsideWrite | undefined;
+    try {
+      outside = options.expect && POSIX_FILES ? await rescueOutsideWrite(dir, name, temp, options.expect, { mode, uid: existing?.uid, gid: existing?.gid }, options.maxBytes) : undefined;
+    } catch (error) {
+      // The new file is in place: whatever failed here, saying "nothing was changed" would be false.
+      throw new WriteError('not-kept', `another program wrote to it at the same moment, and its version could not be kept beside it (${errnoCode(error) ?? (error as Error).message})`);
+    }
     return { created: existing === null, tempPath, written: { ino: temp.ino, mtimeNs: temp.mtimeNs }, ...(outside ? { outside } : {}) };
   } finally {
     if (tempCreated) await unlink(dir.at(tempName)).catch(() => {});
@@ -540,6 +554,28 @@ interface KeptOwner {
   gid: bigint | undefined;
 }
 
+/** The longest name a folder holds, in bytes (Linux, macOS) or UTF-16 units (Windows): the kept copy's must fit. */
+const NAME_MAX = 255;
+
+/**
+ * The name of a kept copy of `name`: `<name>.folder-mcp-kept-<tag>`, its
+ * name cut (at a character) so that the whole fits NAME_MAX in UTF-8 bytes
+ * (which is never fewer than its UTF-16 units). Before, a name over about
+ * 230 bytes had no kept copy (ENAMETOOLONG) and the other program's version
+ * was lost. Pure.
+ */
+export function keptNameFor(name: string, tag: string): string {
+  const suffix = `.folder-mcp-kept-${tag}`;
+  const room = NAME_MAX - Buffer.byteLength(suffix);
+  let stem = name;
+  while (Buffer.byteLength(stem) > room) {
+    // A surrogate pair goes whole: half of one is no character.
+    const pair = stem.length >= 2 && (stem.charCodeAt(stem.length - 1) & 0xfc00) === 0xdc00 && (stem.charCodeAt(stem.length - 2) & 0xfc00) === 0xd800;
+    stem = stem.slice(0, pair ? -2 : -1);
+  }
+  return stem + suffix;
+}
+
 /** How much of an old file is in memory at once while it is copied beside (keepBeside). */
 const COPY_CHUNK_BYTES = 1024 * 1024;
 
@@ -556,7 +592,7 @@ const COPY_CHUNK_BYTES = 1024 * 1024;
  * --max-write-bytes, which the caller is told.
  */
 async function keepBeside(dir: PinnedDir, name: string, old: FileHandle, size: number, owner: KeptOwner, tooLarge = false): Promise<OutsideWrite> {
-  const keptName = `${name}.folder-mcp-kept-${randomBytes(4).toString('hex')}`;
+  const keptName = keptNameFor(name, randomBytes(4).toString('hex'));
   const handle = await open(dir.at(keptName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
   let copied = 0;
   try {

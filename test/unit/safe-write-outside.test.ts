@@ -15,6 +15,7 @@ import {
   identityOf,
   judgeMoveSource,
   judgeReadOnly,
+  keptNameFor,
   moveSafely,
   writeFileSafely,
   type WriteHooks,
@@ -131,6 +132,54 @@ describe('an edit never overwrites an outside write in silence', () => {
     assert.match(kept, /\/sub\/a\.txt\.folder-mcp-kept-[0-9a-f]{8}$/);
     assert.equal(readFileSync(kept, 'utf8'), 'X\n');
     assert.equal(readFileSync(file(), 'utf8'), 'edited\n');
+  });
+
+  test('a file whose name is near the longest a folder holds still gets its kept copy (it failed with ENAMETOOLONG and the other version was lost)', async () => {
+    const long = join(served, 'sub', `${'n'.repeat(236)}.txt`);
+    writeFileSync(long, 'a\n');
+    const handle = await open(long, 'r');
+    let outcome: WriteOutcome;
+    try {
+      const identity = identityOf(handle);
+      const content = await handle.readFile();
+      outcome = await writeFileSafely(long, Buffer.from('edited\n'), roots, {
+        maxBytes: 1 << 20,
+        expect: { identity, handle, content },
+        hooks: {
+          afterLastLook: () => {
+            const fd = openSync(long, 'r+');
+            writeSync(fd, 'X', 0);
+            closeSync(fd);
+          },
+        },
+      });
+    } finally {
+      await handle.close();
+    }
+    assert.equal(outcome.outside?.kind, 'kept');
+    const kept = outcome.outside!.kind === 'kept' ? outcome.outside!.keptPath : '';
+    assert.equal(Buffer.byteLength(kept.slice(kept.lastIndexOf('/') + 1)), 255);
+    assert.equal(readFileSync(kept, 'utf8'), 'X\n');
+    assert.equal(readFileSync(long, 'utf8'), 'edited\n');
+  });
+
+  test('keptNameFor: the name, cut at a character when it must be, and the tag, in at most 255 bytes (pure)', () => {
+    const cases: [name: string, expected: string][] = [
+      ['a.txt', 'a.txt.folder-mcp-kept-0a1b2c3d'],
+      ['n'.repeat(230), `${'n'.repeat(230)}.folder-mcp-kept-0a1b2c3d`],
+      ['n'.repeat(231), `${'n'.repeat(230)}.folder-mcp-kept-0a1b2c3d`],
+      ['n'.repeat(255), `${'n'.repeat(230)}.folder-mcp-kept-0a1b2c3d`],
+      // Two bytes a character: 115 of them are 230 bytes.
+      ['é'.repeat(127), `${'é'.repeat(115)}.folder-mcp-kept-0a1b2c3d`],
+      // Four bytes and two UTF-16 units a character: never half of one.
+      [`n${'😀'.repeat(63)}`, `n${'😀'.repeat(57)}.folder-mcp-kept-0a1b2c3d`],
+    ];
+    for (const [name, expected] of cases) {
+      const kept = keptNameFor(name, '0a1b2c3d');
+      assert.equal(kept, expected, name);
+      assert.ok(Buffer.byteLength(kept) <= 255);
+      assert.equal(Buffer.from(kept).toString(), kept, 'no lone surrogate (it would not survive UTF-8)');
+    }
   });
 
   test('the kept copy is the file owner\'s, with its group and permission bits (issue 44: it was root:root 0640)', { skip: process.getuid?.() !== 0 && 'needs root' }, async () => {
