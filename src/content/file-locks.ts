@@ -10,12 +10,16 @@
 // where names fold), so every spelling of one file takes one lock.
 //
 // A holder refreshes its lock's mtime while it holds it; a lock not touched
-// for LOCK_STALE_MS is a crashed holder's, and is taken over. The lock files
+// for LOCK_STALE_MS is a crashed holder's, and is taken over. Sooner, a lock
+// whose holder's pid is gone, where that pid means the same process here
+// (the same boot and pid namespace on Linux, the same host elsewhere): a
+// server killed mid-write made the next edit of that file wait 25 s. The lock files
 // are never listed nor searched (index/ignore.ts). Programs that are not
 // folder-mcp do not look at them: against those, the write's own checks
 // (safe-write.ts) are what holds.
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, openSync, readFileSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, readFileSync, readlinkSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { basename, childPrefix, dirname, foldName } from '../fs-path.ts';
 import { errnoCode } from '../errno.ts';
 
@@ -67,7 +71,7 @@ export async function lockFiles(paths: readonly string[], deadline: number, fold
 }
 
 async function lockFile(file: string, deadline: number): Promise<HeldFileLock | null> {
-  const token = `${process.pid} ${randomBytes(6).toString('hex')}\n`;
+  const token = `${process.pid} ${PID_SCOPE} ${randomBytes(6).toString('hex')}\n`;
   for (let pause = RETRY_FIRST_MS; ; pause = Math.min(pause * 2, RETRY_MAX_MS)) {
     try {
       const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
@@ -85,10 +89,49 @@ async function lockFile(file: string, deadline: number): Promise<HeldFileLock | 
   }
 }
 
-/** A lock untouched for LOCK_STALE_MS: its holder died. Removed, so that the next try takes it. */
+/**
+ * Where a pid names one process: the boot and the pid namespace on Linux (two
+ * containers on one host, or one host's two boots, reuse pids), the host's
+ * name elsewhere. A lock written where this differs is judged by its mtime only.
+ */
+export const PID_SCOPE = pidScope();
+
+function pidScope(): string {
+  try {
+    return `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}/${readlinkSync('/proc/self/ns/pid')}`.replace(/\s/g, '');
+  } catch {
+    return `host:${hostname()}`.replace(/\s/g, '');
+  }
+}
+
+/**
+ * Whether the holder named by a lock's text is gone: a process of this pid
+ * scope that no longer runs. A lock of another scope, of an older server (no
+ * scope in it), or of a pid that runs (perhaps reused: then the mtime decides)
+ * is not. Pure but for the signal check.
+ */
+export function holderGone(text: string, scope: string = PID_SCOPE, runs: (pid: number) => boolean = pidRuns): boolean {
+  const [pid, lockScope] = text.trim().split(' ');
+  const n = Number(pid);
+  return lockScope === scope && Number.isInteger(n) && n > 0 && !runs(n);
+}
+
+function pidRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return errnoCode(error) !== 'ESRCH';
+  }
+}
+
+/** A lock untouched for LOCK_STALE_MS, or whose holder is gone: its holder died. Removed, so that the next try takes it. */
 function takeOverStale(file: string): boolean {
   try {
-    if (Date.now() - statSync(file).mtimeMs < LOCK_STALE_MS) return false;
+    const text = readFileSync(file, 'utf8');
+    if (Date.now() - statSync(file).mtimeMs < LOCK_STALE_MS && !holderGone(text)) return false;
+    // Still that holder's: a lock released and taken again meanwhile is the new holder's.
+    if (readFileSync(file, 'utf8') !== text) return false;
     unlinkSync(file);
     return true;
   } catch (error) {

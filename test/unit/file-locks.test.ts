@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { FileLockTimeout, LOCK_FILE_PREFIX, LOCK_STALE_MS, lockFileOf, lockFiles } from '../../src/content/file-locks.ts';
+import { spawnSync } from 'node:child_process';
+import { FileLockTimeout, holderGone, LOCK_FILE_PREFIX, LOCK_STALE_MS, lockFileOf, lockFiles, PID_SCOPE } from '../../src/content/file-locks.ts';
 import { tempDir } from '../basics.ts';
 
 describe('file locks', () => {
@@ -45,6 +46,44 @@ describe('file locks', () => {
     } finally {
       dir.cleanup();
     }
+  });
+
+  test("a fresh lock whose holder's process is gone (a server killed mid-write) is taken at once; a live or foreign holder's is not", async () => {
+    const dir = tempDir('folder-mcp-file-locks-');
+    try {
+      const file = join(dir.path, 'f.txt');
+      const lock = lockFileOf(file, false);
+      // A process that has exited: its pid names nothing now (reused only after the pid space wraps).
+      const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+      // Another live process of this scope: its lock is held (the test runner's parent).
+      writeFileSync(lock, `${process.ppid} ${PID_SCOPE} abc\n`);
+      await assert.rejects(lockFiles([file], performance.now() + 50, false), FileLockTimeout);
+      // Another boot or pid namespace (a container beside this one): its pid says nothing here.
+      writeFileSync(lock, `${dead} elsewhere abc\n`);
+      await assert.rejects(lockFiles([file], performance.now() + 50, false), FileLockTimeout);
+      writeFileSync(lock, `${dead} ${PID_SCOPE} abc\n`);
+      // Far sooner than the stale time: the wait would otherwise end in FileLockTimeout.
+      const taken = await lockFiles([file], performance.now() + LOCK_STALE_MS / 2, false);
+      taken.release();
+      assert.deepEqual(readdirSync(dir.path), []);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('holderGone, by the text of a lock (pure)', () => {
+    const gone = (pid: number) => pid !== 7;
+    const cases: [text: string, expected: boolean][] = [
+      ['41 here abc\n', true],
+      ['7 here abc\n', false],
+      ['41 there abc\n', false],
+      ['41 abcdef\n', false],
+      ['0 here abc', false],
+      ['-3 here abc', false],
+      ['x here abc', false],
+      ['', false],
+    ];
+    for (const [text, expected] of cases) assert.equal(holderGone(text, 'here', (pid) => !gone(pid)), expected, JSON.stringify(text));
   });
 
   test('no folder, no lock: nothing to wait for', async () => {
