@@ -36,10 +36,28 @@ export function wellFormed(text: string, what: string): void {
   if (LONE_SURROGATE.test(text)) throw new ToolFailure(`${what} is not valid Unicode (it holds a lone surrogate, \\u${LONE_SURROGATE.exec(text)![0].charCodeAt(0).toString(16)}); nothing was changed`);
 }
 
+/**
+ * The deepest below its served folder, and the longest (Linux's PATH_MAX), a
+ * path the write tools take. A mkdir holds every folder on its path, and
+ * each hold resolves its own path's links: the work grows with the square of
+ * the depth, and a red-team mkdir 10,000 folders deep held the event loop
+ * past a minute (2,100 deep: 14.7 s). At 128, well under 0.1 s.
+ */
+export const MAX_WRITE_DEPTH = 128;
+export const MAX_WRITE_PATH_BYTES = 4096;
+
 function target(ctx: ServerContext, text: string): WritePath {
   wellFormed(text, 'The path');
   const found = resolveWritePath(text, ctx.roots);
   if (!found) throw new ToolFailure(`Not found: ${String(echo(text))} (not a path in the served folders)`);
+  const root = findRoot(ctx.roots, found.path);
+  const depth = root ? found.path.slice(root.path.length).split('/').filter(Boolean).length : 0;
+  if (depth > MAX_WRITE_DEPTH || Buffer.byteLength(found.path) > MAX_WRITE_PATH_BYTES) {
+    throw new ToolFailure(
+      `Cannot change ${String(echo(text))}: the path is ${depth} folders deep below its served folder and ${Buffer.byteLength(found.path)} bytes long; ` +
+        `the write tools take at most ${MAX_WRITE_DEPTH} and ${MAX_WRITE_PATH_BYTES}`,
+    );
+  }
   return found;
 }
 

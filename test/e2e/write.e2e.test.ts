@@ -189,6 +189,11 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
       ['edit', { path: 'linked.txt', edits: [{ old_text: 'linked', new_text: 'x' }] }, /2 hard links/],
       ['move', { from: 'notes/todo.md', to: 'out/todo.md' }, /^Not found: /],
       ['write', { path: 'missing/dir/x.txt', content: 'x' }, /^Not found: missing\/dir\/x\.txt/],
+      // Deeper than the write tools go: refused before anything is held (a 10,000-deep mkdir held the server past a minute).
+      ['mkdir', { path: Array.from({ length: 129 }, () => 'd').join('/') }, /is 129 folders deep below its served folder .* at most 128/],
+      ['mkdir', { path: Array.from({ length: 10_000 }, () => 'd').join('/') }, /is 10000 folders deep/],
+      ['write', { path: `${'d/'.repeat(129)}x.txt`, content: 'x' }, /is 130 folders deep/],
+      ['move', { from: 'notes/todo.md', to: `${'e/'.repeat(200)}todo.md` }, /is 201 folders deep/],
     ];
     for (const [tool, args, message] of cases) {
       const result = await call(tool, args);
@@ -198,6 +203,7 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
     assert.equal(readFileSync(join(outside.path, 'secret.txt'), 'utf8'), 'secret\n');
     assert.equal(readFileSync(join(outside.path, 'linked.txt'), 'utf8'), 'linked\n');
     assert.equal(existsSync(join(outside.path, 'outside.txt')), false);
+    assert.equal(existsSync(join(tree.root, 'd')), false, 'no folder of the refused paths was made');
     assert.equal(existsSync(join(tree.root, '.git/config')), false);
   });
 
