@@ -82,14 +82,20 @@ function writeFailure(error: unknown, shown: string): ToolFailure {
  * src/content/path-locks.ts), then has the index look at `paths` before the
  * result is built.
  */
-async function changing<T>(ctx: ServerContext, shown: string, holds: readonly PathHold[], change: () => Promise<T>, paths: (result: T) => string[]): Promise<T> {
+async function changing<T>(
+  ctx: ServerContext,
+  shown: string | ((error: unknown) => string),
+  holds: readonly PathHold[],
+  change: () => Promise<T>,
+  paths: (result: T) => string[],
+): Promise<T> {
   // After the first scan: a change made while it runs could be half seen by it (a new folder without its subfolders).
   await ctx.index.readiness.reached('scanned');
   let result: T;
   try {
     result = await writable(ctx).locks.run(holds, change);
   } catch (error) {
-    throw writeFailure(error, shown);
+    throw writeFailure(error, typeof shown === 'string' ? shown : shown(error));
   }
   await ctx.refresh(paths(result));
   return result;
@@ -435,7 +441,8 @@ export const moveTool: ToolDefinition<z.infer<typeof moveInput>> = {
     const to = target(ctx, args.to);
     const moved = await changing(
       ctx,
-      from.shown,
+      // A problem of the destination names the destination (moveSafely says which end).
+      (error) => (error instanceof WriteError && error.message.startsWith('the destination: ') ? to.shown : from.shown),
       // Both ends and all beneath them: nothing is written inside a folder while it moves.
       [{ path: from.path, tree: true }, { path: to.path, tree: true }],
       () => moveSafely(from.path, to.path, ctx.roots, { overwrite: args.overwrite, force: args.force }),

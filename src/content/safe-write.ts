@@ -89,8 +89,8 @@ export function judgeTarget(path: string, roots: readonly Root[], flavour: Flavo
   return { ok: true, root };
 }
 
-function check(verdict: Verdict): Root {
-  if (!verdict.ok) throw new WriteError(verdict.reason, verdict.message);
+function check(verdict: Verdict, prefix = ''): Root {
+  if (!verdict.ok) throw new WriteError(verdict.reason, prefix + verdict.message);
   return verdict.root;
 }
 
@@ -678,14 +678,20 @@ export interface MoveOptions {
  */
 export async function moveSafely(from: string, to: string, roots: readonly Root[], options: MoveOptions = {}): Promise<{ kind: 'file' | 'directory'; replaced: boolean }> {
   check(judgeTarget(from, roots));
-  check(judgeTarget(to, roots));
+  // The tool names the source in its error: a problem of the destination says so.
+  check(judgeTarget(to, roots), 'the destination: ');
   if (to === from) throw new WriteError('refused', 'the source and the destination are the same');
   if (to.startsWith(`${from}/`)) throw new WriteError('refused', 'a folder cannot move into itself');
   refuse(judgeMoveSource(from, roots));
   const source = await PinnedDir.open(dirname(from), roots);
   let target: PinnedDir | undefined;
   try {
-    target = await PinnedDir.open(dirname(to), roots);
+    try {
+      target = await PinnedDir.open(dirname(to), roots);
+    } catch (error) {
+      if (error instanceof WriteError) throw new WriteError(error.reason, `the destination: ${error.message}`);
+      throw error;
+    }
     const fromName = basename(from);
     const toName = basename(to);
     const moving = await lstatOrNull(source.at(fromName));

@@ -165,6 +165,10 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
     assert.equal(onDisk('m2.txt'), 'one\n');
     const folder = await call('move', { from: 'z', to: 'm2.txt', overwrite: true });
     assert.match(text(folder), /a folder never replaces anything/);
+    // A problem of the destination names the destination, not the file that exists.
+    const nowhere = await call('move', { from: 'm2.txt', to: 'nowhere/m.txt' });
+    assert.match(text(nowhere), /^Not found: nowhere\/m\.txt \(the destination: /);
+    assert.equal(onDisk('m2.txt'), 'one\n');
   });
 
   test('refusals: outside, .git, a symlinked folder, a symlink, a FIFO, a hard-linked file', async () => {
