@@ -46,6 +46,17 @@ export function wellFormed(text: string, what: string): void {
 export const MAX_WRITE_DEPTH = 128;
 export const MAX_WRITE_PATH_BYTES = 4096;
 
+/** A path that names a folder by its last character: `/`, and on Windows `\` too. */
+function namesFolder(text: string): boolean {
+  return text.endsWith('/') || (process.platform === 'win32' && text.endsWith('\\'));
+}
+
+/** The target of write or edit: a file, so a path written as a folder's is refused (it wrote a file of that name). */
+function fileTarget(ctx: ServerContext, text: string, tool: string): WritePath {
+  if (namesFolder(text)) throw new ToolFailure(`Cannot ${tool} ${String(echo(text))}: a path that ends in a slash names a folder, and ${tool} takes a file`);
+  return target(ctx, text);
+}
+
 function target(ctx: ServerContext, text: string): WritePath {
   wellFormed(text, 'The path');
   const found = resolveWritePath(text, ctx.roots);
@@ -170,7 +181,7 @@ export const writeTool: ToolDefinition<z.infer<typeof writeInput>> = {
   async run(tc, args) {
     const { ctx } = tc;
     const { maxBytes } = writable(ctx);
-    const where = target(ctx, args.path);
+    const where = fileTarget(ctx, args.path, 'write');
     const data = decodeContent(args.content, args.encoding);
     const outcome = await changing(
       ctx,
@@ -238,7 +249,7 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
   async run(tc, args) {
     const { ctx } = tc;
     const { maxBytes, locks, largeEdits } = writable(ctx);
-    const where = target(ctx, args.path);
+    const where = fileTarget(ctx, args.path, 'edit');
     args.edits.forEach((edit, i) => {
       wellFormed(edit.old_text, `Edit ${i + 1}'s old_text`);
       wellFormed(edit.new_text, `Edit ${i + 1}'s new_text`);

@@ -193,6 +193,9 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
       ['edit', { path: 'linked.txt', edits: [{ old_text: 'linked', new_text: 'x' }] }, /2 hard links/],
       ['move', { from: 'notes/todo.md', to: 'out/todo.md' }, /^Not found: /],
       ['write', { path: 'missing/dir/x.txt', content: 'x' }, /^Not found: missing\/dir\/x\.txt/],
+      // A folder's path: it wrote a file named newfile.
+      ['write', { path: 'newfile/', content: 'x' }, /^Cannot write newfile\/: a path that ends in a slash names a folder/],
+      ['edit', { path: 'notes/', edits: [{ old_text: 'a', new_text: 'b' }] }, /^Cannot edit notes\/: a path that ends in a slash/],
       // Deeper than the write tools go: refused before anything is held (a 10,000-deep mkdir held the server past a minute).
       ['mkdir', { path: Array.from({ length: 129 }, () => 'd').join('/') }, /is 129 folders deep below its served folder .* at most 128/],
       ['mkdir', { path: Array.from({ length: 10_000 }, () => 'd').join('/') }, /is 10000 folders deep/],
@@ -208,6 +211,7 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
     assert.equal(readFileSync(join(outside.path, 'linked.txt'), 'utf8'), 'linked\n');
     assert.equal(existsSync(join(outside.path, 'outside.txt')), false);
     assert.equal(existsSync(join(tree.root, 'd')), false, 'no folder of the refused paths was made');
+    assert.equal(existsSync(join(tree.root, 'newfile')), false);
     assert.equal(existsSync(join(tree.root, '.git/config')), false);
   });
 
