@@ -250,10 +250,10 @@ export interface WritePath {
  * The path a write tool's argument names, in the same path language as every
  * other tool: a `file:` URI, an absolute path, or a relative path. With one
  * root a relative path is under it. With several, it may start with a root's
- * label (as tools print paths) or be relative to any root. Two readings
- * whose folder exists (the path could be written in either at once) are
- * AmbiguousPath; otherwise the one whose folders exist deepest on disk wins
- * (fewest segments left to create), and a tie is AmbiguousPath. Undefined when it names nothing inside the
+ * label (as tools print paths) or be relative to any root. The label's
+ * reading wins when its folder exists; otherwise the reading whose folders
+ * exist deepest on disk (fewest segments left to create), and a tie is
+ * AmbiguousPath. Undefined when it names nothing inside the
  * roots (the caller says "Not found", as for reads). Looks at the disk, never
  * outside the roots; safe-write checks everything again when it writes.
  */
@@ -282,19 +282,19 @@ export function resolveWritePath(text: string, roots: readonly Root[], flavour: 
   if (given.absolute !== undefined) return inside(given.absolute);
   const rel = given.relative!.replace(/^(\.\/+)+/, '').replace(/\/+$/, '');
   const readings = roots.map((root) => join(root.path, rel));
+  let labelled: string | undefined;
   if (roots.length > 1) {
     labelsOf(roots).forEach((label, i) => {
-      if (rel === label || rel.startsWith(`${label}/`)) readings.push(join(roots[i]!.path, rel.slice(label.length + 1)));
+      if (rel === label || rel.startsWith(`${label}/`)) readings.push((labelled = join(roots[i]!.path, rel.slice(label.length + 1))));
     });
   }
   const candidates = [...new Set(readings)].filter((path) => findRoot(roots, path) !== undefined);
   if (candidates.length <= 1) return candidates[0] === undefined ? undefined : inside(candidates[0]);
+  // The form tools print, when its folder is there: what a client copied from an answer. A red-team pass wrote
+  // `notes/todo.md` (the label form: a new file in the notes folder) and replaced code/notes/todo.md instead,
+  // which the deeper reading below chose.
+  if (labelled !== undefined && candidates.includes(labelled) && missingSegments(labelled) <= 1) return inside(labelled);
   const missing = candidates.map(missingSegments);
-  // Two readings whose folder exists could each be written at once: either may be the one meant, and a write
-  // there may replace a file. A red-team pass wrote `notes/todo.md` (the label form tools print, a new file in
-  // the notes folder) over code/notes/todo.md, which existed. An error naming both, never a guess.
-  const ready = candidates.filter((_, i) => missing[i]! <= 1);
-  if (ready.length > 1) throw new AmbiguousPath(text, ready.map(show));
   const fewest = Math.min(...missing);
   const best = candidates.filter((_, i) => missing[i] === fewest);
   if (best.length > 1) throw new AmbiguousPath(text, best.map(show));

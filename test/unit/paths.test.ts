@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { displayPath, prefixUris, relativeGlobs, resolveWritePath, rootLabels } from '../../src/catalog/paths.ts';
 import { scopeQuery } from '../../src/catalog/scope.ts';
 import { matchesQuery } from '../../src/query/plan.ts';
-import { mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../basics.ts';
 import { listingName } from '../../src/content/collection.ts';
@@ -138,13 +138,13 @@ describe('resolveWritePath', () => {
       assert.equal(resolveWritePath('docs/new.md', roots)?.path, join(a, 'docs/new.md'));
       assert.equal(resolveWritePath('src/new.ts', roots)?.shown, 'same~2/src/new.ts');
       assert.throws(() => resolveWritePath('new.txt', roots), /Ambiguous path new\.txt.*same\/new\.txt, same~2\/new\.txt/);
-      // The label form for a new file in the first root, and a file of that path in the second: both could be written.
+      // The label form for a new file in the first root wins over a file of that path in the second, which the
+      // deeper reading would have replaced.
       mkdirSync(join(b, 'same'));
       writeFileSync(join(b, 'same/todo.md'), 'theirs\n');
-      assert.throws(() => resolveWritePath('same/todo.md', roots), /Ambiguous path same\/todo\.md: .*same~2\/same\/todo\.md, same\/todo\.md\./);
-      assert.equal(readFileSync(join(b, 'same/todo.md'), 'utf8'), 'theirs\n');
-      // Deeper, only one reading has its folder: no doubt.
-      assert.equal(resolveWritePath('same/docs/deeper/new.md', roots)?.path, join(a, 'docs/deeper/new.md'));
+      assert.deepEqual(resolveWritePath('same/todo.md', roots), { path: join(a, 'todo.md'), shown: 'same/todo.md' });
+      // Its folder missing, the label form is one reading among the others: here as deep as the second root's.
+      assert.throws(() => resolveWritePath('same/nowhere/todo.md', roots), /Ambiguous path same\/nowhere\/todo\.md: .*same~2\/same\/nowhere\/todo\.md, same\/nowhere\/todo\.md\./);
       // What lies behind a symlink (here: outside both roots) does not make a reading win.
       mkdirSync(join(realpathSync(dir.path), 'outside/deep'), { recursive: true });
       symlinkSync(join(realpathSync(dir.path), 'outside'), join(a, 'link'));
