@@ -18,9 +18,9 @@
 // folder-mcp do not look at them: against those, the write's own checks
 // (safe-write.ts) are what holds.
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, openSync, readFileSync, readlinkSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, readFileSync, readlinkSync, realpathSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { basename, childPrefix, dirname, foldName } from '../fs-path.ts';
+import { basename, childPrefix, dirname, foldName, toSlashPath } from '../fs-path.ts';
 import { errnoCode } from '../errno.ts';
 
 /** A lock file's name starts so (index/ignore.ts leaves such names out of the index). */
@@ -60,6 +60,9 @@ export async function lockFiles(paths: readonly string[], deadline: number, fold
   const held: HeldFileLock[] = [];
   try {
     for (const file of files) {
+      // Security: a folder reached through a symlink is not locked in: the change itself refuses such a path
+      // (safe-write.ts), and its lock would have been made, and maybe left, wherever the link pointed.
+      if (!isRealFolder(dirname(file), folds)) continue;
       const lock = await lockFile(file, deadline);
       if (lock) held.push(lock);
     }
@@ -68,6 +71,18 @@ export async function lockFiles(paths: readonly string[], deadline: number, fold
     throw error;
   }
   return { release: () => held.forEach((lock) => lock.release()) };
+}
+
+/** Whether `dir` is its own real path (no symlink on the way), or absent (then nothing is locked in it either). */
+function isRealFolder(dir: string, folds: boolean): boolean {
+  let real: string;
+  try {
+    real = toSlashPath(realpathSync.native(dir));
+  } catch {
+    return false;
+  }
+  const here = toSlashPath(dir);
+  return folds ? foldName(real) === foldName(here) : real === here;
 }
 
 async function lockFile(file: string, deadline: number): Promise<HeldFileLock | null> {

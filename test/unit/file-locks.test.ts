@@ -1,6 +1,6 @@
 // The lock files that order changes across processes (src/content/file-locks.ts).
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, realpathSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { spawnSync } from 'node:child_process';
@@ -84,6 +84,22 @@ describe('file locks', () => {
       ['', false],
     ];
     for (const [text, expected] of cases) assert.equal(holderGone(text, 'here', (pid) => !gone(pid)), expected, JSON.stringify(text));
+  });
+
+  test('a folder reached through a symlink is not locked in: no lock file is made where the link points', async () => {
+    const dir = tempDir('folder-mcp-file-locks-');
+    try {
+      const real = realpathSync(dir.path); // macOS: /var is a link to /private/var
+      const outside = join(real, 'outside');
+      mkdirSync(outside);
+      symlinkSync(outside, join(real, 'lnk'));
+      const held = await lockFiles([join(real, 'lnk/x.txt'), join(real, 'here.txt')], performance.now() + 1000, false);
+      assert.deepEqual(readdirSync(outside), []);
+      assert.equal(readdirSync(real).filter((name) => name.startsWith(LOCK_FILE_PREFIX)).length, 1, 'the real folder is locked in');
+      held.release();
+    } finally {
+      dir.cleanup();
+    }
   });
 
   test('no folder, no lock: nothing to wait for', async () => {
