@@ -5,6 +5,7 @@
 // result's resource_link, `updated` and `list_changed` follow at once, not
 // when the watcher gets round to it.
 import { isUtf8 } from 'node:buffer';
+import { lstatSync } from 'node:fs';
 import { z } from 'zod';
 import { ContentError } from '../content/read.ts';
 import { openVerified } from '../content/safe-open.ts';
@@ -269,7 +270,14 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
     // One writer per path from the read to the rename: a second edit of the file reads what the first wrote.
     const edited = () => ctx.readBudget.run(share, editWithin);
     const editWithin = async () => {
-      const read = await readForEdit(ctx, where.path, maxBytes);
+      const read = await readForEdit(ctx, where.path, maxBytes).catch((error: unknown) => {
+        // The file opened was no longer at its path when looked at (another program saved it by a rename meanwhile):
+        // a read says not found, but the file is there, and this is an edit of it.
+        if (error instanceof ContentError && error.reason === 'not-found' && lstatSync(where.path, { throwIfNoEntry: false })?.isFile()) {
+          throw new ToolFailure(`Cannot edit ${where.shown}: another program replaced it while it was read; nothing was changed; try again`);
+        }
+        throw error;
+      });
       try {
         if (!args.dry_run && !args.force && (read.identity.mode & 0o200) === 0) {
           throw new ToolFailure(`Cannot change ${where.shown}: it is read-only (its owner may not write it); pass force: true to edit it anyway`);
