@@ -258,7 +258,12 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
     await ctx.index.readiness.reached('scanned');
     // Security: an edit reads the file (its diff shows it, its match counts probe it), and reads reach
     // only what the index holds: never an ignored, excluded or .git file. write can still replace one whole.
-    const indexed = ctx.index.store.get(pathToUri(where.path, false));
+    let indexed = ctx.index.store.get(pathToUri(where.path, false));
+    // Made a moment ago by another program, the watcher may not have told the index yet: it looks now.
+    if (!indexed) {
+      await ctx.refresh([where.path]);
+      indexed = ctx.index.store.get(pathToUri(where.path, false));
+    }
     if (!indexed) {
       throw new ToolFailure(`Not found: ${where.shown} (not a file in the served folders; ignored and excluded files are not edited, only written whole)`);
     }

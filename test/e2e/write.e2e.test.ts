@@ -236,6 +236,22 @@ for (const era of ERAS) describe(`write tools over stdio (${era})`, () => {
   });
 });
 
+describe('edit of a file another program just made, before any watcher event (--watcher none)', () => {
+  const tree = serveTree({ 'a.txt': 'a\n', '.gitignore': 'ignored/\n' }, ({ root, state }) => [root, '--db', join(state, 'index.db'), '--write', '--watcher', 'none']);
+  const call = async (name: string, args: Record<string, unknown>) => (await tree.conn.request('tools/call', { name, arguments: args })) as ToolCall;
+  test('the index looks at it first, and the edit goes through; an ignored file is still refused', async () => {
+    writeFileSync(join(tree.root, 'new.txt'), 'made outside\n');
+    const edited = await call('edit', { path: 'new.txt', edits: [{ old_text: 'outside', new_text: 'elsewhere' }] });
+    assert.equal(edited.isError, undefined, JSON.stringify(edited.content));
+    assert.equal(readFileSync(join(tree.root, 'new.txt'), 'utf8'), 'made elsewhere\n');
+    mkdirSync(join(tree.root, 'ignored'));
+    writeFileSync(join(tree.root, 'ignored/x.txt'), 'x\n');
+    const refused = await call('edit', { path: 'ignored/x.txt', edits: [{ old_text: 'x', new_text: 'y' }] });
+    assert.equal(refused.isError, true);
+    assert.equal(readFileSync(join(tree.root, 'ignored/x.txt'), 'utf8'), 'x\n');
+  });
+});
+
 for (const era of ERAS) describe(`without --write (${era})`, () => {
   const tree = serveTree({ 'a.txt': 'a\n' }, ({ root, state }) => [root, '--db', join(state, 'index.db')], { era });
   test('no write tool is listed or callable, and the instructions say read-only', async () => {
