@@ -162,3 +162,27 @@ test('a client that takes no piece for the stall time lets the share go; one tha
   await cancelled.cancel();
   assert.equal(back, 2, 'shares of contents never written were kept');
 });
+
+test('a content deferred after its answer was let go (its client left while the file was read) gives its share back at once', () => {
+  const blobs = AnswerBlobs.open(new Request('http://x/mcp'));
+  // The SDK answers an aborted request with no body while the handler still reads; the endpoint splices that, which
+  // lets go of the answer. The handler's content comes after: its share was held for good, and every read on the
+  // server waited behind it (a red-team pass: one aborted read of a 4 MB binary file).
+  assert.equal(blobs.splice(new Response(null, { status: 499 })).status, 499);
+  let given = 0;
+  blobs.defer(randomBytes(BLOB_CHUNK_BYTES * 3), () => given++);
+  assert.equal(given, 1);
+});
+
+test('an answer whose client takes none of it lets the share go after the stall time', async () => {
+  const blobs = AnswerBlobs.open(new Request('http://x/mcp'), undefined, 20);
+  let given = 0;
+  const placeholder = blobs.defer(randomBytes(BLOB_CHUNK_BYTES * 3), () => given++);
+  // Spliced, never read.
+  const body = blobs.splice(chunked([Buffer.from(answer(placeholder))]).response).body!;
+  await waitFor(() => given === 1, 30_000, 'the unsent share to be given back');
+  // Read at last: the content still goes out whole, and the share is not given back twice.
+  const text = await new Response(body).text();
+  assert.equal(JSON.parse(text).result.contents[0].blob.length, (BLOB_CHUNK_BYTES * 3 * 4) / 3);
+  assert.equal(given, 1);
+});

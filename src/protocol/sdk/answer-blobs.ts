@@ -57,9 +57,11 @@ const byRequest = new WeakMap<Request, AnswerBlobs>();
  */
 export class AnswerBlobs {
   private readonly nonce = `${PLACEHOLDER_PREFIX}${randomBytes(12).toString('hex')}`;
-  private readonly held = new Map<string, { bytes: Buffer; lease?: () => void }>();
+  private readonly held = new Map<string, { bytes: Buffer; lease?: () => void; unsent?: NodeJS.Timeout }>();
   /** Shares of the read budget held for contents not yet written (given back once written, stalled, or released). */
   private readonly leases = new Set<() => void>();
+  /** The answer went, or will never go (its client left): a content deferred from now on is let go at once. */
+  private released = false;
   private next = 0;
 
   /** `turns`: each piece is encoded in a slice of it, so many answers sent at once take turns with other work. */
@@ -78,13 +80,24 @@ export class AnswerBlobs {
   /** A placeholder for `bytes`' base64 in this answer; `lease` is called once they are written (or let go). */
   defer(bytes: Buffer, lease?: () => void): string {
     const placeholder = `${this.nonce}${(this.next++).toString(16).padStart(7, '0')}`;
-    this.held.set(placeholder, { bytes, ...(lease ? { lease } : {}) });
+    // Its client left while the file was read (the SDK answered the aborted request with no body, and the endpoint
+    // released this): nothing will write it. Held, its share of the read budget was never given back, and every
+    // read on the server waited behind it for good (a red-team pass: one aborted read of a 4 MB binary file).
+    if (this.released) {
+      lease?.();
+      return placeholder;
+    }
+    // An answer whose client takes none of it lets the share go as one that stops reading does.
+    const unsent = lease ? setTimeout(() => this.giveBack(lease), this.stalledMs).unref() : undefined;
+    this.held.set(placeholder, { bytes, ...(lease ? { lease, unsent } : {}) });
     if (lease) this.leases.add(lease);
     return placeholder;
   }
 
   /** What is held goes, and the read budget's shares with it (the answer was sent, failed, or its client went away). */
   release(): void {
+    this.released = true;
+    for (const { unsent } of this.held.values()) clearTimeout(unsent);
     this.held.clear();
     for (const lease of this.leases) lease();
     this.leases.clear();
@@ -146,7 +159,9 @@ export class AnswerBlobs {
           pending = pending.subarray(found + PLACEHOLDER_LENGTH);
           blob = deferred.bytes;
           lease = deferred.lease;
-          stall = undefined;
+          // Its clock runs on from the defer: the stream reads ahead of the client once, and a client that takes
+          // nothing must not hold the share.
+          stall = deferred.unsent;
           at = 0;
           if (before.length > 0) return controller.enqueue(before);
           continue;
