@@ -185,6 +185,13 @@ export class McpEndpoint implements ServedEndpoint {
       if (Array.isArray(parsed) && parsed.length > MAX_BATCH_MESSAGES) {
         return rpcError(res, 400, -32600, `Invalid Request: a batch of ${parsed.length} messages exceeds the maximum of ${MAX_BATCH_MESSAGES}`);
       }
+    } else if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) {
+      // A GET's or a DELETE's body means nothing, but the Node adapter read it whole, up to its own 4 MiB: within
+      // the same bound as a POST's, and dropped (a red-team pass held 4.4 MiB a connection with DELETE bodies).
+      if ((await readBody(req, limits.maxBodyBytes)) === null) {
+        metrics?.refused('body_too_large');
+        return refuseBody(req, res, `Payload Too Large: request bodies are limited to ${limits.maxBodyBytes} bytes`);
+      }
     }
     // Streams (2026 listens, a 2025 session's GET) only end when someone ends them: they are not waited for.
     if (req.method !== 'GET' && !isListen(parsed)) {

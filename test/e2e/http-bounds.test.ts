@@ -260,13 +260,13 @@ describe('a 2025 session\'s streams can resume (2025-11-25 transport)', () => {
  * what it was answered, and whether its connection ended cleanly or with an
  * error (EPIPE, ECONNRESET).
  */
-function sendLargeBody(port: number, bodyBytes: number, chunked: boolean): Promise<{ answer: string; error: string | undefined }> {
+function sendLargeBody(port: number, bodyBytes: number, chunked: boolean, method = 'POST'): Promise<{ answer: string; error: string | undefined }> {
   return new Promise((resolve) => {
     let answer = '';
     let error: string | undefined;
     const socket = connectSocket(port, '127.0.0.1', () => {
       const length = chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${bodyBytes}`;
-      socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n${length}\r\n\r\n`);
+      socket.write(`${method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n${length}\r\n\r\n`);
       const body = Buffer.alloc(bodyBytes, 0x20);
       if (chunked) socket.write(`${bodyBytes.toString(16)}\r\n`);
       socket.write(body);
@@ -295,6 +295,17 @@ describe('a body over the limit is answered 413, also while the client is still 
   test('past what is read and dropped, the client still has its whole 413 before the connection closes', async () => {
     const { answer } = await sendLargeBody(served.port, MAX_DISCARDED_BODY_BYTES + 32 * 1024 * 1024, false);
     assert.match(answer, /^HTTP\/1\.1 413 [\s\S]*\r\n\r\n\{"jsonrpc":"2\.0","id":null,"error":\{"code":-32000,"message":"Payload Too Large: [^"]*"\}\}$/);
+  });
+
+  test('a DELETE or a GET with a body is held to the same limit (the Node adapter read one whole, up to 4 MiB)', async () => {
+    for (const method of ['DELETE', 'GET']) {
+      for (const chunked of [false, true]) {
+        const { answer, error } = await sendLargeBody(served.port, 2 * 1024 * 1024, chunked, method);
+        assert.match(answer, /^HTTP\/1\.1 413 /, `${method} ${chunked ? 'chunked' : 'Content-Length'}`);
+        assert.match(answer, /request bodies are limited to 1048576 bytes/);
+        assert.equal(error, undefined);
+      }
+    }
   });
 
   test('the server answers the next client', async () => {
