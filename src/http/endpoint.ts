@@ -22,7 +22,7 @@ import type { Metrics } from './metrics.ts';
 import { answerMetrics } from './metrics-serve.ts';
 import { refuse, rpcError, type ServedEndpoint } from './node-server.ts';
 import { LegacySessions, type SessionLimits } from './sessions.ts';
-import { whenAnswered } from './streams.ts';
+import { MAX_UNREAD_STREAM_BYTES, whenAnswered } from './streams.ts';
 
 export const MCP_PATH = '/mcp';
 const ALLOWED_METHODS = ['GET', 'POST', 'DELETE'];
@@ -264,7 +264,7 @@ export class McpEndpoint implements ServedEndpoint {
       release();
       return response;
     }
-    return whenAnswered(request, response, release);
+    return whenAnswered(request, response, release, MAX_UNREAD_STREAM_BYTES);
   }
 }
 

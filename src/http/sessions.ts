@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { App, ClientSession } from '../app.ts';
 import { every, realClock, type Clock } from '../clock.ts';
 import { BoundedEventStore, SSE_RETRY_MS } from './event-store.ts';
-import { whenAnswered } from './streams.ts';
+import { MAX_UNREAD_STREAM_BYTES, whenAnswered } from './streams.ts';
 import { toLegacyResponse } from '../protocol/sdk/legacy-not-found-http.ts';
 import { openResumedStream, primeGetStream } from '../protocol/sdk/get-stream-priming.ts';
 
@@ -163,7 +163,7 @@ export class LegacySessions {
       release();
       throw error;
     }
-    return whenAnswered(request, response, release);
+    return whenAnswered(request, response, release, notificationStream ? MAX_UNREAD_STREAM_BYTES : undefined);
   }
 
   /** Closes the session idle longest; false when every session is busy. */
