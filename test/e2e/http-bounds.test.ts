@@ -313,3 +313,41 @@ describe('a body over the limit is answered 413, also while the client is still 
     assert.equal(answer.status, 200);
   });
 });
+
+describe('an answer its client takes none of is cut, and a client that reads is served (red-team: 300 such answers held 1.4 GB)', () => {
+  // Larger than what the kernel's socket buffers take on both sides of a loopback connection (about 10 MB), so that
+  // some of it stays in the server's memory while the client reads nothing.
+  const bigBytes = 24 * 1024 * 1024;
+  const served = serveInProcess({ stalledResponseMs: 300 }, { 'big.txt': 'x'.repeat(bigBytes) }, { metrics: true, args: ['--max-read-bytes', String(32 * 1024 * 1024)] });
+  const read = () => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: `${served.rootUri}big.txt` } });
+  const refusals = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${served.port}/metrics`)).text();
+    return Number(/folder_mcp_refusals_total\{bound="answer_not_taken"\} (\d+)/.exec(text)?.[1] ?? NaN);
+  };
+
+  test('a client that sends a read and takes nothing: its answer is cut once stalled', async () => {
+    const before = await refusals();
+    const body = read();
+    const socket = connectSocket(served.port, '127.0.0.1', () => {
+      socket.write(
+        `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+          `MCP-Protocol-Version: 2025-11-25\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      // Takes nothing: what the server writes stays in the buffers, then in its memory.
+      socket.pause();
+    });
+    try {
+      await waitFor(async () => (await refusals()) > before, 60_000, 'the stalled answer to be cut');
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  test('a client that reads gets the whole answer', async () => {
+    const answer = await rawPost(served.endpoint.url, { 'mcp-protocol-version': '2025-11-25' }, read());
+    assert.equal(answer.status, 200);
+    // An SSE answer: its one event's data is the JSON-RPC answer.
+    const data = answer.body.split('\n').find((line) => line.startsWith('data: '));
+    assert.equal(JSON.parse(data!.slice('data: '.length)).result.contents[0].text.length, bigBytes);
+  });
+});
