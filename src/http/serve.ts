@@ -19,8 +19,6 @@ export { HttpListenError } from './node-server.ts';
 export interface HttpLimits extends ServerLimits {
   /** Largest request body (as stdio's largest line): a longer one is answered 413 and not read. */
   maxBodyBytes: number;
-  /** An answer its client takes none of for this long is cut (endpoint.ts, STALLED_RESPONSE_MS). */
-  stalledResponseMs?: number;
 }
 
 export type HttpServeLimits = HttpLimits & SessionLimits;
