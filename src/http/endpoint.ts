@@ -51,25 +51,7 @@ const ARRIVAL_TURN_MS = 1;
 export interface EndpointLimits extends SessionLimits {
   /** Largest request body (as stdio's largest line): a longer one is answered 413 and not read. */
   maxBodyBytes: number;
-  /** An answer its client takes none of for this long is cut (STALLED_RESPONSE_MS). */
-  stalledResponseMs?: number;
 }
-
-/**
- * Answers stay in memory until their clients take them: the Node adapter
- * writes a whole answer to its response at once. A client that stops
- * reading held its answer until the connection went idle (120 s, and Node
- * can take twice that while a write is pending): a red-team pass held 100
- * answers of a 3.9 MB file in 571 MiB of RSS, 300 in 1,374 MiB. So an
- * answer whose client takes none of it for STALLED_RESPONSE_MS is cut, and
- * past MAX_UNSENT_ANSWER_BYTES of answers not yet taken, all clients
- * together, those stalled longest are cut at once. A client that reads,
- * however slowly, is never cut by either: its answer's unsent bytes go down.
- */
-export const STALLED_RESPONSE_MS = 30_000;
-export const MAX_UNSENT_ANSWER_BYTES = 128 * 1024 * 1024;
-/** How often the answers in flight are looked at (only while there are some). */
-const UNSENT_SWEEP_MS = 1_000;
 
 export interface EndpointOptions {
   app: App;
@@ -103,9 +85,6 @@ export class McpEndpoint implements ServedEndpoint {
   private listening: HttpListeners | undefined;
   /** Requests being answered. */
   private readonly inFlight = new Set<ServerResponse>();
-  /** Answers with bytes their client has not taken: how many, and since when none were taken. */
-  private readonly unsent = new Map<ServerResponse, { bytes: number; since: number }>();
-  private sweeper: NodeJS.Timeout | undefined;
   private draining = false;
 
   constructor(private readonly options: EndpointOptions) {
@@ -217,47 +196,13 @@ export class McpEndpoint implements ServedEndpoint {
     // Streams (2026 listens, a 2025 session's GET) only end when someone ends them: they are not waited for.
     if (req.method !== 'GET' && !isListen(parsed)) {
       this.inFlight.add(res);
-      res.on('close', () => {
-        this.inFlight.delete(res);
-        this.unsent.delete(res);
-      });
-      this.sweeper ??= setInterval(() => this.sweepUnsent(), UNSENT_SWEEP_MS).unref();
+      res.on('close', () => this.inFlight.delete(res));
     }
     // A large body's handling (the SDK's checks of every item, ours) runs as one microtask chain: at most one such a
     // turn, however it arrived. Every other request takes its turn's arrival budget, or waits with the backlog.
     if (bodyBytes >= LARGE_BODY_BYTES) await this.turns.slice();
     else await this.arrivals.admit(this.sessions.known(req.headers['mcp-session-id']));
     await this.nodeHandler(req, res, parsed);
-  }
-
-  /** Cuts the answers their clients have stopped taking (STALLED_RESPONSE_MS, MAX_UNSENT_ANSWER_BYTES). */
-  private sweepUnsent(): void {
-    if (this.inFlight.size === 0) {
-      clearInterval(this.sweeper);
-      this.sweeper = undefined;
-      return;
-    }
-    const now = performance.now();
-    let total = 0;
-    for (const res of this.inFlight) {
-      const bytes = res.writableLength;
-      const seen = this.unsent.get(res);
-      if (bytes === 0) this.unsent.delete(res);
-      // Taken, at least in part: its clock starts again. More written since (an SSE answer's events) is no progress.
-      else if (seen === undefined || bytes < seen.bytes) this.unsent.set(res, { bytes, since: now });
-      else seen.bytes = bytes;
-      total += bytes;
-    }
-    const stalledMs = this.options.limits.stalledResponseMs ?? STALLED_RESPONSE_MS;
-    const longestFirst = [...this.unsent].sort((a, b) => a[1].since - b[1].since);
-    for (const [res, { bytes, since }] of longestFirst) {
-      if (now - since < stalledMs && total <= MAX_UNSENT_ANSWER_BYTES) break;
-      total -= bytes;
-      this.unsent.delete(res);
-      this.options.metrics?.refused('answer_not_taken');
-      this.options.log.debug(`http: an answer's client took none of its ${bytes} bytes for ${Math.round(now - since)} ms: cut`);
-      res.destroy();
-    }
   }
 
   /** By era: a 2025-era request to its session (or statelessly, outside any), a 2026-07-28 listen to its stream, the rest statelessly. */
