@@ -30,36 +30,53 @@ function onEnd(body: ReadableStream<Uint8Array>, done: () => void): { stream: Re
 
 /**
  * Bytes of a notification stream (a 2026 listen, a 2025 session's GET
- * stream) that its client has not taken, past which the stream is cut.
- * The SDK queues each event for its stream with no backpressure: a client
- * that stops reading had every later notification kept in memory for as
- * long as files changed (a red-team pass: 5 sessions subscribed to 2,400
- * files each, 40 files rewritten every 50 ms, RSS 166 to 467 MiB in 3
- * minutes). Notifications are small: 1 MiB is thousands a client did not
- * read. A 2025 client comes back with Last-Event-ID; a 2026 one listens
- * again.
+ * stream) that its client has not taken, past which the stream is cut once
+ * its client has taken nothing for UNREAD_STALL_MS, and past
+ * UNREAD_HARD_FACTOR times which it is cut at once. The SDK queues each
+ * event for its stream with no backpressure: a client that stops reading
+ * had every later notification kept in memory for as long as files changed
+ * (a red-team pass: 5 sessions subscribed to 2,400 files each, 40 files
+ * rewritten every 50 ms, RSS 166 to 467 MiB in 3 minutes). A burst (a
+ * checkout touching thousands of subscribed files) may pass 1 MiB for a
+ * moment; a client that goes on reading it is not cut. A 2025 client comes
+ * back with Last-Event-ID; a 2026 one listens again.
  */
 export const MAX_UNREAD_STREAM_BYTES = 1024 * 1024;
+const UNREAD_STALL_MS = 10_000;
+const UNREAD_HARD_FACTOR = 16;
 
 /**
  * The same bytes, read from `body` as they come and queued for the client,
- * and `done` once when the stream ends, fails, is cancelled or is cut: past
- * `maxUnread` queued bytes the stream fails and `body` is cancelled.
+ * and `done` once when the stream ends, fails, is cancelled or is cut (see
+ * MAX_UNREAD_STREAM_BYTES); `abandon` cancels the source and ends the stream.
  */
 export function boundedOnEnd(
   body: ReadableStream<Uint8Array>,
   done: () => void,
   maxUnread: number,
+  stallMs = UNREAD_STALL_MS,
 ): { stream: ReadableStream<Uint8Array>; abandon: () => void } {
   const reader = body.getReader();
   let over = false;
-  const abandon = () => {
+  let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
+  /** When the client last took something (or waited with nothing queued). */
+  let lastTaken = performance.now();
+  let queuedBefore = 0;
+  const end = (error: Error) => {
+    if (over) return;
     over = true;
-    void reader.cancel(new Error('the client went away')).catch(() => {});
+    done();
+    try {
+      ctrl?.error(error);
+    } catch {
+      // already closed
+    }
+    void reader.cancel(error).catch(() => {});
   };
   const stream = new ReadableStream<Uint8Array>(
     {
       start(controller) {
+        ctrl = controller;
         void (async () => {
           try {
             for (;;) {
@@ -71,22 +88,25 @@ export function boundedOnEnd(
                 return controller.close();
               }
               controller.enqueue(value);
-              // desiredSize is the high-water mark (0) less the bytes queued.
-              if (-(controller.desiredSize ?? 0) > maxUnread) {
-                over = true;
-                done();
-                const error = new Error(`its client left more than ${maxUnread} bytes unread`);
-                controller.error(error);
-                return void reader.cancel(error).catch(() => {});
+              // desiredSize is the high-water mark (0) less the bytes queued; fewer than before plus this piece: the
+              // client took some meanwhile.
+              const queued = -(controller.desiredSize ?? 0);
+              if (queued < queuedBefore + value.byteLength) lastTaken = performance.now();
+              queuedBefore = queued;
+              const stalled = performance.now() - lastTaken >= stallMs;
+              if (queued > maxUnread * UNREAD_HARD_FACTOR || (queued > maxUnread && stalled)) {
+                return end(new Error(`its client left more than ${queued > maxUnread * UNREAD_HARD_FACTOR ? maxUnread * UNREAD_HARD_FACTOR : maxUnread} bytes unread`));
               }
             }
           } catch (error) {
-            if (over) return;
-            over = true;
-            done();
-            controller.error(error);
+            end(error as Error);
           }
         })();
+      },
+      // Called when the client waits with nothing queued: it has taken everything.
+      pull() {
+        lastTaken = performance.now();
+        queuedBefore = 0;
       },
       cancel(reason) {
         over = true;
@@ -96,7 +116,7 @@ export function boundedOnEnd(
     },
     new ByteLengthQueuingStrategy({ highWaterMark: 0 }),
   );
-  return { stream, abandon };
+  return { stream, abandon: () => end(new Error('the client went away')) };
 }
 
 /**

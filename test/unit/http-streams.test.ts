@@ -6,11 +6,12 @@ import { boundedOnEnd } from '../../src/http/streams.ts';
 import { waitFor } from '../helpers.ts';
 
 /** A source of `chunks` pieces of `size` bytes, as the SDK's stream of one event after another; whether it was cancelled. */
-function source(chunks: number, size: number): { body: ReadableStream<Uint8Array>; cancelled: () => unknown; sent: () => number } {
+function source(chunks: number, size: number, everyMs = 0): { body: ReadableStream<Uint8Array>; cancelled: () => unknown; sent: () => number } {
   let sent = 0;
   let reason: unknown;
   const body = new ReadableStream<Uint8Array>({
-    pull(controller) {
+    async pull(controller) {
+      if (everyMs > 0) await new Promise((resolve) => setTimeout(resolve, everyMs));
       if (sent === chunks) return controller.close();
       controller.enqueue(new Uint8Array(size).fill(sent++ % 251));
     },
@@ -31,18 +32,57 @@ test('a client that reads gets every byte, in order, and the end is said once', 
   assert.equal(ended, 1);
 });
 
-test('a client that reads nothing: past the bound the stream fails, the source is cancelled, the end is said once', async () => {
-  const { body, cancelled, sent } = source(1_000, 16 * 1024);
+test('a client that reads nothing: past the bound and the stall time the stream fails, the source is cancelled, the end is said once', async () => {
+  // Events as files change: one every 5 ms.
+  const { body, cancelled, sent } = source(100, 16 * 1024, 5);
   let ended = 0;
-  const { stream } = boundedOnEnd(body, () => ended++, 256 * 1024);
+  // 256 KiB, and 50 ms without taking anything.
+  const { stream } = boundedOnEnd(body, () => ended++, 256 * 1024, 50);
   await waitFor(() => cancelled() !== undefined, 30_000, 'the source to be cancelled');
   assert.match(String(cancelled()), /left more than 262144 bytes unread/);
-  // It stopped reading the source once over: what it took is the bound and a piece, not all 1,000.
-  assert.ok(sent() <= 256 / 16 + 2, `${sent()} pieces taken`);
+  assert.ok(sent() < 100, `${sent()} pieces taken: it went on reading the source`);
   assert.equal(ended, 1);
   // A late reader finds the stream failed, not a truncated answer that looks whole.
   const reader = stream.getReader();
   await assert.rejects(async () => {
     for (;;) if ((await reader.read()).done) break;
   }, /left more than 262144 bytes unread/);
+});
+
+test('past sixteen times the bound, the stream is cut at once, stalled or not', async () => {
+  const { body, cancelled, sent } = source(1_000, 16 * 1024);
+  const { stream } = boundedOnEnd(body, () => {}, 16 * 1024, 60_000);
+  await waitFor(() => cancelled() !== undefined, 30_000, 'the source to be cancelled');
+  assert.match(String(cancelled()), /left more than 262144 bytes unread/);
+  assert.ok(sent() <= 16 + 2, `${sent()} pieces taken`);
+  void stream.cancel().catch(() => {});
+});
+
+test('a burst over the bound that the client goes on reading is not cut (a checkout touching many subscribed files)', async () => {
+  const { body, cancelled } = source(64, 16 * 1024);
+  let ended = 0;
+  // 256 KiB, 200 ms: the burst of 1 MiB is queued at once, and the client reads it a piece every few ms.
+  const { stream } = boundedOnEnd(body, () => ended++, 256 * 1024, 200);
+  await new Promise((resolve) => setImmediate(resolve));
+  const reader = stream.getReader();
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  assert.equal(bytes, 64 * 16 * 1024);
+  assert.equal(cancelled(), undefined);
+  assert.equal(ended, 1);
+});
+
+test('abandoned (the client went away): the source is cancelled and the stream ends, once', async () => {
+  const { body, cancelled } = source(1_000_000, 16);
+  let ended = 0;
+  const { stream, abandon } = boundedOnEnd(body, () => ended++, 1024 * 1024);
+  abandon();
+  await waitFor(() => cancelled() !== undefined, 30_000, 'the source to be cancelled');
+  await assert.rejects(stream.getReader().read(), /the client went away/);
+  assert.equal(ended, 1);
 });
