@@ -251,9 +251,8 @@ export interface WritePath {
  * other tool: a `file:` URI, an absolute path, or a relative path. With one
  * root a relative path is under it. With several, it may start with a root's
  * label (as tools print paths) or be relative to any root. The label's
- * reading wins when its folder exists; otherwise the reading whose folders
- * exist deepest on disk (fewest segments left to create), and a tie is
- * AmbiguousPath. Undefined when it names nothing inside the
+ * reading wins; otherwise the reading whose folders exist deepest on disk
+ * (fewest segments left to create), and a tie is AmbiguousPath. Undefined when it names nothing inside the
  * roots (the caller says "Not found", as for reads). Looks at the disk, never
  * outside the roots; safe-write checks everything again when it writes.
  */
@@ -290,10 +289,10 @@ export function resolveWritePath(text: string, roots: readonly Root[], flavour: 
   }
   const candidates = [...new Set(readings)].filter((path) => findRoot(roots, path) !== undefined);
   if (candidates.length <= 1) return candidates[0] === undefined ? undefined : inside(candidates[0]);
-  // The form tools print, when its folder is there: what a client copied from an answer. A red-team pass wrote
-  // `notes/todo.md` (the label form: a new file in the notes folder) and replaced code/notes/todo.md instead,
-  // which the deeper reading below chose.
-  if (labelled !== undefined && candidates.includes(labelled) && missingSegments(labelled) <= 1) return inside(labelled);
+  // The form tools print: what a client copied from an answer. A red-team pass wrote `notes/todo.md` (the label
+  // form: a new file in the notes folder) and replaced code/notes/todo.md instead, which the deeper reading below
+  // chose. Its folder missing, the write fails there rather than land in another folder.
+  if (labelled !== undefined && candidates.includes(labelled)) return inside(labelled);
   const missing = candidates.map(missingSegments);
   const fewest = Math.min(...missing);
   const best = candidates.filter((_, i) => missing[i] === fewest);

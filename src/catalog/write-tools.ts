@@ -260,7 +260,8 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
     // only what the index holds: never an ignored, excluded or .git file. write can still replace one whole.
     let indexed = ctx.index.store.get(pathToUri(where.path, false));
     // Made a moment ago by another program, the watcher may not have told the index yet: it looks now.
-    if (!indexed) {
+    // Nothing there (or a folder): no look, which would take the write queue's turn for nothing.
+    if (!indexed && lstatSync(where.path, { throwIfNoEntry: false })?.isFile()) {
       await ctx.refresh([where.path]);
       indexed = ctx.index.store.get(pathToUri(where.path, false));
     }

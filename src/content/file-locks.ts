@@ -19,7 +19,6 @@
 // (safe-write.ts) are what holds.
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, openSync, readFileSync, readlinkSync, realpathSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { basename, childPrefix, dirname, foldName, toSlashPath } from '../fs-path.ts';
 import { errnoCode } from '../errno.ts';
 
@@ -105,9 +104,11 @@ async function lockFile(file: string, deadline: number): Promise<HeldFileLock | 
 }
 
 /**
- * Where a pid names one process: the boot and the pid namespace on Linux (two
- * containers on one host, or one host's two boots, reuse pids), the host's
- * name elsewhere. A lock written where this differs is judged by its mtime only.
+ * Where a pid names one process: the boot and the pid namespace, on Linux
+ * (two containers on one host, or one host's two boots, reuse pids). Where
+ * that cannot be read (macOS, Windows, a sandbox without /proc) there is
+ * none: a host name is no proof (two machines sharing a folder can have
+ * one), so such a lock, and every lock read there, is judged by its mtime only.
  */
 export const PID_SCOPE = pidScope();
 
@@ -115,7 +116,7 @@ function pidScope(): string {
   try {
     return `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}/${readlinkSync('/proc/self/ns/pid')}`.replace(/\s/g, '');
   } catch {
-    return `host:${hostname()}`.replace(/\s/g, '');
+    return `none-${randomBytes(6).toString('hex')}`;
   }
 }
 
@@ -128,7 +129,7 @@ function pidScope(): string {
 export function holderGone(text: string, scope: string = PID_SCOPE, runs: (pid: number) => boolean = pidRuns): boolean {
   const [pid, lockScope] = text.trim().split(' ');
   const n = Number(pid);
-  return lockScope === scope && Number.isInteger(n) && n > 0 && !runs(n);
+  return !scope.startsWith('none-') && lockScope === scope && Number.isInteger(n) && n > 0 && !runs(n);
 }
 
 function pidRuns(pid: number): boolean {

@@ -89,6 +89,8 @@ function whose(path: string, driver: SqliteDriverName): 'ours' | 'blank' | 'thei
   }
 }
 
+/** The first eight bytes of a rollback journal. */
+const JOURNAL_MAGIC = Buffer.from('d9d505f920a163d7', 'hex');
 /** The first four bytes of a write-ahead log, big-endian (two checksum byte orders). */
 const WAL_MAGIC = new Set([0x377f0682, 0x377f0683]);
 /** The first field of a WAL index (-shm), in the byte order of the machine that wrote it. */
@@ -102,11 +104,18 @@ const SHM_VERSION = 3007000;
  * and rewrites them: `--db Cargo` in a Rust project would have deleted
  * Cargo.lock, and `--db notes` a file named notes-wal. A file of those
  * names that its first bytes show to be what the server would make (a pid;
- * SQLite's headers) is not refused, nor an empty one.
+ * SQLite's headers) is not refused, nor an empty one. Beside an index of
+ * ours (`ourIndex`) SQLite's files are that index's, whatever state a killed
+ * server left them in (a -shm it had only begun), so only the lock is
+ * looked at. SQLite also takes `<path>-journal` (deleted beside an empty
+ * database, played back as a hot journal beside another).
  */
-export function foreignFileBeside(path: string): string | null {
+export function foreignFileBeside(path: string, ourIndex = false): string | null {
   const lock = `${path}.lock`;
   if (!isOwnFile(lock, (head, size) => size <= 16 && isLockText(head.toString('latin1')))) return `${lock} is there and is not a folder-mcp lock`;
+  if (ourIndex) return null;
+  const journal = `${path}-journal`;
+  if (!isOwnFile(journal, (head) => head.length >= 8 && head.subarray(0, 8).equals(JOURNAL_MAGIC))) return `${journal} is there and is not SQLite's rollback journal`;
   const wal = `${path}-wal`;
   if (!isOwnFile(wal, (head) => head.length >= 4 && WAL_MAGIC.has(head.readUInt32BE(0)))) return `${wal} is there and is not SQLite's write-ahead log`;
   const shm = `${path}-shm`;
@@ -206,7 +215,7 @@ export function dbFileProblem(path: string, ownedLocation: boolean, driver: Sqli
       const why = cannotCreate(path) ?? (found.kind === 'absent' ? null : cannotWrite(path));
       if (why !== null) return `${what} ${why}${ownedLocation ? '; give a writable place with --db PATH (or --db :memory:)' : ''}`;
       // Our own cache folder holds nothing but indexes and what comes with them.
-      const beside = ownedLocation ? null : foreignFileBeside(path);
+      const beside = ownedLocation ? null : foreignFileBeside(path, found.kind === 'index');
       return beside === null ? null : `${what}: ${beside}; refusing to overwrite it: give another path, or remove it yourself`;
     }
     case 'refuse':

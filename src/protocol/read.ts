@@ -95,11 +95,13 @@ async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerB
   // Any other large answer waits for a turn of the event loop of its own: its encoding and its JSON are tens of
   // milliseconds that would otherwise run back to back with the next large one's, every other client waiting behind.
   if (!deferred && content.bytes.length > LARGE_ANSWER_BYTES) await ctx.largeAnswers.next();
+  // Converted first: a deferred content's share of the read budget is let go when its answer is not taken within a
+  // few seconds of the defer (answer-blobs.ts), and a conversion's time is not its client's.
+  const alternatives = await ctx.convert(entry, content);
   const primary: ContentItem =
     content.text !== undefined
       ? { ...resource, size: representationSize(content), text: content.text }
       : { ...resource, size: representationSize(content), blob: deferred ? blobs.defer(content.bytes, share?.hold()) : content.bytes.toString('base64') };
-  const alternatives = await ctx.convert(entry, content);
   return [primary, ...alternatives.map((alt) => ({ ...resource, ...alt }))];
 }
 

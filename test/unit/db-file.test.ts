@@ -89,7 +89,10 @@ describe('inspectDbFile and dbFileProblem', () => {
       ['linked', 'linked-wal', 'link', /linked-wal is there and is not SQLite's write-ahead log/],
       ['memo', 'memo-shm', 'my shm notes\n', /memo-shm is there and is not SQLite's shared-memory file/],
       ['shared', 'shared-shm', shm, null],
-      ['ours.db', 'ours.db-wal', 'not a log\n', /ours\.db-wal is there/],
+      // Beside an index of ours, SQLite's files are its own (a killed server's -shm may be half made).
+      ['ours.db', 'ours.db-shm', 'abc', null],
+      ['work', 'work-journal', 'my journal entry\n', /work-journal is there and is not SQLite's rollback journal/],
+      ['journaled', 'journaled-journal', Buffer.concat([Buffer.from('d9d505f920a163d7', 'hex'), Buffer.alloc(24)]), null],
     ];
     const room = join(dir.path, 'beside');
     mkdirSync(room);

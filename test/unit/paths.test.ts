@@ -143,8 +143,9 @@ describe('resolveWritePath', () => {
       mkdirSync(join(b, 'same'));
       writeFileSync(join(b, 'same/todo.md'), 'theirs\n');
       assert.deepEqual(resolveWritePath('same/todo.md', roots), { path: join(a, 'todo.md'), shown: 'same/todo.md' });
-      // Its folder missing, the label form is one reading among the others: here as deep as the second root's.
-      assert.throws(() => resolveWritePath('same/nowhere/todo.md', roots), /Ambiguous path same\/nowhere\/todo\.md: .*same~2\/same\/nowhere\/todo\.md, same\/nowhere\/todo\.md\./);
+      // Its folder missing too: still the label's folder (the write then fails there), never the second root's.
+      mkdirSync(join(b, 'same/nowhere'));
+      assert.equal(resolveWritePath('same/nowhere/todo.md', roots)?.path, join(a, 'nowhere/todo.md'));
       // What lies behind a symlink (here: outside both roots) does not make a reading win.
       mkdirSync(join(realpathSync(dir.path), 'outside/deep'), { recursive: true });
       symlinkSync(join(realpathSync(dir.path), 'outside'), join(a, 'link'));
