@@ -18,3 +18,13 @@ export function isNoEntry(error: unknown): boolean {
 export function describeError(error: unknown): string {
   return errnoCode(error) ?? (error as Error | null)?.message ?? String(error);
 }
+
+/** Whether a process of this pid runs here: kill(pid, 0) finds it (EPERM: it runs, as another user). */
+export function pidRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return errnoCode(error) !== 'ESRCH';
+  }
+}

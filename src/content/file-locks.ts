@@ -10,17 +10,17 @@
 // where names fold), so every spelling of one file takes one lock.
 //
 // A holder refreshes its lock's mtime while it holds it; a lock not touched
-// for LOCK_STALE_MS is a crashed holder's, and is taken over. Sooner, a lock
-// whose holder's pid is gone, where that pid means the same process here
-// (the same boot and pid namespace on Linux, the same host elsewhere): a
-// server killed mid-write made the next edit of that file wait 25 s. The lock files
+// for LOCK_STALE_MS is a crashed holder's, and is taken over. Sooner, on
+// Linux, a lock whose holder's pid is gone from the same boot and pid
+// namespace (PID_SCOPE): a server killed mid-write made the next edit of that
+// file wait 25 s. The lock files
 // are never listed nor searched (index/ignore.ts). Programs that are not
 // folder-mcp do not look at them: against those, the write's own checks
 // (safe-write.ts) are what holds.
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, openSync, readFileSync, readlinkSync, realpathSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
 import { basename, childPrefix, dirname, foldName, toSlashPath } from '../fs-path.ts';
-import { errnoCode } from '../errno.ts';
+import { errnoCode, pidRuns } from '../errno.ts';
 
 /** A lock file's name starts so (index/ignore.ts leaves such names out of the index). */
 export const LOCK_FILE_PREFIX = '.folder-mcp-lock-';
@@ -130,15 +130,6 @@ export function holderGone(text: string, scope: string = PID_SCOPE, runs: (pid: 
   const [pid, lockScope] = text.trim().split(' ');
   const n = Number(pid);
   return !scope.startsWith('none-') && lockScope === scope && Number.isInteger(n) && n > 0 && !runs(n);
-}
-
-function pidRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return errnoCode(error) !== 'ESRCH';
-  }
 }
 
 /** A lock untouched for LOCK_STALE_MS, or whose holder is gone: its holder died. Removed, so that the next try takes it. */

@@ -5,16 +5,13 @@
 // process that died is taken over.
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { pidRuns } from '../errno.ts';
 
 export type LockResult = { acquired: true; release(): void } | { acquired: false; heldBy: number };
 
 /** Whether `pid` is a live folder-mcp: it exists, and where /proc tells, runs our CLI (a zombie or a reused pid does not). */
 function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false; // EPERM: alive, someone else's
-  }
+  if (!pidRuns(pid)) return false;
   try {
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
     return cmdline.includes('folder-mcp') || cmdline.includes('cli.js');
