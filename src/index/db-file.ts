@@ -36,16 +36,11 @@ export function inspectDbFile(path: string, driver: SqliteDriverName = chooseDri
   if (stats.isDirectory()) return { kind: 'refuse', reason: 'is a folder, not a file' };
   if (!stats.isFile()) return { kind: 'refuse', reason: 'is not a regular file' };
   if (stats.size === 0) return { kind: 'empty' };
-  const head = Buffer.alloc(SQLITE_HEADER.length);
-  let fd: number | undefined;
+  let head: Buffer;
   try {
-    // O_NONBLOCK: a file swapped for a FIFO since the stat does not hang start-up.
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-    readSync(fd, head, 0, head.length, 0);
+    head = headOf(path, SQLITE_HEADER.length);
   } catch (error) {
     return { kind: 'refuse', reason: `cannot be read (${describeError(error)})` };
-  } finally {
-    if (fd !== undefined) closeSync(fd);
   }
   if (!head.equals(SQLITE_HEADER)) return { kind: 'refuse', reason: 'is not an SQLite database, so not a folder-mcp index' };
   switch (whose(path, driver)) {
@@ -135,15 +130,22 @@ function isOwnFile(path: string, looksOurs: (head: Buffer, size: number) => bool
   }
   if (!stats.isFile()) return false;
   if (stats.size === 0) return true;
-  const head = Buffer.alloc(Math.min(stats.size, 32));
-  let fd: number | undefined;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-    return looksOurs(head.subarray(0, readSync(fd, head, 0, head.length, 0)), stats.size);
+    return looksOurs(headOf(path, 32), stats.size);
   } catch {
     return false;
+  }
+}
+
+/** The first `length` bytes of the file at `path` (fewer when it is shorter). */
+function headOf(path: string, length: number): Buffer {
+  const head = Buffer.alloc(length);
+  // O_NONBLOCK: a file swapped for a FIFO since it was looked at does not hang start-up.
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    return head.subarray(0, readSync(fd, head, 0, length, 0));
   } finally {
-    if (fd !== undefined) closeSync(fd);
+    closeSync(fd);
   }
 }
 
