@@ -64,13 +64,19 @@ function target(ctx: ServerContext, text: string): WritePath {
   if (!found) throw new ToolFailure(`Not found: ${String(echo(text))} (not a path in the served folders)`);
   const root = findRoot(ctx.roots, found.path);
   const depth = root ? found.path.slice(root.path.length).split('/').filter(Boolean).length : 0;
-  if (depth > MAX_WRITE_DEPTH || Buffer.byteLength(found.path) > MAX_WRITE_PATH_BYTES) {
+  const bytes = Buffer.byteLength(found.path);
+  if (depth > MAX_WRITE_DEPTH || bytes > MAX_WRITE_PATH_BYTES) {
     throw new ToolFailure(
-      `Cannot change ${String(echo(text))}: the path is ${depth} folders deep below its served folder and ${Buffer.byteLength(found.path)} bytes long; ` +
+      `Cannot change ${String(echo(text))}: the path is ${depth} folders deep below its served folder and ${bytes} bytes long; ` +
         `the write tools take at most ${MAX_WRITE_DEPTH} and ${MAX_WRITE_PATH_BYTES}`,
     );
   }
   return found;
+}
+
+/** A regular file is at `path` now (not followed through a last symlink). */
+function isFileNow(path: string): boolean {
+  return lstatSync(path, { throwIfNoEntry: false })?.isFile() === true;
 }
 
 function writeFailure(error: unknown, shown: string): ToolFailure {
@@ -261,7 +267,7 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
     let indexed = ctx.index.store.get(pathToUri(where.path, false));
     // Made a moment ago by another program, the watcher may not have told the index yet: it looks now.
     // Nothing there (or a folder): no look, which would take the write queue's turn for nothing.
-    if (!indexed && lstatSync(where.path, { throwIfNoEntry: false })?.isFile()) {
+    if (!indexed && isFileNow(where.path)) {
       await ctx.refresh([where.path]);
       indexed = ctx.index.store.get(pathToUri(where.path, false));
     }
@@ -279,7 +285,7 @@ export const editTool: ToolDefinition<z.infer<typeof editInput>> = {
       const read = await readForEdit(ctx, where.path, maxBytes).catch((error: unknown) => {
         // The file opened was no longer at its path when looked at (another program saved it by a rename meanwhile):
         // a read says not found, but the file is there, and this is an edit of it.
-        if (error instanceof ContentError && error.reason === 'not-found' && lstatSync(where.path, { throwIfNoEntry: false })?.isFile()) {
+        if (error instanceof ContentError && error.reason === 'not-found' && isFileNow(where.path)) {
           throw new ToolFailure(`Cannot edit ${where.shown}: another program replaced it while it was read; nothing was changed; try again`);
         }
         throw error;

@@ -57,6 +57,7 @@ export function boundedOnEnd(
   stallMs = UNREAD_STALL_MS,
 ): { stream: ReadableStream<Uint8Array>; abandon: () => void } {
   const reader = body.getReader();
+  const hardMax = maxUnread * UNREAD_HARD_FACTOR;
   let over = false;
   let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
   /** When the client last took something (or waited with nothing queued). */
@@ -94,8 +95,8 @@ export function boundedOnEnd(
               if (queued < queuedBefore + value.byteLength) lastTaken = performance.now();
               queuedBefore = queued;
               const stalled = performance.now() - lastTaken >= stallMs;
-              if (queued > maxUnread * UNREAD_HARD_FACTOR || (queued > maxUnread && stalled)) {
-                return end(new Error(`its client left more than ${queued > maxUnread * UNREAD_HARD_FACTOR ? maxUnread * UNREAD_HARD_FACTOR : maxUnread} bytes unread`));
+              if (queued > hardMax || (queued > maxUnread && stalled)) {
+                return end(new Error(`its client left more than ${queued > hardMax ? hardMax : maxUnread} bytes unread`));
               }
             }
           } catch (error) {

@@ -61,8 +61,9 @@ test('past sixteen times the bound, the stream is cut at once, stalled or not', 
 test('a burst over the bound that the client goes on reading is not cut (a checkout touching many subscribed files)', async () => {
   const { body, cancelled } = source(64, 16 * 1024);
   let ended = 0;
-  // 256 KiB, 200 ms: the burst of 1 MiB is queued at once, and the client reads it a piece every few ms.
-  const { stream } = boundedOnEnd(body, () => ended++, 256 * 1024, 200);
+  // 256 KiB, and a stall time (5 s) the burst's own making never reaches, on a machine however busy: the 1 MiB burst
+  // is queued at once, and the client reads it a piece every few ms.
+  const { stream } = boundedOnEnd(body, () => ended++, 256 * 1024, 5_000);
   await new Promise((resolve) => setImmediate(resolve));
   const reader = stream.getReader();
   let bytes = 0;
