@@ -1,10 +1,10 @@
 // The lock files that order changes across processes (src/content/file-locks.ts).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, realpathSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { spawnSync } from 'node:child_process';
-import { FileLockTimeout, holderGone, LOCK_FILE_PREFIX, LOCK_STALE_MS, lockFileOf, lockFiles, PID_SCOPE } from '../../src/content/file-locks.ts';
+import { BREAKER_STALE_MS, breakerOf, FileLockTimeout, holderGone, LOCK_FILE_PREFIX, LOCK_STALE_MS, lockFileOf, lockFiles, PID_SCOPE } from '../../src/content/file-locks.ts';
 import { tempDir } from '../basics.ts';
 
 describe('file locks', () => {
@@ -64,6 +64,33 @@ describe('file locks', () => {
       writeFileSync(lock, `${dead} ${PID_SCOPE} abc\n`);
       // Far sooner than the stale time: the wait would otherwise end in FileLockTimeout.
       const taken = await lockFiles([file], performance.now() + LOCK_STALE_MS / 2, false);
+      taken.release();
+      assert.deepEqual(readdirSync(dir.path), []);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test("a dead holder's lock is removed by one taker at a time: not while another's breaker is fresh; a dead taker's breaker is removed", async () => {
+    const dir = tempDir('folder-mcp-file-locks-');
+    try {
+      const file = join(dir.path, 'f.txt');
+      const lock = lockFileOf(file, false);
+      const breaker = breakerOf(lock);
+      const age = (path: string, ms: number) => {
+        const then = new Date(Date.now() - ms);
+        utimesSync(path, then, then);
+      };
+      writeFileSync(lock, '999999 dead\n');
+      age(lock, LOCK_STALE_MS + 1000);
+      // Another taker is judging it: two that both judged it dead each removed it, the second the first's new lock.
+      writeFileSync(breaker, '');
+      await assert.rejects(lockFiles([file], performance.now() + 100, false), FileLockTimeout);
+      assert.equal(readFileSync(lock, 'utf8'), '999999 dead\n', 'the lock is left to the breaker holder');
+      // That taker was killed holding the breaker: it is removed once old, and the dead lock taken.
+      age(breaker, BREAKER_STALE_MS + 1000);
+      const taken = await lockFiles([file], performance.now() + 5_000, false);
+      assert.notEqual(readFileSync(lock, 'utf8'), '999999 dead\n');
       taken.release();
       assert.deepEqual(readdirSync(dir.path), []);
     } finally {
