@@ -15,7 +15,7 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from '../protocol/wire.ts';
 import { createServer, type ServerInfo } from '../server.ts';
 import { ArrivalGate, TurnBudget } from '../turns.ts';
 import { readBody, refuseBody } from './body.ts';
-import { checkRequest, type GuardPolicy } from './guard.ts';
+import { checkRequest, headersOf, type GuardPolicy } from './guard.ts';
 import { HealthProbes } from './health.ts';
 import { HttpListeners } from './listeners.ts';
 import type { Metrics } from './metrics.ts';
@@ -145,11 +145,7 @@ export class McpEndpoint implements ServedEndpoint {
   }
 
   answer(req: IncomingMessage, res: ServerResponse): void {
-    const refusal = checkRequest(this.options.policy, {
-      host: req.headers.host,
-      origin: req.headers.origin,
-      authorization: req.headers.authorization,
-    });
+    const refusal = checkRequest(this.options.policy, headersOf(req));
     if (refusal) return refuse(res, refusal.status, refusal.message, refusal.headers);
     // Streamable HTTP has three methods; anything else (TRACE, PUT, ...) is 405, not an internal error.
     if (!ALLOWED_METHODS.includes(req.method ?? '')) return refuse(res, 405, 'Method Not Allowed', { allow: ALLOWED_METHODS.join(', ') });

@@ -19,12 +19,22 @@ export function guardPolicy(allowedHosts: readonly string[], token: string | und
 
 export interface RequestHeaders {
   host: string | undefined;
+  /** How many Host lines the request had: Node keeps the first of several. 1 when not given. */
+  hostLines?: number;
   origin: string | undefined;
   authorization: string | undefined;
 }
 
+/** The headers checkRequest looks at, from a request as Node parsed it (`rawHeaders` counts the Host lines). */
+export function headersOf(req: { headers: Record<string, string | string[] | undefined>; rawHeaders: readonly string[] }): RequestHeaders {
+  let hostLines = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]?.toLowerCase() === 'host') hostLines++;
+  const one = (value: string | string[] | undefined) => (Array.isArray(value) ? value.join(', ') : value);
+  return { host: one(req.headers.host), hostLines, origin: one(req.headers.origin), authorization: one(req.headers.authorization) };
+}
+
 export interface Refusal {
-  status: 401 | 403;
+  status: 400 | 401 | 403;
   message: string;
   headers: Record<string, string>;
 }
@@ -40,6 +50,8 @@ const REALM = 'Bearer realm="folder-mcp"';
  */
 export function checkRequest(policy: GuardPolicy, headers: RequestHeaders): Refusal | null {
   const allowed = [...policy.allowedHosts];
+  // RFC 9112, 3.2: more than one Host line is a 400. Node keeps the first, and a proxy in front may have routed by another.
+  if ((headers.hostLines ?? 1) > 1) return { status: 400, message: 'Bad Request: more than one Host header', headers: {} };
   // A host name and port, nothing else: `evil.com@localhost` parses as localhost with credentials.
   if (headers.host !== undefined && !HOST_HEADER.test(headers.host)) return { status: 403, message: 'Forbidden: Host not allowed', headers: {} };
   if (!validateHostHeader(headers.host, allowed).ok) return { status: 403, message: 'Forbidden: Host not allowed', headers: {} };

@@ -4,7 +4,7 @@
 // has none, but behind the Host and Origin checks like every request.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FolderIndex } from '../index/folder-index.ts';
-import { checkRequest, type GuardPolicy } from './guard.ts';
+import { checkRequest, headersOf, type GuardPolicy } from './guard.ts';
 
 export const HEALTH_PATH = '/healthz';
 export const READY_PATH = '/readyz';
@@ -53,7 +53,7 @@ export class HealthProbes {
     // Security: the token is not asked (a probe has none), but Host and Origin are, as for /mcp: a DNS-rebinding
     // page must not even learn that the server is there. A probe sends the Host it dialled: Kubernetes sends the
     // pod's IP, which a bind to 0.0.0.0 does not name, so give the probe `Host: localhost` or pass --allowed-host.
-    const refusal = checkRequest({ ...this.policy, token: undefined }, { host: req.headers.host, origin: req.headers.origin, authorization: undefined });
+    const refusal = checkRequest({ ...this.policy, token: undefined }, { ...headersOf(req), authorization: undefined });
     if (refusal) {
       send(req, res, refusal.status, { error: refusal.message }, refusal.headers);
       return true;

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HttpListen } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { checkRequest, type GuardPolicy } from './guard.ts';
+import { checkRequest, headersOf, type GuardPolicy } from './guard.ts';
 import type { Metrics } from './metrics.ts';
 
 export const METRICS_PATH = '/metrics';
@@ -17,7 +17,7 @@ const METRICS_MAX_CONNECTIONS = 32;
 /** Answers `req` when it asks for /metrics, and returns true; false for any other path (nothing written). */
 export function answerMetrics(metrics: Metrics, policy: GuardPolicy, req: IncomingMessage, res: ServerResponse, path: string): boolean {
   if (path !== METRICS_PATH) return false;
-  const refusal = checkRequest(policy, { host: req.headers.host, origin: req.headers.origin, authorization: req.headers.authorization });
+  const refusal = checkRequest(policy, headersOf(req));
   if (refusal) {
     sendJson(res, refusal.status, refusal.message, refusal.headers);
     return true;

@@ -58,6 +58,28 @@ describe('/healthz and /readyz with a token set', () => {
       assert.equal((await rawRequest(url(path), 'GET', { host: `localhost:${served.port}` })).status, 200);
     }
   });
+
+  test('two Host lines are a 400 (RFC 9112), whichever comes first: Node would keep the first', async () => {
+    await served.app.services().index.readiness.reached('scanned');
+    const statusOf = (head: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(served.port, '127.0.0.1');
+        let text = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (chunk: string) => (text += chunk));
+        socket.on('end', () => resolve(text.split('\r\n')[0] ?? ''));
+        socket.on('error', reject);
+        socket.end(`${head}\r\nConnection: close\r\n\r\n`);
+      });
+    const local = `Host: 127.0.0.1:${served.port}`;
+    for (const path of ['/healthz', '/mcp']) {
+      assert.match(await statusOf(`GET ${path} HTTP/1.1\r\n${local}\r\nHost: evil.example`), / 400 /, path);
+      assert.match(await statusOf(`GET ${path} HTTP/1.1\r\nHost: evil.example\r\n${local}`), / 40[03] /, path);
+      assert.match(await statusOf(`GET ${path} HTTP/1.1\r\n${local}\r\n${local}`), / 400 /, path);
+    }
+    // One Host line, as every client sends: /healthz answers (/mcp asks for the token).
+    assert.match(await statusOf(`GET /healthz HTTP/1.1\r\n${local}`), / 200 /);
+  });
 });
 
 describe('/readyz follows the first scan', () => {

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseCliArgs, parseHttpListen, UsageError } from '../../src/config.ts';
-import { allowedHostsFor, bearerToken, checkRequest, ExpectedToken, guardPolicy, isLoopbackHost, type GuardPolicy } from '../../src/http/guard.ts';
+import { allowedHostsFor, bearerToken, checkRequest, ExpectedToken, guardPolicy, headersOf, isLoopbackHost, type GuardPolicy } from '../../src/http/guard.ts';
 import { rewriteJson, toLegacyResponse } from '../../src/protocol/sdk/legacy-not-found-http.ts';
 import { loadSecrets } from '../../src/http/secrets.ts';
 import { tempDir } from '../basics.ts';
@@ -14,7 +14,7 @@ const open: GuardPolicy = { allowedHosts: allowedHostsFor('127.0.0.1', ['mcp.exa
 const locked: GuardPolicy = guardPolicy(open.allowedHosts, TOKEN);
 
 describe('checkRequest', () => {
-  const cases: Array<[string, GuardPolicy, { host?: string; origin?: string; authorization?: string }, number | null]> = [
+  const cases: Array<[string, GuardPolicy, { host?: string; hostLines?: number; origin?: string; authorization?: string }, number | null]> = [
     ['loopback Host with port', open, { host: '127.0.0.1:8080' }, null],
     ['localhost', open, { host: 'localhost:1' }, null],
     ['IPv6 loopback', open, { host: '[::1]:8080' }, null],
@@ -38,14 +38,25 @@ describe('checkRequest', () => {
     ['bare token', locked, { host: '127.0.0.1', authorization: TOKEN }, 401],
     ['Host checked before the token', locked, { host: 'evil.example', authorization: `Bearer ${TOKEN}` }, 403],
     ['Origin checked before the token', locked, { host: '127.0.0.1', origin: 'https://evil.example', authorization: `Bearer ${TOKEN}` }, 403],
+    ['two Host lines, the first allowed', open, { host: '127.0.0.1', hostLines: 2 }, 400],
+    ['two Host lines, with the token', locked, { host: '127.0.0.1', hostLines: 2, authorization: `Bearer ${TOKEN}` }, 400],
+    ['one Host line, counted', open, { host: '127.0.0.1', hostLines: 1 }, null],
   ];
   for (const [name, policy, headers, status] of cases) {
     test(name, () => {
-      const refusal = checkRequest(policy, { host: headers.host, origin: headers.origin, authorization: headers.authorization });
+      const refusal = checkRequest(policy, { host: headers.host, hostLines: headers.hostLines, origin: headers.origin, authorization: headers.authorization });
       assert.equal(refusal?.status ?? null, status);
       if (status === 401) assert.match(refusal!.headers['www-authenticate']!, /^Bearer realm="folder-mcp"/);
     });
   }
+});
+
+test('headersOf: the Host lines counted in any case, the headers as Node parsed them', () => {
+  const headers = { host: 'a', origin: 'http://a', authorization: 'Bearer x' };
+  assert.deepEqual(headersOf({ headers, rawHeaders: ['Host', 'a', 'HOST', 'b', 'Origin', 'http://a'] }), { ...headers, hostLines: 2 });
+  assert.equal(headersOf({ headers, rawHeaders: ['host', 'a', 'X-Host', 'b'] }).hostLines, 1);
+  assert.equal(headersOf({ headers: {}, rawHeaders: [] }).hostLines, 0);
+  assert.equal(headersOf({ headers: { origin: ['http://a', 'http://b'] }, rawHeaders: [] }).origin, 'http://a, http://b');
 });
 
 test('bearerToken and ExpectedToken', () => {
