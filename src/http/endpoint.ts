@@ -22,6 +22,7 @@ import type { Metrics } from './metrics.ts';
 import { answerMetrics } from './metrics-serve.ts';
 import { refuse, rpcError, type ServedEndpoint } from './node-server.ts';
 import { LegacySessions, type SessionLimits } from './sessions.ts';
+import { AnswerPacer } from './paced-answers.ts';
 import { MAX_UNREAD_STREAM_BYTES, whenAnswered } from './streams.ts';
 
 export const MCP_PATH = '/mcp';
@@ -51,6 +52,8 @@ const ARRIVAL_TURN_MS = 1;
 export interface EndpointLimits extends SessionLimits {
   /** Largest request body (as stdio's largest line): a longer one is answered 413 and not read. */
   maxBodyBytes: number;
+  /** What answers not yet handed to Node may keep in memory, all together (MAX_HELD_ANSWER_BYTES). */
+  maxHeldAnswerBytes?: number;
 }
 
 export interface EndpointOptions {
@@ -85,6 +88,8 @@ export class McpEndpoint implements ServedEndpoint {
   private listening: HttpListeners | undefined;
   /** Requests being answered. */
   private readonly inFlight = new Set<ServerResponse>();
+  /** Every answer to a POST, written a piece at a time as its client takes it. */
+  readonly pacer: AnswerPacer;
   private draining = false;
 
   constructor(private readonly options: EndpointOptions) {
@@ -99,6 +104,13 @@ export class McpEndpoint implements ServedEndpoint {
     this.sessions = new LegacySessions(app, options.limits, report, options.replicaId === undefined ? '' : `${options.replicaId}.`);
     this.nodeHandler = toNodeHandler({ fetch: (request, requestOptions) => this.route(request, requestOptions) }, { onerror: report });
     this.probes = new HealthProbes(policy, () => this.draining);
+    this.pacer = new AnswerPacer({
+      ...(options.limits.maxHeldAnswerBytes === undefined ? {} : { maxHeldBytes: options.limits.maxHeldAnswerBytes }),
+      onCut: ({ bytes, idleMs }) => {
+        metrics?.refused('answer_not_taken');
+        options.log.debug(`http: an answer's client asked for none of it for ${Math.round(idleMs)} ms while the answers held passed their bound: cut, ${bytes} bytes let go`);
+      },
+    });
   }
 
   /**
@@ -204,11 +216,13 @@ export class McpEndpoint implements ServedEndpoint {
   /** By era: a 2025-era request to its session (or statelessly, outside any), a 2026-07-28 listen to its stream, the rest statelessly. */
   private async route(request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
     const body = requestOptions?.parsedBody;
+    // An answer goes a piece at a time (./paced-answers.ts); a GET's stream is a notification stream, bounded as such.
+    const paced = (response: Response) => (request.method === 'POST' ? this.pacer.pace(response) : response);
     if (await isLegacyRequest(request, body)) {
-      return (await this.sessions.handle(request, body)) ?? this.statelessly(request, requestOptions, toLegacyResponse);
+      return paced((await this.sessions.handle(request, body)) ?? (await this.statelessly(request, requestOptions, toLegacyResponse)));
     }
     if (isListen(body)) return this.listen(body, request, requestOptions);
-    return this.statelessly(request, requestOptions);
+    return paced(await this.statelessly(request, requestOptions));
   }
 
   /**

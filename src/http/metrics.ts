@@ -26,8 +26,10 @@ const TOOL_URI_PREFIX = 'mcp://tools/';
  * connections over the cap (503, or closed by Node past it), half-sent
  * requests evicted past the pending cap, reads past the read budget's queue,
  * listens naming too many URIs, listen streams past the SDK's cap, bodies over
- * 1 MiB (413), new 2025-era sessions when all are busy (503), and requests
- * that arrive while the server drains (503).
+ * 1 MiB (413), new 2025-era sessions when all are busy (503), requests
+ * that arrive while the server drains (503), and answers cut because their
+ * clients stopped taking them while the answers held passed their bound
+ * (./paced-answers.ts).
  */
 export const REFUSAL_BOUNDS = [
   'connection_cap',
@@ -38,6 +40,7 @@ export const REFUSAL_BOUNDS = [
   'body_too_large',
   'sessions_busy',
   'draining',
+  'answer_not_taken',
 ] as const;
 export type RefusalBound = (typeof REFUSAL_BOUNDS)[number];
 

@@ -19,6 +19,8 @@ export { HttpListenError } from './node-server.ts';
 export interface HttpLimits extends ServerLimits {
   /** Largest request body (as stdio's largest line): a longer one is answered 413 and not read. */
   maxBodyBytes: number;
+  /** What answers not yet handed to Node may keep in memory, all together (./paced-answers.ts; tests set it low). */
+  maxHeldAnswerBytes?: number;
 }
 
 export type HttpServeLimits = HttpLimits & SessionLimits;
@@ -46,6 +48,8 @@ export interface HttpEndpoint {
   readonly listeners: HttpListeners;
   /** 2025-era sessions open now. */
   readonly sessions: { readonly size: number; readonly busy: number };
+  /** Answers being written, and their bytes not yet handed to Node (./paced-answers.ts). */
+  readonly answers: { readonly size: number; readonly heldBytes: number };
   /** Stops accepting, lets in-flight requests finish (bounded), ends listen streams, closes every connection. */
   close(): Promise<void>;
 }
@@ -67,6 +71,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint
     url: `http://${host}:${port}${MCP_PATH}`,
     listeners: endpoint.listeners,
     sessions: endpoint.sessions,
+    answers: endpoint.pacer,
     close: () => server.close(),
   };
 }

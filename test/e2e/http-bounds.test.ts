@@ -313,3 +313,49 @@ describe('a body over the limit is answered 413, also while the client is still 
     assert.equal(answer.status, 200);
   });
 });
+
+describe('past the bound of answers held, one its client takes none of is cut; a client that reads is served (red-team: 300 such answers held 1.4 GB)', () => {
+  // Larger than what the kernel's socket buffers take on both sides of a loopback connection (about 10 MB), so that
+  // most of it stays with the server while the client reads nothing.
+  const bigBytes = 24 * 1024 * 1024;
+  const tree = { 'big.txt': 'x'.repeat(bigBytes) };
+  const args = ['--max-read-bytes', String(32 * 1024 * 1024)];
+  // A bound of 1 MiB: the one answer passes it.
+  const pressed = serveInProcess({ maxHeldAnswerBytes: 1024 * 1024 }, tree, { metrics: true, args });
+  const reading = serveInProcess({}, tree, { args });
+  const read = (rootUri: string) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: `${rootUri}big.txt` } });
+
+  test('a client that sends a read and takes nothing: its answer is cut, counted, and what the server held let go', async () => {
+    const cuts = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${pressed.port}/metrics`)).text();
+      return Number(/folder_mcp_refusals_total\{bound="answer_not_taken"\} (\d+)/.exec(text)?.[1] ?? NaN);
+    };
+    const before = await cuts();
+    const body = read(pressed.rootUri);
+    const socket = connectSocket(pressed.port, '127.0.0.1', () => {
+      socket.write(
+        `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+          `MCP-Protocol-Version: 2025-11-25\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      // Takes nothing: what the server writes fills the kernel's buffers, then waits with the server.
+      socket.pause();
+    });
+    socket.on('error', () => {});
+    try {
+      await waitFor(async () => (await cuts()) > before, 60_000, 'the stalled answer to be cut');
+      assert.equal(pressed.endpoint.answers.heldBytes, 0, 'the rest of the answer let go');
+      assert.equal(pressed.endpoint.answers.size, 0);
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  test('a client that reads gets the whole answer, a piece at a time', async () => {
+    const answer = await rawPost(reading.endpoint.url, { 'mcp-protocol-version': '2025-11-25' }, read(reading.rootUri));
+    assert.equal(answer.status, 200);
+    // An SSE answer: its one event's data is the JSON-RPC answer.
+    const data = answer.body.split('\n').find((line) => line.startsWith('data: '));
+    assert.equal(JSON.parse(data!.slice('data: '.length)).result.contents[0].text.length, bigBytes);
+    assert.equal(reading.endpoint.answers.heldBytes, 0);
+  });
+});

@@ -165,7 +165,7 @@ describe('/metrics on the --http listener', () => {
     assert.equal((await count()) - before, 1);
     // Every bound is there, at 0 or more, so a dashboard needs no absent series.
     const { samples } = await scrape();
-    for (const bound of ['connection_cap', 'pending_cap', 'read_budget', 'listen_uris', 'listen_streams', 'sessions_busy', 'draining']) {
+    for (const bound of ['connection_cap', 'pending_cap', 'read_budget', 'listen_uris', 'listen_streams', 'sessions_busy', 'draining', 'answer_not_taken']) {
       assert.ok(samples.some((s) => s.name === 'folder_mcp_refusals_total' && s.labels.bound === bound), bound);
     }
   });
