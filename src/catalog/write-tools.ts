@@ -83,6 +83,7 @@ function writeFailure(error: unknown, shown: string): ToolFailure {
   if (error instanceof WriteError) {
     if (error.reason === 'not-found') return new ToolFailure(`Not found: ${shown} (${error.message})`);
     if (error.reason === 'not-kept') return new ToolFailure(`Changed ${shown}, but ${error.message}: that version is lost`);
+    if (error.reason === 'not-checked') return new ToolFailure(`Changed ${shown}, but ${error.message}`);
     return new ToolFailure(`Cannot change ${shown}: ${error.message}`);
   }
   if (error instanceof ContentError) {

@@ -41,8 +41,12 @@ export const NEW_FILE_MODE = 0o644;
 /** A new folder's mode, less the process umask (mkdir(2) applies it). */
 export const NEW_DIR_MODE = 0o777;
 
-/** `not-kept`: the file was written, and another program's version of it, written at that moment, could not be kept. */
-export type WriteReason = 'not-found' | 'refused' | 'exists' | 'too-large' | 'changed' | 'not-kept';
+/**
+ * `not-kept`: the file was written, and another program's version of it, written at that moment, could not be kept.
+ * `not-checked`: the file was written, and whether another program wrote to the old one at that moment could not be
+ * checked (the held descriptor could not be read).
+ */
+export type WriteReason = 'not-found' | 'refused' | 'exists' | 'too-large' | 'changed' | 'not-kept' | 'not-checked';
 
 /** A write the module will not do; `reason` says why. The catalog turns it into a tool error. */
 export class WriteError extends Error {
@@ -379,8 +383,13 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
     try {
       outside = options.expect && POSIX_FILES ? await rescueOutsideWrite(dir, name, temp, options.expect, { mode, uid: existing?.uid, gid: existing?.gid }, options.maxBytes) : undefined;
     } catch (error) {
-      // The new file is in place: whatever failed here, saying "nothing was changed" would be false.
-      throw new WriteError('not-kept', `another program wrote to it at the same moment, and its version could not be kept beside it (${errnoCode(error) ?? (error as Error).message})`);
+      // The new file is in place: whatever failed here, saying "nothing was changed" would be false. And only a
+      // failure to keep says that another program wrote: one while looking says it could not be known.
+      const why = (failure: unknown) => errnoCode(failure) ?? (failure as Error).message;
+      if (error instanceof KeepFailed) {
+        throw new WriteError('not-kept', `another program wrote to it at the same moment, and its version could not be kept beside it (${why(error.cause)})`);
+      }
+      throw new WriteError('not-checked', `whether another program wrote to the old file at the same moment could not be checked (${why(error)})`);
     }
     return { created: existing === null, tempPath, written: { ino: temp.ino, mtimeNs: temp.mtimeNs }, ...(outside ? { outside } : {}) };
   } finally {
@@ -481,6 +490,18 @@ const GRACE_STEP_MS = 5;
  * program meant; anything else is saved beside the file
  * (`<name>.folder-mcp-kept-<hex>`), and the caller is told either way.
  */
+/** Keeping another program's write failed: the write was found, then lost. */
+class KeepFailed extends Error {
+  override name = 'KeepFailed';
+}
+
+/** `work`, a step of keeping another program's write: its failure is a KeepFailed, told from one while looking. */
+function keeping<T>(work: Promise<T>): Promise<T> {
+  return work.catch((error: unknown) => {
+    throw new KeepFailed('could not keep', { cause: error });
+  });
+}
+
 async function rescueOutsideWrite(
   dir: PinnedDir,
   name: string,
@@ -506,12 +527,12 @@ async function rescueOutsideWrite(
     const size = Number(fstatSync(expect.handle.fd, { bigint: true }).size);
     const head = await bytesOf(expect.handle, original.byteLength);
     if (size < copied || !head.equals(original)) {
-      return keepBeside(dir, name, expect.handle, size, owner, size > maxBytes);
+      return keeping(keepBeside(dir, name, expect.handle, size, owner, size > maxBytes));
     }
     if (size > copied) {
-      if (Number(temp.size) + appended + (size - copied) > maxBytes) return keepBeside(dir, name, expect.handle, size, owner, true);
-      const tail = await bytesAt(expect.handle, copied, size - copied);
-      if (!(await appendToNew(dir, name, temp, tail))) return keepBeside(dir, name, expect.handle, size, owner);
+      if (Number(temp.size) + appended + (size - copied) > maxBytes) return keeping(keepBeside(dir, name, expect.handle, size, owner, true));
+      const tail = await keeping(bytesAt(expect.handle, copied, size - copied));
+      if (!(await keeping(appendToNew(dir, name, temp, tail)))) return keeping(keepBeside(dir, name, expect.handle, size, owner));
       appended += tail.byteLength;
       copied += tail.byteLength;
     }

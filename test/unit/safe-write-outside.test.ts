@@ -163,6 +163,25 @@ describe('an edit never overwrites an outside write in silence', () => {
     assert.equal(readFileSync(long, 'utf8'), 'edited\n');
   });
 
+  test('a look after the rename that fails says the file was changed and the look could not be made, not that another program wrote', async () => {
+    const handle = await open(file(), 'r');
+    const identity = identityOf(handle);
+    const content = await handle.readFile();
+    // The descriptor held since the read is gone when the old file is looked at through it.
+    const write = writeFileSafely(file(), Buffer.from('edited\n'), roots, {
+      maxBytes: 1 << 20,
+      expect: { identity, handle, content },
+      hooks: { afterLastLook: () => handle.close() },
+    });
+    await assert.rejects(write, (error: Error & { reason?: string }) => {
+      assert.equal(error.reason, 'not-checked');
+      assert.match(error.message, /could not be checked \(/);
+      assert.doesNotMatch(error.message, /another program wrote to it/);
+      return true;
+    });
+    assert.equal(readFileSync(file(), 'utf8'), 'edited\n', 'the file was changed, as the error says');
+  });
+
   test('keptNameFor: the name, cut at a character when it must be, and the tag, in at most 255 bytes (pure)', () => {
     const cases: [name: string, expected: string][] = [
       ['a.txt', 'a.txt.folder-mcp-kept-0a1b2c3d'],
