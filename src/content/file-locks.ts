@@ -19,7 +19,7 @@
 // folder-mcp do not look at them: against those, the write's own checks
 // (safe-write.ts) are what holds.
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, lstatSync, openSync, readFileSync, readlinkSync, realpathSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readlinkSync, realpathSync, statSync, unlinkSync, utimesSync, writeSync, type Stats } from 'node:fs';
 import { basename, childPrefix, dirname, foldName, toSlashPath } from '../fs-path.ts';
 import { errnoCode, pidRuns } from '../errno.ts';
 
@@ -92,6 +92,8 @@ async function lockFile(file: string, deadline: number): Promise<HeldFileLock | 
       const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
       writeSync(fd, token);
       closeSync(fd);
+      // A breaker left by a taker killed after it removed a dead lock and before its own end: nobody else removes it.
+      removeIf(breakerOf(file), (stats) => Date.now() - stats.mtimeMs >= BREAKER_LEFT_MS);
       return held(file, token);
     } catch (error) {
       const code = errnoCode(error);
@@ -141,10 +143,18 @@ function isDead(file: string, text: string): boolean {
 /** The breaker a taker holds while it judges a dead holder's lock and removes it: beside the lock, named after it. */
 export const breakerOf = (file: string): string => `${file}-break`;
 /**
- * A breaker is held for a few system calls; one this old was left by a
- * process killed while it held it, and is removed.
+ * A breaker is held for a few system calls; one seen unchanged for this
+ * long, by this process's own clock, was left by a taker killed while it
+ * held it, and is removed. Its mtime alone would do only where every host
+ * sharing the folder has one clock: a host 5 s ahead would take every fresh
+ * breaker for a dead one.
  */
 export const BREAKER_STALE_MS = 5_000;
+/** A breaker whose mtime is this old is a dead taker's whatever this process has seen of it (clocks a minute apart are broken anyway). */
+export const BREAKER_LEFT_MS = 60_000;
+
+/** Breakers found held, and since when (performance.now()), by path: one seen unchanged for BREAKER_STALE_MS is a dead taker's. */
+const breakersSeen = new Map<string, { identity: string; since: number }>();
 
 /**
  * A dead holder's lock, removed so that the next try takes it. One taker at
@@ -162,14 +172,22 @@ function takeOverDead(file: string): boolean {
     return errnoCode(error) === 'ENOENT'; // released meanwhile: try again at once
   }
   const breaker = breakerOf(file);
+  let ours: number | bigint;
   try {
-    closeSync(openSync(breaker, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600));
+    const fd = openSync(breaker, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+    try {
+      ours = fstatSync(fd).ino;
+    } finally {
+      closeSync(fd);
+    }
   } catch (error) {
     const code = errnoCode(error);
     if (code === 'ENOENT') return true; // the folder is gone: the next try finds that out
-    if (code === 'EEXIST') removeDeadBreaker(breaker);
+    if (code !== 'EEXIST') throw error; // no room, no descriptors, no right: said, not waited out as a busy lock
+    removeDeadBreaker(breaker);
     return false; // another taker is at it: its lock, or its breaker's end, is seen at the next try
   }
+  breakersSeen.delete(breaker);
   try {
     if (!isDead(file, readFileSync(file, 'utf8'))) return false; // taken by another taker meanwhile
     unlinkSync(file);
@@ -177,20 +195,35 @@ function takeOverDead(file: string): boolean {
   } catch (error) {
     return errnoCode(error) === 'ENOENT';
   } finally {
-    try {
-      unlinkSync(breaker);
-    } catch {
-      // removed as a dead taker's: we were too slow for BREAKER_STALE_MS, and the lock was judged under it again
-    }
+    // Only our own: one removed as a dead taker's (we stalled past BREAKER_STALE_MS) may be another taker's now.
+    removeIf(breaker, (stats) => stats.ino === ours);
   }
 }
 
-/** A breaker older than BREAKER_STALE_MS: its taker was killed holding it. */
+/** A breaker a taker was killed holding: seen unchanged for BREAKER_STALE_MS, or with an mtime BREAKER_LEFT_MS old. */
 function removeDeadBreaker(breaker: string): void {
+  let stats: Stats;
   try {
-    if (Date.now() - lstatSync(breaker).mtimeMs >= BREAKER_STALE_MS) unlinkSync(breaker);
+    stats = lstatSync(breaker);
   } catch {
-    // gone meanwhile: its taker finished
+    return; // gone meanwhile: its taker finished
+  }
+  const identity = `${stats.dev}:${stats.ino}:${stats.mtimeMs}`;
+  const seen = breakersSeen.get(breaker);
+  if (seen?.identity !== identity) breakersSeen.set(breaker, { identity, since: performance.now() });
+  const dead = (seen?.identity === identity && performance.now() - seen.since >= BREAKER_STALE_MS) || Date.now() - stats.mtimeMs >= BREAKER_LEFT_MS;
+  if (!dead) return;
+  breakersSeen.delete(breaker);
+  // The one judged, not one a taker has made since (another remover was first).
+  removeIf(breaker, (now) => now.ino === stats.ino && now.mtimeMs === stats.mtimeMs);
+}
+
+/** Removes `path` if it is there and `is` it. */
+function removeIf(path: string, is: (stats: Stats) => boolean): void {
+  try {
+    if (is(lstatSync(path))) unlinkSync(path);
+  } catch {
+    // gone already
   }
 }
 

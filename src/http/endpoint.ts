@@ -90,6 +90,10 @@ export class McpEndpoint implements ServedEndpoint {
   private readonly inFlight = new Set<ServerResponse>();
   /** Every answer to a POST, written a piece at a time as its client takes it. */
   readonly pacer: AnswerPacer;
+  /** The response of each POST being answered, by its parsed body (what the SDK hands the handler of it). */
+  private readonly responseOf = new WeakMap<object, ServerResponse>();
+  /** Answers whose bodies make their bytes as they are read (AnswerBlobs): not read ahead. */
+  private readonly madeWhenRead = new WeakSet<Response>();
   private draining = false;
 
   constructor(private readonly options: EndpointOptions) {
@@ -203,6 +207,7 @@ export class McpEndpoint implements ServedEndpoint {
     }
     // Streams (2026 listens, a 2025 session's GET) only end when someone ends them: they are not waited for.
     if (req.method !== 'GET' && !isListen(parsed)) {
+      if (typeof parsed === 'object' && parsed !== null) this.responseOf.set(parsed, res);
       this.inFlight.add(res);
       res.on('close', () => this.inFlight.delete(res));
     }
@@ -217,7 +222,11 @@ export class McpEndpoint implements ServedEndpoint {
   private async route(request: Request, requestOptions?: McpHandlerRequestOptions): Promise<Response> {
     const body = requestOptions?.parsedBody;
     // An answer goes a piece at a time (./paced-answers.ts); a GET's stream is a notification stream, bounded as such.
-    const paced = (response: Response) => (request.method === 'POST' ? this.pacer.pace(response) : response);
+    const paced = (response: Response) => {
+      if (request.method !== 'POST') return response;
+      const res = typeof body === 'object' && body !== null ? this.responseOf.get(body) : undefined;
+      return this.pacer.pace(response, () => res?.destroy(), !this.madeWhenRead.has(response));
+    };
     if (await isLegacyRequest(request, body)) {
       return paced((await this.sessions.handle(request, body)) ?? (await this.statelessly(request, requestOptions, toLegacyResponse)));
     }
@@ -245,7 +254,10 @@ export class McpEndpoint implements ServedEndpoint {
       blobs?.release();
       throw error;
     }
-    return blobs ? blobs.splice(response) : response;
+    if (blobs === undefined) return response;
+    const spliced = blobs.splice(response);
+    this.madeWhenRead.add(spliced);
+    return spliced;
   }
 
   /** A listen stream: what it names is tracked until its body ends, however it ends. */

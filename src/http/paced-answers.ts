@@ -32,6 +32,8 @@ export interface AnswerPacerOptions {
 interface Paced {
   /** When its client last asked for a piece. */
   lastTaken: number;
+  /** Bytes it keeps in memory: an answer that keeps none frees nothing when cut (a small answer, an open SSE answer). */
+  kept: number;
   /** A piece is out and its client has not asked for the next. */
   waiting: boolean;
   cut(): void;
@@ -43,12 +45,13 @@ interface Paced {
  * and Node can take twice that while a write is pending): a red-team pass
  * held 300 answers of a 3.9 MB text file in 1,374 MiB of RSS. Here an answer
  * is handed to Node a piece at a time, the next when the last has gone to
- * the kernel, what each keeps in memory is counted, and past
+ * the kernel, what each keeps in memory is counted (read ahead, for a
+ * source that pushes: see pace()), and past
  * MAX_HELD_ANSWER_BYTES, all answers together, those whose clients have
  * asked for nothing for PRESSED_STALL_MS are cut, the longest stalled first,
- * until the bound holds. A cut lets the rest of the answer go (its client
- * sees the response end unfinished); Node keeps the one piece it was given
- * until the connection closes.
+ * until the bound holds (an answer that keeps nothing, its last piece out,
+ * is never cut: that would free nothing). A cut lets the rest of the answer
+ * go and closes its connection, so that its client sees the answer cut short.
  *
  * Below the bound no answer is cut, however long its client waits: a
  * stall cannot tell a slow reader from a stopped one. The kernel wakes a
@@ -82,45 +85,82 @@ export class AnswerPacer {
     return this.answers.size;
   }
 
-  /** `response`, its body handed on a piece at a time as its client takes it. */
-  pace(response: Response): Response {
+  /**
+   * `response`, its body handed on a piece at a time as its client takes it.
+   * `cutConnection` ends its connection when it is cut. `readAhead`: the body
+   * is read as it comes, and what is read counted, for a source that pushes
+   * with no backpressure (the SDK queues each event of an SSE answer, a
+   * batch's answers one after another, whether or not anyone reads them);
+   * without it, a piece of the body is read only when one is asked for (a
+   * source that makes its bytes when read: AnswerBlobs).
+   */
+  pace(response: Response, cutConnection: () => void = () => {}, readAhead = true): Response {
     if (response.body === null) return response;
-    return new Response(this.paced(response.body), { status: response.status, statusText: response.statusText, headers: response.headers });
+    const body = this.paced(response.body, cutConnection, readAhead);
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   }
 
-  private paced(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  private paced(body: ReadableStream<Uint8Array>, cutConnection: () => void, readAhead: boolean): ReadableStream<Uint8Array> {
     const reader = body.getReader();
-    /** What is left of the chunk being written, and the bytes it keeps in memory (all of its chunk's, until compacted). */
+    /** Chunks read and not yet begun, then what is left of the one being written. */
+    const queue: Uint8Array[] = [];
     let pending: Uint8Array = EMPTY;
-    let kept = 0;
+    /** The bytes the chunk being written keeps in memory: all of its chunk's (pending is a view of it) until compacted. */
+    let pendingKept = 0;
+    let ended = false;
+    let failure: { error: unknown } | undefined;
+    /** A pull waiting for the next chunk read ahead. */
+    let wake: (() => void) | undefined;
     let over = false;
     let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
     const letGo = () => {
       over = true;
-      this.held -= kept;
-      kept = 0;
+      this.held -= answer.kept;
+      answer.kept = 0;
+      queue.length = 0;
       pending = EMPTY;
       this.answers.delete(answer);
+      wake?.();
     };
     const answer: Paced = {
       lastTaken: this.clock.now(),
+      kept: 0,
       waiting: false,
       cut: () => {
         if (over) return;
-        const bytes = kept;
+        const bytes = answer.kept;
         const idleMs = this.clock.now() - answer.lastTaken;
         letGo();
-        const error = new Error(`its client asked for none of it for ${Math.round(idleMs)} ms while the answers held passed their bound`);
-        try {
-          ctrl?.error(error);
-        } catch {
-          // already closed
-        }
-        void reader.cancel(error).catch(() => {});
+        fail(ctrl, reader, new Error(`its client asked for none of it for ${Math.round(idleMs)} ms while the answers held passed their bound`));
+        // The Node adapter ends a response whose body fails as if it were whole: the connection is cut instead, so
+        // that the client (or a proxy) sees an answer cut short, not a complete 200 missing its end.
+        cutConnection();
         this.onCut({ bytes, idleMs });
       },
     };
+    /** One chunk of the source into the queue, counted; false once it has ended or failed. */
+    const readOne = async (): Promise<boolean> => {
+      try {
+        const next = await reader.read();
+        if (over) return false;
+        if (next.done) {
+          ended = true;
+          return false;
+        }
+        queue.push(next.value);
+        answer.kept += next.value.length;
+        this.hold(next.value.length);
+        return true;
+      } catch (error) {
+        failure = { error };
+        return false;
+      } finally {
+        wake?.();
+        wake = undefined;
+      }
+    };
     this.answers.add(answer);
+    if (readAhead) void readAll(readOne);
     return new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
@@ -131,40 +171,30 @@ export class AnswerPacer {
           answer.lastTaken = this.clock.now();
           answer.waiting = false;
           while (pending.length === 0) {
-            let next: Awaited<ReturnType<typeof reader.read>>;
-            try {
-              next = await reader.read();
-            } catch (error) {
-              if (!over) letGo();
-              throw error;
+            const chunk = queue.shift();
+            if (chunk !== undefined) {
+              pending = chunk;
+              pendingKept = chunk.length;
+              continue;
             }
-            if (over) return;
-            if (next.done) {
+            if (failure !== undefined) {
+              letGo();
+              throw failure.error;
+            }
+            if (ended) {
               letGo();
               return controller.close();
             }
-            pending = next.value;
-            kept = pending.length;
-            this.hold(kept);
+            if (readAhead) await new Promise<void>((resolve) => (wake = resolve));
+            else await readOne();
+            if (over) return;
           }
-          let piece: Uint8Array;
-          if (pending.length <= ANSWER_PIECE_BYTES) {
-            piece = pending;
-            pending = EMPTY;
-          } else {
-            // A copy: a view would keep the whole chunk in memory for as long as Node holds the piece.
-            piece = new Uint8Array(pending.subarray(0, ANSWER_PIECE_BYTES));
-            pending = pending.subarray(ANSWER_PIECE_BYTES);
-          }
-          // What is left is a view of its chunk, which stays in memory whole: once it is half gone, what is left is
-          // copied and the chunk let go (a 4 MB answer costs some 4 MB of copies more, and holds no more than twice
-          // what is left of it).
-          if (pending.length * 2 <= kept) {
-            if (pending.length > 0) pending = new Uint8Array(pending);
-            this.held -= kept - pending.length;
-            kept = pending.length;
-          }
-          controller.enqueue(piece);
+          const next = cutPiece(pending, pendingKept);
+          const freed = pendingKept - next.kept;
+          this.held -= freed;
+          answer.kept -= freed;
+          ({ rest: pending, kept: pendingKept } = next);
+          controller.enqueue(next.piece);
           answer.waiting = true;
         },
         // The client went away (the adapter cancels the body when the response closes).
@@ -173,7 +203,7 @@ export class AnswerPacer {
           return reader.cancel(reason);
         },
       },
-      // Nothing read ahead: a piece is asked for only when the adapter wants one.
+      // Nothing queued for the adapter: a piece is made only when it asks for one.
       { highWaterMark: 0 },
     );
   }
@@ -196,7 +226,7 @@ export class AnswerPacer {
     this.pressure = undefined;
     if (this.held <= this.maxHeld) return;
     const now = this.clock.now();
-    const waiting = [...this.answers].filter((a) => a.waiting).sort((a, b) => a.lastTaken - b.lastTaken);
+    const waiting = [...this.answers].filter((a) => a.waiting && a.kept > 0).sort((a, b) => a.lastTaken - b.lastTaken);
     let next = now + PRESSED_STALL_MS;
     for (const answer of waiting) {
       if (this.held <= this.maxHeld) return;
@@ -208,4 +238,34 @@ export class AnswerPacer {
     }
     if (this.held > this.maxHeld) this.pressure = this.clock.setTimeout(() => this.relieve(), Math.max(1, next - now), { background: true });
   }
+}
+
+/**
+ * The next piece of `pending` (a view of a chunk that keeps `kept` bytes in
+ * memory), what is left of it, and what that keeps. A piece of a larger
+ * chunk is a copy: a view would keep the whole chunk in memory for as long
+ * as Node holds the piece. Once half of the chunk is gone what is left is
+ * copied and the chunk let go (a 4 MB answer costs some 4 MB of copies
+ * more, and keeps no more than twice what is left of it).
+ */
+export function cutPiece(pending: Uint8Array, kept: number): { piece: Uint8Array; rest: Uint8Array; kept: number } {
+  if (pending.length <= ANSWER_PIECE_BYTES) return { piece: pending, rest: EMPTY, kept: 0 };
+  const piece = new Uint8Array(pending.subarray(0, ANSWER_PIECE_BYTES));
+  const rest = pending.subarray(ANSWER_PIECE_BYTES);
+  return rest.length * 2 <= kept ? { piece, rest: new Uint8Array(rest), kept: rest.length } : { piece, rest, kept };
+}
+
+/** Ends the paced body with `error` (it may be closed already) and cancels its source. */
+function fail(ctrl: ReadableStreamDefaultController<Uint8Array> | undefined, reader: ReadableStreamDefaultReader<Uint8Array>, error: Error): void {
+  try {
+    ctrl?.error(error);
+  } catch {
+    // already closed
+  }
+  void reader.cancel(error).catch(() => {});
+}
+
+/** Calls `readOne` until it says the source is over. */
+async function readAll(readOne: () => Promise<boolean>): Promise<void> {
+  while (await readOne());
 }

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlink
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { spawnSync } from 'node:child_process';
-import { BREAKER_STALE_MS, breakerOf, FileLockTimeout, holderGone, LOCK_FILE_PREFIX, LOCK_STALE_MS, lockFileOf, lockFiles, PID_SCOPE } from '../../src/content/file-locks.ts';
+import { BREAKER_LEFT_MS, BREAKER_STALE_MS, breakerOf, FileLockTimeout, holderGone, LOCK_FILE_PREFIX, LOCK_STALE_MS, lockFileOf, lockFiles, PID_SCOPE } from '../../src/content/file-locks.ts';
 import { tempDir } from '../basics.ts';
 
 describe('file locks', () => {
@@ -87,11 +87,25 @@ describe('file locks', () => {
       writeFileSync(breaker, '');
       await assert.rejects(lockFiles([file], performance.now() + 100, false), FileLockTimeout);
       assert.equal(readFileSync(lock, 'utf8'), '999999 dead\n', 'the lock is left to the breaker holder');
-      // That taker was killed holding the breaker: it is removed once old, and the dead lock taken.
-      age(breaker, BREAKER_STALE_MS + 1000);
-      const taken = await lockFiles([file], performance.now() + 5_000, false);
+      // That taker was killed holding the breaker: once this process has seen it unchanged for BREAKER_STALE_MS (its
+      // own clock: another host's may be ahead), it is removed and the dead lock taken.
+      const since = performance.now();
+      const taken = await lockFiles([file], performance.now() + 30_000, false);
+      assert.ok(performance.now() - since >= BREAKER_STALE_MS, 'not before it was seen held for the stale time');
       assert.notEqual(readFileSync(lock, 'utf8'), '999999 dead\n');
       taken.release();
+      assert.deepEqual(readdirSync(dir.path), []);
+      // One whose mtime is a minute old is a dead taker's at once, whatever this process has seen of it.
+      writeFileSync(lock, '999999 dead\n');
+      age(lock, LOCK_STALE_MS + 1000);
+      writeFileSync(breaker, '');
+      age(breaker, BREAKER_LEFT_MS + 1000);
+      (await lockFiles([file], performance.now() + BREAKER_STALE_MS / 2, false)).release();
+      assert.deepEqual(readdirSync(dir.path), []);
+      // One left beside no lock (its taker killed after removing the dead lock): removed when the lock is next taken.
+      writeFileSync(breaker, '');
+      age(breaker, BREAKER_LEFT_MS + 1000);
+      (await lockFiles([file], performance.now() + 1000, false)).release();
       assert.deepEqual(readdirSync(dir.path), []);
     } finally {
       dir.cleanup();

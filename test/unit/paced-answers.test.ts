@@ -8,14 +8,17 @@ import { TestClock } from '../test-clock.ts';
 
 const PIECE = ANSWER_PIECE_BYTES;
 
-/** An answer of `bytes` bytes in one chunk, as the SDK writes a JSON answer, its end read after it; whether it was cancelled. */
-function answer(bytes: number, fill = 7): { response: Response; cancelled: () => boolean } {
+/**
+ * An answer of `bytes` bytes in one chunk, as the SDK writes a JSON answer, its end read after it (`open`: no end, as an
+ * SSE answer whose call goes on); whether it was cancelled.
+ */
+function answer(bytes: number, fill = 7, open = false): { response: Response; cancelled: () => boolean } {
   let cancelled = false;
   let sent = false;
   const body = new ReadableStream<Uint8Array>(
     {
       pull(controller) {
-        if (sent) return controller.close();
+        if (sent) return open ? undefined : controller.close();
         sent = true;
         controller.enqueue(new Uint8Array(bytes).fill(fill));
       },
@@ -85,8 +88,9 @@ describe('paced answers', () => {
     const clock = new TestClock();
     const { pacer: paced, cuts } = pacer(clock, 20 * PIECE);
     // Two clients that took a first piece and nothing since, the first for longer.
-    const firstSource = answer(8 * PIECE, 1);
-    const first = paced.pace(firstSource.response).body!.getReader();
+    const firstSource = answer(8 * PIECE, 1, true);
+    let connectionCut = 0;
+    const first = paced.pace(firstSource.response, () => connectionCut++).body!.getReader();
     await first.read();
     clock.advance(1_000);
     const second = paced.pace(answer(8 * PIECE, 2).response).body!.getReader();
@@ -103,6 +107,7 @@ describe('paced answers', () => {
     assert.deepEqual(cuts, [{ bytes: 8 * PIECE, idleMs: 1_000 + PRESSED_STALL_MS }]);
     await assert.rejects(first.read(), /asked for none of it/);
     assert.equal(firstSource.cancelled(), true);
+    assert.equal(connectionCut, 1, 'its connection is cut too: the Node adapter would end the response as if whole');
     assert.equal(paced.heldBytes, 18 * PIECE);
     // The others go on to their ends.
     assert.deepEqual([await drain(second), await drain(reading), await drain(fourth)], [7, 3, 5]);
@@ -134,10 +139,64 @@ describe('paced answers', () => {
     assert.equal(paced.heldBytes, 0);
   });
 
+  test('past the bound, an answer that keeps nothing (its last piece out, an SSE answer between events) is not cut: that frees nothing', async () => {
+    const clock = new TestClock();
+    const { pacer: paced, cuts } = pacer(clock, 4 * PIECE);
+    // An SSE answer whose first event went out and whose client has not asked for more: it keeps nothing.
+    let sse: ReadableStreamDefaultController<Uint8Array> | undefined;
+    const open = paced
+      .pace(new Response(new ReadableStream<Uint8Array>({ start: (controller) => void (sse = controller) }, { highWaterMark: 0 })))
+      .body!.getReader();
+    const event = open.read();
+    sse!.enqueue(new Uint8Array(100));
+    await event;
+    clock.advance(5_000);
+    const big = paced.pace(answer(8 * PIECE).response).body!.getReader();
+    await big.read();
+    clock.advance(PRESSED_STALL_MS);
+    assert.deepEqual(
+      cuts.map((cut) => cut.bytes),
+      [8 * PIECE],
+      'the one that keeps bytes, though it stalled later',
+    );
+    sse!.close();
+    assert.equal((await open.read()).done, true);
+  });
+
+  test('a source that pushes (a batch of answers, queued by the SDK whether read or not) is read ahead, all of it counted; one made when read is not', async () => {
+    const clock = new TestClock();
+    const { pacer: paced, cuts } = pacer(clock, 16 * PIECE);
+    /** 8 answers of 4 pieces each, pushed at once. */
+    const batch = () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            for (let i = 0; i < 8; i++) controller.enqueue(new Uint8Array(4 * PIECE).fill(i));
+            controller.close();
+          },
+        }),
+      );
+    const lazy = paced.pace(batch(), () => {}, false).body!.getReader();
+    await lazy.read();
+    assert.equal(paced.heldBytes, 4 * PIECE, 'made when read: only the answer being written is counted');
+    assert.equal(await drain(lazy), 31);
+    const pushed = paced.pace(batch()).body!.getReader();
+    await pushed.read();
+    // The whole batch is in memory whatever the pacer does: read ahead, it is counted, and past the bound it is cut.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(paced.heldBytes, 32 * PIECE);
+    clock.advance(PRESSED_STALL_MS);
+    assert.deepEqual(
+      cuts.map((cut) => cut.bytes),
+      [32 * PIECE],
+    );
+    assert.equal(paced.heldBytes, 0);
+  });
+
   test('a client that goes away: its answer let go, the source cancelled, nothing held', async () => {
     const clock = new TestClock();
     const { pacer: paced, cuts } = pacer(clock);
-    const source = answer(4 * PIECE);
+    const source = answer(4 * PIECE, 7, true);
     const reader = paced.pace(source.response).body!.getReader();
     await reader.read();
     await reader.cancel(new Error('gone'));
