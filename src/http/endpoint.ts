@@ -92,8 +92,8 @@ export class McpEndpoint implements ServedEndpoint {
   readonly pacer: AnswerPacer;
   /** The response of each POST being answered, by its parsed body (what the SDK hands the handler of it). */
   private readonly responseOf = new WeakMap<object, ServerResponse>();
-  /** Answers whose bodies make their bytes as they are read (AnswerBlobs): not read ahead. */
-  private readonly madeWhenRead = new WeakSet<Response>();
+  /** What makes an answer's large binary contents as it is read (AnswerBlobs), by answer: paced after the reading ahead. */
+  private readonly spliceOf = new WeakMap<Response, (body: ReadableStream<Uint8Array>) => ReadableStream<Uint8Array>>();
   private draining = false;
 
   constructor(private readonly options: EndpointOptions) {
@@ -223,9 +223,9 @@ export class McpEndpoint implements ServedEndpoint {
     const body = requestOptions?.parsedBody;
     // An answer goes a piece at a time (./paced-answers.ts); a GET's stream is a notification stream, bounded as such.
     const paced = (response: Response) => {
-      if (request.method !== 'POST') return response;
+      if (request.method !== 'POST' && !this.spliceOf.has(response)) return response;
       const res = typeof body === 'object' && body !== null ? this.responseOf.get(body) : undefined;
-      return this.pacer.pace(response, () => res?.destroy(), !this.madeWhenRead.has(response));
+      return this.pacer.pace(response, () => res?.destroy(), this.spliceOf.get(response));
     };
     if (await isLegacyRequest(request, body)) {
       return paced((await this.sessions.handle(request, body)) ?? (await this.statelessly(request, requestOptions, toLegacyResponse)));
@@ -255,9 +255,13 @@ export class McpEndpoint implements ServedEndpoint {
       throw error;
     }
     if (blobs === undefined) return response;
-    const spliced = blobs.splice(response);
-    this.madeWhenRead.add(spliced);
-    return spliced;
+    if (response.body === null) {
+      blobs.release();
+      return response;
+    }
+    // Spliced as the answer is paced (every answer to a POST is), between its reading ahead and its pieces.
+    this.spliceOf.set(response, (body) => blobs.splice(new Response(body)).body!);
+    return response;
   }
 
   /** A listen stream: what it names is tracked until its body ends, however it ends. */

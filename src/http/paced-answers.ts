@@ -87,40 +87,41 @@ export class AnswerPacer {
 
   /**
    * `response`, its body handed on a piece at a time as its client takes it.
-   * `cutConnection` ends its connection when it is cut. `readAhead`: the body
-   * is read as it comes, and what is read counted, for a source that pushes
-   * with no backpressure (the SDK queues each event of an SSE answer, a
-   * batch's answers one after another, whether or not anyone reads them);
-   * without it, a piece of the body is read only when one is asked for (a
-   * source that makes its bytes when read: AnswerBlobs).
+   * `cutConnection` ends its connection when it is cut. The body is read as
+   * it comes, and what is read counted: the SDK queues each event of an SSE
+   * answer (a batch's answers one after another) whether or not anyone reads
+   * them. `between`: a stream that makes bytes of what it reads, only when it
+   * is read (AnswerBlobs' splice), put between that reading and the pieces.
    */
-  pace(response: Response, cutConnection: () => void = () => {}, readAhead = true): Response {
+  pace(response: Response, cutConnection: () => void = () => {}, between?: (body: ReadableStream<Uint8Array>) => ReadableStream<Uint8Array>): Response {
     if (response.body === null) return response;
-    const body = this.paced(response.body, cutConnection, readAhead);
+    const body = this.paced(response.body, cutConnection, between ?? ((ahead) => ahead));
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   }
 
-  private paced(body: ReadableStream<Uint8Array>, cutConnection: () => void, readAhead: boolean): ReadableStream<Uint8Array> {
-    const reader = body.getReader();
-    /** Chunks read and not yet begun, then what is left of the one being written. */
-    const queue: Uint8Array[] = [];
+  private paced(
+    body: ReadableStream<Uint8Array>,
+    cutConnection: () => void,
+    between: (body: ReadableStream<Uint8Array>) => ReadableStream<Uint8Array>,
+  ): ReadableStream<Uint8Array> {
+    const source = body.getReader();
+    /** What is left of the chunk being written, and what it keeps in memory: all of its chunk (it is a view) until compacted. */
     let pending: Uint8Array = EMPTY;
-    /** The bytes the chunk being written keeps in memory: all of its chunk's (pending is a view of it) until compacted. */
     let pendingKept = 0;
-    let ended = false;
-    let failure: { error: unknown } | undefined;
-    /** A pull waiting for the next chunk read ahead. */
-    let wake: (() => void) | undefined;
     let over = false;
     let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
+    const count = (bytes: number) => {
+      answer.kept += bytes;
+      if (bytes > 0) this.hold(bytes);
+      else this.held += bytes;
+    };
     const letGo = () => {
       over = true;
       this.held -= answer.kept;
       answer.kept = 0;
-      queue.length = 0;
       pending = EMPTY;
       this.answers.delete(answer);
-      wake?.();
+      stage.drop();
     };
     const answer: Paced = {
       lastTaken: this.clock.now(),
@@ -131,36 +132,19 @@ export class AnswerPacer {
         const bytes = answer.kept;
         const idleMs = this.clock.now() - answer.lastTaken;
         letGo();
-        fail(ctrl, reader, new Error(`its client asked for none of it for ${Math.round(idleMs)} ms while the answers held passed their bound`));
+        const error = new Error(`its client asked for none of it for ${Math.round(idleMs)} ms while the answers held passed their bound`);
+        fail(ctrl, reader, error);
+        void source.cancel(error).catch(() => {});
         // The Node adapter ends a response whose body fails as if it were whole: the connection is cut instead, so
         // that the client (or a proxy) sees an answer cut short, not a complete 200 missing its end.
         cutConnection();
         this.onCut({ bytes, idleMs });
       },
     };
-    /** One chunk of the source into the queue, counted; false once it has ended or failed. */
-    const readOne = async (): Promise<boolean> => {
-      try {
-        const next = await reader.read();
-        if (over) return false;
-        if (next.done) {
-          ended = true;
-          return false;
-        }
-        queue.push(next.value);
-        answer.kept += next.value.length;
-        this.hold(next.value.length);
-        return true;
-      } catch (error) {
-        failure = { error };
-        return false;
-      } finally {
-        wake?.();
-        wake = undefined;
-      }
-    };
+    const stage = readingAhead(source, count);
+    const reader = between(stage.ahead).getReader();
     this.answers.add(answer);
-    if (readAhead) void readAll(readOne);
+    stage.start();
     return new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
@@ -171,28 +155,28 @@ export class AnswerPacer {
           answer.lastTaken = this.clock.now();
           answer.waiting = false;
           while (pending.length === 0) {
-            const chunk = queue.shift();
-            if (chunk !== undefined) {
-              pending = chunk;
-              pendingKept = chunk.length;
-              continue;
+            let next: Awaited<ReturnType<typeof reader.read>>;
+            try {
+              next = await reader.read();
+            } catch (error) {
+              // Failed part way: the connection is cut, as for a cut answer, rather than the answer ended as whole.
+              if (!over) {
+                letGo();
+                cutConnection();
+              }
+              throw error;
             }
-            if (failure !== undefined) {
-              letGo();
-              throw failure.error;
-            }
-            if (ended) {
+            if (over) return;
+            if (next.done) {
               letGo();
               return controller.close();
             }
-            if (readAhead) await new Promise<void>((resolve) => (wake = resolve));
-            else await readOne();
-            if (over) return;
+            pending = next.value;
+            pendingKept = pending.length;
+            count(pendingKept);
           }
           const next = cutPiece(pending, pendingKept);
-          const freed = pendingKept - next.kept;
-          this.held -= freed;
-          answer.kept -= freed;
+          count(next.kept - pendingKept);
           ({ rest: pending, kept: pendingKept } = next);
           controller.enqueue(next.piece);
           answer.waiting = true;
@@ -265,7 +249,63 @@ function fail(ctrl: ReadableStreamDefaultController<Uint8Array> | undefined, rea
   void reader.cancel(error).catch(() => {});
 }
 
-/** Calls `readOne` until it says the source is over. */
-async function readAll(readOne: () => Promise<boolean>): Promise<void> {
-  while (await readOne());
+/**
+ * `source` read as it comes, into a queue: `ahead` is what it read, a chunk
+ * a read. Each chunk is counted when read and uncounted when taken (the
+ * taker counts it then). `start` begins the reading; `drop` lets the queue
+ * go and ends `ahead`.
+ */
+function readingAhead(source: ReadableStreamDefaultReader<Uint8Array>, count: (bytes: number) => void): { ahead: ReadableStream<Uint8Array>; start(): void; drop(): void } {
+  const queue: Uint8Array[] = [];
+  let ended = false;
+  let dropped = false;
+  let failure: { error: unknown } | undefined;
+  /** A read of `ahead` waiting for the next chunk. */
+  let wake: (() => void) | undefined;
+  const woken = () => {
+    wake?.();
+    wake = undefined;
+  };
+  const readAll = async () => {
+    try {
+      for (;;) {
+        const next = await source.read();
+        if (dropped || next.done) break;
+        queue.push(next.value);
+        count(next.value.length);
+        woken();
+      }
+    } catch (error) {
+      failure = { error };
+    }
+    ended = true;
+    woken();
+  };
+  const ahead = new ReadableStream<Uint8Array>(
+    {
+      pull: async (controller) => {
+        for (;;) {
+          const chunk = queue.shift();
+          if (chunk !== undefined) {
+            count(-chunk.length);
+            return controller.enqueue(chunk);
+          }
+          if (failure !== undefined) throw failure.error;
+          if (ended || dropped) return controller.close();
+          await new Promise<void>((resolve) => (wake = resolve));
+        }
+      },
+      cancel: (reason) => source.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+  return {
+    ahead,
+    start: () => void readAll(),
+    drop: () => {
+      dropped = true;
+      queue.length = 0;
+      woken();
+    },
+  };
 }

@@ -163,9 +163,7 @@ describe('paced answers', () => {
     assert.equal((await open.read()).done, true);
   });
 
-  test('a source that pushes (a batch of answers, queued by the SDK whether read or not) is read ahead, all of it counted; one made when read is not', async () => {
-    const clock = new TestClock();
-    const { pacer: paced, cuts } = pacer(clock, 16 * PIECE);
+  test('a source that pushes (a batch of answers, queued by the SDK whether read or not) is read ahead and counted whole, also under a stream that makes bytes when read', async () => {
     /** 8 answers of 4 pieces each, pushed at once. */
     const batch = () =>
       new Response(
@@ -176,21 +174,42 @@ describe('paced answers', () => {
           },
         }),
       );
-    const lazy = paced.pace(batch(), () => {}, false).body!.getReader();
-    await lazy.read();
-    assert.equal(paced.heldBytes, 4 * PIECE, 'made when read: only the answer being written is counted');
-    assert.equal(await drain(lazy), 31);
-    const pushed = paced.pace(batch()).body!.getReader();
-    await pushed.read();
-    // The whole batch is in memory whatever the pacer does: read ahead, it is counted, and past the bound it is cut.
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(paced.heldBytes, 32 * PIECE);
-    clock.advance(PRESSED_STALL_MS);
-    assert.deepEqual(
-      cuts.map((cut) => cut.bytes),
-      [32 * PIECE],
-    );
-    assert.equal(paced.heldBytes, 0);
+    /** Passes on what it reads, a chunk each time it is read (as AnswerBlobs' splice does). */
+    const whenRead = (body: ReadableStream<Uint8Array>) => {
+      const upstream = body.getReader();
+      return new ReadableStream<Uint8Array>(
+        {
+          async pull(controller) {
+            const { done, value } = await upstream.read();
+            if (done) controller.close();
+            else controller.enqueue(value);
+          },
+          cancel: (reason) => upstream.cancel(reason),
+        },
+        { highWaterMark: 0 },
+      );
+    };
+    for (const between of [undefined, whenRead]) {
+      const clock = new TestClock();
+      const { pacer: paced, cuts } = pacer(clock, 16 * PIECE);
+      const reader = paced.pace(batch(), () => {}, between).body!.getReader();
+      await reader.read();
+      await new Promise((resolve) => setImmediate(resolve));
+      // The whole batch is in memory whatever the pacer does: read ahead, it is counted, and past the bound it is cut.
+      assert.equal(paced.heldBytes, 32 * PIECE);
+      clock.advance(PRESSED_STALL_MS);
+      assert.deepEqual(
+        cuts.map((cut) => cut.bytes),
+        [32 * PIECE],
+      );
+      assert.equal(paced.heldBytes, 0);
+      // Below the bound, every byte comes, in order.
+      const { pacer: roomy } = pacer(new TestClock());
+      const bytes = new Uint8Array(await new Response(roomy.pace(batch(), () => {}, between).body).arrayBuffer());
+      assert.equal(bytes.length, 32 * PIECE);
+      for (let i = 0; i < 8; i++) assert.equal(bytes[i * 4 * PIECE], i);
+      assert.equal(roomy.heldBytes, 0);
+    }
   });
 
   test('a client that goes away: its answer let go, the source cancelled, nothing held', async () => {
