@@ -62,8 +62,11 @@ describe('the new space held', () => {
       gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
       assert.ok(newSpace() < at, `a last-resort GC shrank the new space (${newSpace() / MiB} MiB)`);
       await waitFor(() => !hold.held(), 30_000, 'the growth given back');
-      const grown = await churn();
-      assert.ok(hold.held() && grown >= at, `grown again to ${grown / MiB} MiB, and held`);
+      let grown = await churn();
+      // The GC entries that engage the hold reach the observer a task or more after the GC (later on a busy
+      // machine: 8 CPU-burning processes beside the suite saw it not yet held when the churn ended).
+      await waitFor(async () => ((grown = Math.max(grown, await churn(10))), hold.held()), 30_000, 'held again');
+      assert.ok(grown >= at, `grown again to ${grown / MiB} MiB`);
       assert.ok(grown < 3 * at, `held at ${at / MiB} MiB, it reached ${grown / MiB} MiB`);
     } finally {
       hold.stop();
