@@ -93,7 +93,7 @@ export class AnswerPacer {
    * them. `between`: a stream that makes bytes of what it reads, only when it
    * is read (AnswerBlobs' splice), put between that reading and the pieces.
    */
-  pace(response: Response, cutConnection: () => void = () => {}, between?: (body: ReadableStream<Uint8Array>) => ReadableStream<Uint8Array>): Response {
+  pace(response: Response, cutConnection: () => void, between?: (body: ReadableStream<Uint8Array>) => ReadableStream<Uint8Array>): Response {
     if (response.body === null) return response;
     const body = this.paced(response.body, cutConnection, between ?? ((ahead) => ahead));
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });

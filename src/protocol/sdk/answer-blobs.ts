@@ -186,23 +186,29 @@ export class AnswerBlobs {
         }
       }
     };
-    return new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        try {
-          await pull(controller);
-        } catch (error) {
+    return new ReadableStream<Uint8Array>(
+      {
+        pull: async (controller) => {
+          try {
+            await pull(controller);
+          } catch (error) {
+            clearTimeout(stall);
+            this.release();
+            void reader.cancel(error).catch(() => {});
+            throw error;
+          }
+        },
+        cancel: (reason) => {
           clearTimeout(stall);
           this.release();
-          void reader.cancel(error).catch(() => {});
-          throw error;
-        }
+          return reader.cancel(reason);
+        },
       },
-      cancel: (reason) => {
-        clearTimeout(stall);
-        this.release();
-        return reader.cancel(reason);
-      },
-    });
+      // Nothing read ahead of its reader: what it reads of the answer is counted where it is read from (the HTTP
+      // pacer's read-ahead), and a chunk pulled early sat here uncounted (a whole event, in an answer counted as
+      // keeping nothing).
+      { highWaterMark: 0 },
+    );
   }
 }
 
