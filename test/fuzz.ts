@@ -227,8 +227,13 @@ const NOT_APPLICABLE = new Set(['ENOENT', 'ERR_FS_EISDIR', 'EEXIST', 'ENOTDIR', 
  * file in it open, the server among them (it reads what changed): the call
  * fails with EPERM, EBUSY or EACCES for as long as that lasts, as it does for
  * a user's own tools. The fuzzer's operations wait that out, for up to 5 s.
+ * A removal reported busy can still complete (the entry was pending delete
+ * while a handle held it), and the retry then finds nothing: `force` there,
+ * where the operation was picked from what was on disk a moment before (the
+ * Windows lane failed once so, under load, removing a folder a hard link
+ * was made in).
  */
-const BUSY_RETRIES = process.platform === 'win32' ? { maxRetries: 50, retryDelay: 100 } : {};
+const BUSY_RETRIES = process.platform === 'win32' ? { maxRetries: 50, retryDelay: 100, force: true } : {};
 
 function renameBusy(from: string, to: string): void {
   for (let waited = 0; ; waited += 50) {
