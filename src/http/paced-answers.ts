@@ -45,8 +45,8 @@ interface Paced {
  * and Node can take twice that while a write is pending): a red-team pass
  * held 300 answers of a 3.9 MB text file in 1,374 MiB of RSS. Here an answer
  * is handed to Node a piece at a time, the next when the last has gone to
- * the kernel, what each keeps in memory is counted (read ahead, for a
- * source that pushes: see pace()), and past
+ * the kernel, what each keeps in memory is counted (read from its handler
+ * as it comes, so what the SDK has queued counts too: see pace()), and past
  * MAX_HELD_ANSWER_BYTES, all answers together, those whose clients have
  * asked for nothing for PRESSED_STALL_MS are cut, the longest stalled first,
  * until the bound holds (an answer that keeps nothing, its last piece out,
