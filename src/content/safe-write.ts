@@ -481,15 +481,6 @@ const HOT_NS = 2_000_000_000n;
 export const OUTSIDE_GRACE_MS = 50;
 const GRACE_STEP_MS = 5;
 
-/**
- * After the rename: did another program write to the old file (held open
- * since the read) between the last look and the rename, or just after it
- * through a descriptor it opened before? Such a write went to the file the
- * rename replaced, and would be lost. An append (the old file is what was
- * read plus more) is appended to the new file, after the edit, as the other
- * program meant; anything else is saved beside the file
- * (`<name>.folder-mcp-kept-<hex>`), and the caller is told either way.
- */
 /** Keeping another program's write failed: the write was found, then lost. */
 class KeepFailed extends Error {
   override name = 'KeepFailed';
@@ -502,6 +493,15 @@ function keeping<T>(work: Promise<T>): Promise<T> {
   });
 }
 
+/**
+ * After the rename: did another program write to the old file (held open
+ * since the read) between the last look and the rename, or just after it
+ * through a descriptor it opened before? Such a write went to the file the
+ * rename replaced, and would be lost. An append (the old file is what was
+ * read plus more) is appended to the new file, after the edit, as the other
+ * program meant; anything else is saved beside the file
+ * (`<name>.folder-mcp-kept-<hex>`), and the caller is told either way.
+ */
 async function rescueOutsideWrite(
   dir: PinnedDir,
   name: string,
