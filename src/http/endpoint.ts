@@ -223,7 +223,7 @@ export class McpEndpoint implements ServedEndpoint {
     const body = requestOptions?.parsedBody;
     // An answer goes a piece at a time (./paced-answers.ts); a GET's stream is a notification stream, bounded as such.
     const paced = (response: Response) => {
-      if (request.method !== 'POST' && !this.spliceOf.has(response)) return response;
+      if (request.method !== 'POST') return response;
       const res = typeof body === 'object' && body !== null ? this.responseOf.get(body) : undefined;
       return this.pacer.pace(response, () => res?.destroy(), this.spliceOf.get(response));
     };
@@ -255,10 +255,7 @@ export class McpEndpoint implements ServedEndpoint {
       throw error;
     }
     if (blobs === undefined) return response;
-    if (response.body === null) {
-      blobs.release();
-      return response;
-    }
+    if (response.body === null) return blobs.splice(response); // nothing to splice: the placeholders let go
     // Spliced as the answer is paced (every answer to a POST is), between its reading ahead and its pieces.
     this.spliceOf.set(response, (body) => blobs.splice(new Response(body)).body!);
     return response;

@@ -134,7 +134,6 @@ export class AnswerPacer {
         letGo();
         const error = new Error(`its client asked for none of it for ${Math.round(idleMs)} ms while the answers held passed their bound`);
         fail(ctrl, reader, error);
-        void source.cancel(error).catch(() => {});
         // The Node adapter ends a response whose body fails as if it were whole: the connection is cut instead, so
         // that the client (or a proxy) sees an answer cut short, not a complete 200 missing its end.
         cutConnection();
@@ -232,14 +231,14 @@ export class AnswerPacer {
  * copied and the chunk let go (a 4 MB answer costs some 4 MB of copies
  * more, and keeps no more than twice what is left of it).
  */
-export function cutPiece(pending: Uint8Array, kept: number): { piece: Uint8Array; rest: Uint8Array; kept: number } {
+function cutPiece(pending: Uint8Array, kept: number): { piece: Uint8Array; rest: Uint8Array; kept: number } {
   if (pending.length <= ANSWER_PIECE_BYTES) return { piece: pending, rest: EMPTY, kept: 0 };
   const piece = new Uint8Array(pending.subarray(0, ANSWER_PIECE_BYTES));
   const rest = pending.subarray(ANSWER_PIECE_BYTES);
   return rest.length * 2 <= kept ? { piece, rest: new Uint8Array(rest), kept: rest.length } : { piece, rest, kept };
 }
 
-/** Ends the paced body with `error` (it may be closed already) and cancels its source. */
+/** Ends the paced body with `error` (it may be closed already) and cancels what it reads (and so, through it, the source). */
 function fail(ctrl: ReadableStreamDefaultController<Uint8Array> | undefined, reader: ReadableStreamDefaultReader<Uint8Array>, error: Error): void {
   try {
     ctrl?.error(error);
