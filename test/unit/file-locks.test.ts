@@ -7,6 +7,23 @@ import { spawnSync } from 'node:child_process';
 import { BREAKER_LEFT_MS, BREAKER_STALE_MS, breakerOf, FileLockTimeout, holderGone, LOCK_FILE_PREFIX, LOCK_STALE_MS, lockFileOf, lockFiles, PID_SCOPE } from '../../src/content/file-locks.ts';
 import { tempDir } from '../basics.ts';
 
+/** Runs `body` with `f.txt` in a temp folder and its lock file's path; the folder removed after. */
+async function inFolder(body: (paths: { dir: string; file: string; lock: string }) => Promise<void>): Promise<void> {
+  const dir = tempDir('folder-mcp-file-locks-');
+  try {
+    const file = join(dir.path, 'f.txt');
+    await body({ dir: dir.path, file, lock: lockFileOf(file, false) });
+  } finally {
+    dir.cleanup();
+  }
+}
+
+/** Sets `path`'s mtime `ms` in the past. */
+function age(path: string, ms: number): void {
+  const then = new Date(Date.now() - ms);
+  utimesSync(path, then, then);
+}
+
 describe('file locks', () => {
   test('one lock file per file, in its folder; every spelling of a name one lock where names fold', () => {
     assert.equal(lockFileOf('/r/d/a.txt', false).startsWith(`/r/d/${LOCK_FILE_PREFIX}`), true);
@@ -15,44 +32,29 @@ describe('file locks', () => {
     assert.equal(lockFileOf('/r/d/cafe\u0301', true), lockFileOf('/r/d/caf\u00e9', true));
   });
 
-  test('held: a second taker waits, and past its deadline gives up; released: taken at once; the folder is left clean', async () => {
-    const dir = tempDir('folder-mcp-file-locks-');
-    try {
-      const file = join(dir.path, 'f.txt');
+  test('held: a second taker waits, and past its deadline gives up; released: taken at once; the folder is left clean', () =>
+    inFolder(async ({ dir, file }) => {
       const first = await lockFiles([file], performance.now() + 1000, false);
       await assert.rejects(lockFiles([file], performance.now() + 50, false), FileLockTimeout);
       const waiting = lockFiles([file], performance.now() + 30_000, false);
       first.release();
       (await waiting).release();
-      assert.deepEqual(readdirSync(dir.path), []);
-    } finally {
-      dir.cleanup();
-    }
-  });
+      assert.deepEqual(readdirSync(dir), []);
+    }));
 
-  test('a lock untouched for the stale time is a dead holder\'s: taken over; a release never removes another\'s lock', async () => {
-    const dir = tempDir('folder-mcp-file-locks-');
-    try {
-      const file = join(dir.path, 'f.txt');
-      const lock = lockFileOf(file, false);
+  test('a lock untouched for the stale time is a dead holder\'s: taken over; a release never removes another\'s lock', () =>
+    inFolder(async ({ file, lock }) => {
       writeFileSync(lock, '999999 dead\n');
-      const old = new Date(Date.now() - LOCK_STALE_MS - 1000);
-      utimesSync(lock, old, old);
+      age(lock, LOCK_STALE_MS + 1000);
       const taken = await lockFiles([file], performance.now() + 5_000, false);
       // A slow holder whose lock was taken over by another: its release leaves the other's lock alone.
       writeFileSync(lock, 'another holder\n');
       taken.release();
       assert.equal(existsSync(lock), true);
-    } finally {
-      dir.cleanup();
-    }
-  });
+    }));
 
-  test("a fresh lock whose holder's process is gone (a server killed mid-write) is taken at once; a live or foreign holder's is not", async () => {
-    const dir = tempDir('folder-mcp-file-locks-');
-    try {
-      const file = join(dir.path, 'f.txt');
-      const lock = lockFileOf(file, false);
+  test("a fresh lock whose holder's process is gone (a server killed mid-write) is taken at once; a live or foreign holder's is not", () =>
+    inFolder(async ({ dir, file, lock }) => {
       // A process that has exited: its pid names nothing now (reused only after the pid space wraps).
       const dead = spawnSync(process.execPath, ['-e', '0']).pid;
       // Another live process of this scope: its lock is held (the test runner's parent).
@@ -65,22 +67,12 @@ describe('file locks', () => {
       // Far sooner than the stale time: the wait would otherwise end in FileLockTimeout.
       const taken = await lockFiles([file], performance.now() + LOCK_STALE_MS / 2, false);
       taken.release();
-      assert.deepEqual(readdirSync(dir.path), []);
-    } finally {
-      dir.cleanup();
-    }
-  });
+      assert.deepEqual(readdirSync(dir), []);
+    }));
 
-  test("a dead holder's lock is removed by one taker at a time: not while another's breaker is fresh; a dead taker's breaker is removed", async () => {
-    const dir = tempDir('folder-mcp-file-locks-');
-    try {
-      const file = join(dir.path, 'f.txt');
-      const lock = lockFileOf(file, false);
+  test("a dead holder's lock is removed by one taker at a time: not while another's breaker is fresh; a dead taker's breaker is removed", () =>
+    inFolder(async ({ dir, file, lock }) => {
       const breaker = breakerOf(lock);
-      const age = (path: string, ms: number) => {
-        const then = new Date(Date.now() - ms);
-        utimesSync(path, then, then);
-      };
       writeFileSync(lock, '999999 dead\n');
       age(lock, LOCK_STALE_MS + 1000);
       // Another taker is judging it: two that both judged it dead each removed it, the second the first's new lock.
@@ -94,23 +86,20 @@ describe('file locks', () => {
       assert.ok(performance.now() - since >= BREAKER_STALE_MS, 'not before it was seen held for the stale time');
       assert.notEqual(readFileSync(lock, 'utf8'), '999999 dead\n');
       taken.release();
-      assert.deepEqual(readdirSync(dir.path), []);
+      assert.deepEqual(readdirSync(dir), []);
       // One whose mtime is a minute old is a dead taker's at once, whatever this process has seen of it.
       writeFileSync(lock, '999999 dead\n');
       age(lock, LOCK_STALE_MS + 1000);
       writeFileSync(breaker, '');
       age(breaker, BREAKER_LEFT_MS + 1000);
       (await lockFiles([file], performance.now() + BREAKER_STALE_MS / 2, false)).release();
-      assert.deepEqual(readdirSync(dir.path), []);
+      assert.deepEqual(readdirSync(dir), []);
       // One left beside no lock (its taker killed after removing the dead lock): removed when the lock is next taken.
       writeFileSync(breaker, '');
       age(breaker, BREAKER_LEFT_MS + 1000);
       (await lockFiles([file], performance.now() + 1000, false)).release();
-      assert.deepEqual(readdirSync(dir.path), []);
-    } finally {
-      dir.cleanup();
-    }
-  });
+      assert.deepEqual(readdirSync(dir), []);
+    }));
 
   test('holderGone, by the text of a lock (pure)', () => {
     const gone = (pid: number) => pid !== 7;
