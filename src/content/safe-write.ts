@@ -575,26 +575,47 @@ interface KeptOwner {
   gid: bigint | undefined;
 }
 
-/** The longest name a folder holds, in bytes (Linux, macOS) or UTF-16 units (Windows): the kept copy's must fit. */
-const NAME_MAX = 255;
+/**
+ * The longest names a kept copy's is cut to, tried in turn while its folder
+ * answers ENAMETOOLONG: 255 bytes (Linux, macOS) or UTF-16 units (Windows)
+ * for most file systems, 143 for eCryptfs, and then the tag alone, for a
+ * path near macOS's 1,024-byte PATH_MAX.
+ */
+const KEPT_NAME_LIMITS = [255, 143, 0] as const;
 
 /**
  * The name of a kept copy of `name`: `<name>.folder-mcp-kept-<tag>`, its
- * name cut (at a character) so that the whole fits NAME_MAX in UTF-8 bytes
- * (which is never fewer than its UTF-16 units). Before, a name over about
- * 230 bytes had no kept copy (ENAMETOOLONG) and the other program's version
- * was lost. Pure.
+ * name cut (at a character) so that the whole fits `nameMax` UTF-8 bytes
+ * (which are never fewer than its UTF-16 units), or the tag alone when no
+ * part of the name fits. Before, a name over about 230 bytes had no kept
+ * copy (ENAMETOOLONG) and the other program's version was lost. Pure.
  */
-export function keptNameFor(name: string, tag: string): string {
+export function keptNameFor(name: string, tag: string, nameMax: number = KEPT_NAME_LIMITS[0]): string {
   const suffix = `.folder-mcp-kept-${tag}`;
-  const room = NAME_MAX - Buffer.byteLength(suffix);
+  const room = nameMax - Buffer.byteLength(suffix);
   let stem = name;
-  while (Buffer.byteLength(stem) > room) {
+  while (stem && Buffer.byteLength(stem) > room) {
     // A surrogate pair goes whole: half of one is no character.
     const pair = stem.length >= 2 && (stem.charCodeAt(stem.length - 1) & 0xfc00) === 0xdc00 && (stem.charCodeAt(stem.length - 2) & 0xfc00) === 0xd800;
     stem = stem.slice(0, pair ? -2 : -1);
   }
   return stem + suffix;
+}
+
+/** Creates a kept copy of `name`, new and private, under the longest of its names (KEPT_NAME_LIMITS) its folder takes. */
+async function createKept(dir: PinnedDir, name: string): Promise<{ handle: FileHandle; keptName: string }> {
+  const tag = randomBytes(4).toString('hex');
+  const names = [...new Set(KEPT_NAME_LIMITS.map((limit) => keptNameFor(name, tag, limit)))];
+  const create = (keptName: string) => open(dir.at(keptName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+  for (const keptName of names.slice(0, -1)) {
+    try {
+      return { handle: await create(keptName), keptName };
+    } catch (error) {
+      if (errnoCode(error) !== 'ENAMETOOLONG') throw error;
+    }
+  }
+  const last = names.at(-1)!;
+  return { handle: await create(last), keptName: last };
 }
 
 /** How much of an old file is in memory at once while it is copied beside (keepBeside). */
@@ -613,8 +634,7 @@ const COPY_CHUNK_BYTES = 1024 * 1024;
  * --max-write-bytes, which the caller is told.
  */
 async function keepBeside(dir: PinnedDir, name: string, old: FileHandle, size: number, owner: KeptOwner, tooLarge = false): Promise<OutsideWrite> {
-  const keptName = keptNameFor(name, randomBytes(4).toString('hex'));
-  const handle = await open(dir.at(keptName), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+  const { handle, keptName } = await createKept(dir, name);
   let copied = 0;
   try {
     await giveKeptOwner(handle, owner);

@@ -201,6 +201,17 @@ describe('an edit never overwrites an outside write in silence', () => {
     }
   });
 
+  test('keptNameFor under a shorter limit (eCryptfs: 143 bytes), and the tag alone when no part of the name fits (pure)', () => {
+    const cases: [name: string, nameMax: number, expected: string][] = [
+      ['a.txt', 143, 'a.txt.folder-mcp-kept-0a1b2c3d'],
+      ['n'.repeat(200), 143, `${'n'.repeat(118)}.folder-mcp-kept-0a1b2c3d`],
+      [`n${'😀'.repeat(40)}`, 143, `n${'😀'.repeat(29)}.folder-mcp-kept-0a1b2c3d`],
+      ['a.txt', 0, '.folder-mcp-kept-0a1b2c3d'],
+      ['n'.repeat(255), 0, '.folder-mcp-kept-0a1b2c3d'],
+    ];
+    for (const [name, nameMax, expected] of cases) assert.equal(keptNameFor(name, '0a1b2c3d', nameMax), expected, `${name} in ${nameMax}`);
+  });
+
   test('the kept copy is the file owner\'s, with its group and permission bits (issue 44: it was root:root 0640)', { skip: process.getuid?.() !== 0 && 'needs root' }, async () => {
     chownSync(file(), 4242, 4343);
     chmodSync(file(), 0o640);
