@@ -234,6 +234,8 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
     throw new UsageError(`--sqlite-driver must be one of ${SQLITE_DRIVER_CHOICES.join(', ')}`);
   }
   if (values['max-write-bytes'] !== undefined && !values.write) throw new UsageError('--max-write-bytes applies to --write only');
+  // `--db "$DB"` with DB unset: the lock and SQLite's files would be `.lock`, `-wal`... in the working folder.
+  if (values.db !== undefined && values.db.trim() === '') throw new UsageError(`--db needs ${OPTION_VALUES['--db']}, got an empty value`);
   const http = values.http === undefined ? undefined : parseHttpListen(values.http);
   const metrics = values.metrics === undefined ? undefined : parseHttpListen(values.metrics, '--metrics');
   if (!http) {

@@ -14,6 +14,9 @@ describe('command-line mistakes: one line that says what was wrong and what is a
     [['--watcher', 'inotify', '/p'], /^--watcher must be one of auto, chokidar, dirs, recursive, poll, none$/],
     [['--log-level', 'loud', '/p'], /^--log-level must be one of error, warn, info, debug$/],
     [['/p', '--db'], /^--db needs a file path, or :memory:, and none was given$/],
+    // `--db "$DB"` with DB unset: it would make `.lock` and `-wal` in the working folder.
+    [['--db', '', '/p'], /^--db needs a file path, or :memory:, got an empty value$/],
+    [['--db', ' ', '/p'], /^--db needs a file path, or :memory:, got an empty value$/],
     [['/p', '--exclude'], /^--exclude needs a \.gitignore-style pattern, and none was given$/],
     [['--http', '0'], /^no folder given: --http serves the folders named on the command line/],
     [['--bus', 'redis://h:1'], /^no folder given: --bus serves the folders named on the command line/],
