@@ -13,7 +13,7 @@ import { isLoopbackHost } from './http/guard.ts';
 import { loadSecrets, TOKEN_ENV } from './http/secrets.ts';
 import { dbFileProblem } from './index/db-file.ts';
 import { chooseDriver, SqliteDriverError, type SqliteDriverName } from './sqlite.ts';
-import { defaultDbPath, indexFolders, isInsideRoots } from './index/location.ts';
+import { defaultDbPath, indexFolders, isInsideRoots, realPathOf } from './index/location.ts';
 import type { Logger } from './log.ts';
 import { AnswerHolds } from './protocol/answer-holds.ts';
 import { StdioTransport } from './protocol/sdk/stdio-transport.ts';
@@ -89,18 +89,31 @@ export function prepareLaunch(argv: readonly string[], env: NodeJS.ProcessEnv, v
 
 /**
  * Where the index of a set of roots lives (--db, or one file per set in the
- * user's cache), or why it cannot be there: a --db inside a served folder
- * (judged by real paths: a --db spelled through a symlinked folder is where
- * it really lands), a --db typo that would overwrite a file, an unwritable
- * place.
+ * user's cache), or why it cannot be there: a --db inside a served folder, a
+ * --db typo that would overwrite a file, an unwritable place.
+ *
+ * A --db is taken by its real path (realPathOf), and the server uses that
+ * path from here on. SQLite follows a symlinked --db and puts its -wal and
+ * -journal beside the target, so the checks of those files, the lock and the
+ * probe must look there too: through `link.db -> data/real.db`, the checks
+ * looked beside the link and SQLite deleted the user's `data/real.db-wal`;
+ * a link inside a served folder got its lock there; and two spellings of
+ * one index were two locks. A process's own files (`/dev/stdout`,
+ * `/proc/self/fd/1`) are refused: they name whatever it writes to.
  */
 export function indexFileFor(roots: readonly Root[], config: Config, env: NodeJS.ProcessEnv, driver: SqliteDriverName): { dbFile: string } | { problem: string } {
   const paths = roots.map((r) => r.path);
-  const dbFile = config.db ?? defaultDbPath(paths, config, env);
+  if (config.db !== undefined && PROCESS_FILE.test(toSlashPath(resolve(config.db)))) {
+    return { problem: `--db ${config.db} is one of this process's own files, not a place for an index: give a file path` };
+  }
+  const dbFile = config.db === undefined ? defaultDbPath(paths, config, env) : config.db === ':memory:' ? ':memory:' : realPathOf(config.db);
   if (isInsideRoots(dbFile, paths)) return { problem: `--db ${dbFile} is inside a served folder; the server never writes there` };
   const unusable = dbFileProblem(dbFile, config.db === undefined, driver);
   return unusable === null ? { dbFile } : { problem: unusable };
 }
+
+/** Paths that name what a process reads or writes (its standard streams, its descriptors), not a file of their own. */
+const PROCESS_FILE = /^\/proc\/(self|thread-self|\d+)\/fd\/|^\/dev\/fd\/|^\/dev\/std(in|out|err)$/;
 
 function refuse(message: string): Launch {
   return { kind: 'refuse', text: `folder-mcp: ${message}` };

@@ -5,7 +5,7 @@
 import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, readSync, rmdirSync, statSync, unlinkSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { describeError, isNoEntry } from '../errno.ts';
-import { isLockText } from './lock.ts';
+import { isOurLock, readLock } from './lock.ts';
 import { chooseDriver, openDatabase, type Database, type SqliteDriverName } from '../sqlite.ts';
 
 /** The first 16 bytes of every SQLite 3 database file. */
@@ -19,7 +19,10 @@ export const APP_MARK = { key: 'app', value: 'folder-mcp' } as const;
  * be made there), a folder-mcp index (possibly of another schema version,
  * which is rebuilt), or something to refuse, with why.
  */
-export type DbFileKind = { kind: 'absent' | 'empty' | 'index' } | { kind: 'refuse'; reason: string };
+export type DbFileKind =
+  | { kind: 'absent' | 'empty' | 'index' }
+  /** `anywhere`: refused in folder-mcp's own cache folder too, where other files are rebuilt. */
+  | { kind: 'refuse'; reason: string; anywhere?: true };
 
 export function inspectDbFile(path: string, driver: SqliteDriverName = chooseDriver()): DbFileKind {
   let stats: Stats;
@@ -33,8 +36,11 @@ export function inspectDbFile(path: string, driver: SqliteDriverName = chooseDri
     }
     return { kind: 'refuse', reason: `cannot be examined (${describeError(error)})` };
   }
-  if (stats.isDirectory()) return { kind: 'refuse', reason: 'is a folder, not a file' };
-  if (!stats.isFile()) return { kind: 'refuse', reason: 'is not a regular file' };
+  if (stats.isDirectory()) return { kind: 'refuse', reason: 'is a folder, not a file', anywhere: true };
+  if (!stats.isFile()) return { kind: 'refuse', reason: 'is not a regular file', anywhere: true };
+  // Security: another name of the file may be a served one (an empty `served/empty.txt` hard-linked as the --db
+  // became the index, and was served with the cursor key and the text of every file) or another program's.
+  if (stats.nlink > 1) return { kind: 'refuse', reason: `has ${stats.nlink - 1} other name(s) (hard links), which would show the index`, anywhere: true };
   if (stats.size === 0) return { kind: 'empty' };
   let head: Buffer;
   try {
@@ -43,13 +49,17 @@ export function inspectDbFile(path: string, driver: SqliteDriverName = chooseDri
     return { kind: 'refuse', reason: `cannot be read (${describeError(error)})` };
   }
   if (!head.equals(SQLITE_HEADER)) return { kind: 'refuse', reason: 'is not an SQLite database, so not a folder-mcp index' };
-  switch (whose(path, driver)) {
+  const owner = whose(path, driver);
+  switch (owner) {
     case 'ours':
       return { kind: 'index' };
     case 'blank':
       return { kind: 'empty' };
     case 'theirs':
       return { kind: 'refuse', reason: 'is an SQLite database that folder-mcp did not make' };
+    default:
+      // Not "someone else's": a hot journal beside it can be what stops a read-only look.
+      return { kind: 'refuse', reason: `cannot be read as an SQLite database to see whose it is (${owner.message})` };
   }
 }
 
@@ -63,7 +73,7 @@ export function inspectDbFile(path: string, driver: SqliteDriverName = chooseDri
  * index like an empty file. Read-only: nothing is written to a file not
  * known to be ours.
  */
-function whose(path: string, driver: SqliteDriverName): 'ours' | 'blank' | 'theirs' {
+function whose(path: string, driver: SqliteDriverName): 'ours' | 'blank' | 'theirs' | Error {
   let db: Database | undefined;
   try {
     db = openDatabase(path, driver, { readOnly: true });
@@ -76,9 +86,9 @@ function whose(path: string, driver: SqliteDriverName): 'ours' | 'blank' | 'thei
     if (!tables.has('meta')) return 'theirs';
     const keys = new Map((db.prepare(`SELECT key, value FROM meta`).all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
     return keys.get(APP_MARK.key) === APP_MARK.value || (keys.has('cursor_secret') && tables.has('entries')) ? 'ours' : 'theirs';
-  } catch {
-    // Unreadable as a database (corrupt, locked, encrypted): nothing says it is ours.
-    return 'theirs';
+  } catch (error) {
+    // Unreadable as a database (corrupt, locked, encrypted, a hot journal beside it): nothing says it is ours.
+    return error instanceof Error ? error : new Error(String(error));
   } finally {
     db?.close();
   }
@@ -98,8 +108,9 @@ const SHM_VERSION = 3007000;
  * and SQLite takes the files named `<path>-wal` and `<path>-shm` as its own
  * and rewrites them: `--db Cargo` in a Rust project would have deleted
  * Cargo.lock, and `--db notes` a file named notes-wal. A file of those
- * names that its first bytes show to be what the server would make (a pid;
- * SQLite's headers) is not refused, nor an empty one. Beside an index of
+ * names that its first bytes show to be what the server would make (a lock
+ * of ours, lock.ts isOurLock, and not a running program's pid file; SQLite's
+ * headers) is not refused, nor an empty one. Beside an index of
  * ours (`ourIndex`) SQLite's files are that index's, whatever state a killed
  * server left them in (a -shm it had only begun), so only the lock is
  * looked at. SQLite also takes `<path>-journal` (deleted beside an empty
@@ -107,10 +118,10 @@ const SHM_VERSION = 3007000;
  */
 export function foreignFileBeside(path: string, ourIndex = false): string | null {
   const lock = `${path}.lock`;
-  if (!isOwnFile(lock, (head, size) => size <= 16 && isLockText(head.toString('latin1')))) return `${lock} is there and is not a folder-mcp lock`;
+  if (!isOwnFile(lock, (head, size) => size <= 32 && isOurLockText(head.toString('latin1')))) return `${lock} is there and is not a folder-mcp lock`;
   if (ourIndex) return null;
   const journal = `${path}-journal`;
-  if (!isOwnFile(journal, (head) => head.length >= 8 && head.subarray(0, 8).equals(JOURNAL_MAGIC))) return `${journal} is there and is not SQLite's rollback journal`;
+  if (!isOwnFile(journal, isJournalHead)) return `${journal} is there and is not SQLite's rollback journal`;
   const wal = `${path}-wal`;
   if (!isOwnFile(wal, (head) => head.length >= 4 && WAL_MAGIC.has(head.readUInt32BE(0)))) return `${wal} is there and is not SQLite's write-ahead log`;
   const shm = `${path}-shm`;
@@ -118,6 +129,25 @@ export function foreignFileBeside(path: string, ourIndex = false): string | null
     return `${shm} is there and is not SQLite's shared-memory file`;
   }
   return null;
+}
+
+/**
+ * A rollback journal's first bytes: its magic, or (SQLite writes the header
+ * with the magic zeroed until the journal is synced) eight zero bytes before
+ * a sector size and a page size that are powers of two from 512 to 65536. A
+ * server killed while making a new index leaves the second beside an empty
+ * file, and every start after it was refused. Pure.
+ */
+export function isJournalHead(head: Buffer): boolean {
+  if (head.length >= 8 && head.subarray(0, 8).equals(JOURNAL_MAGIC)) return true;
+  if (head.length < 28 || !head.subarray(0, 8).equals(Buffer.alloc(8))) return false;
+  const sizeLike = (n: number) => n >= 512 && n <= 65536 && (n & (n - 1)) === 0;
+  return sizeLike(head.readUInt32BE(20)) && sizeLike(head.readUInt32BE(24));
+}
+
+function isOurLockText(text: string): boolean {
+  const lock = readLock(text);
+  return lock !== null && isOurLock(lock);
 }
 
 /** Absent, empty, or a regular file whose first bytes pass `looksOurs` (never a link, a folder or a FIFO). */
@@ -222,7 +252,7 @@ export function dbFileProblem(path: string, ownedLocation: boolean, driver: Sqli
     }
     case 'refuse':
       // Our own cache folder: a file there that is no index of ours (corrupt, or an old format) is rebuilt.
-      if (ownedLocation && !found.reason.startsWith('is a folder') && !found.reason.startsWith('is not a regular')) return null;
+      if (ownedLocation && !found.anywhere) return null;
       return `${what} ${found.reason}; refusing to overwrite it: give another path, or remove it yourself`;
   }
 }

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { lstatSync, mkdirSync, realpathSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { isPathInside } from '../uri.ts';
 import { toSlashPath } from '../fs-path.ts';
 
@@ -57,12 +57,14 @@ export function privateTempDir(base: string = tmpdir()): string | null {
 
 /**
  * The user's cache folder, as each platform has it: `$XDG_CACHE_HOME` wherever
- * it is set, else `%LOCALAPPDATA%` on Windows (what is cached stays on this
+ * it is set to an absolute path (the XDG spec has a relative one ignored: a
+ * literal `~/.cache` from a JSON config made `./~/.cache` in the working
+ * folder), else `%LOCALAPPDATA%` on Windows (what is cached stays on this
  * machine, out of a roaming profile), `~/Library/Caches` on macOS, `~/.cache`
  * elsewhere.
  */
 export function userCacheDir(env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string {
-  if (env.XDG_CACHE_HOME) return env.XDG_CACHE_HOME;
+  if (env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME)) return env.XDG_CACHE_HOME;
   if (platform === 'win32') return env.LOCALAPPDATA || join(homedir(), 'AppData', 'Local');
   if (platform === 'darwin') return join(homedir(), 'Library', 'Caches');
   return join(homedir(), '.cache');

@@ -1,8 +1,8 @@
 // One server per index file. Two processes scanning into one database would
 // undo each other's work (a cold scan starts by emptying the table), so the
-// first takes `<db>.lock` (its pid, created exclusively) and a second, while
-// that process lives, keeps its index in memory instead. A lock left by a
-// process that died is taken over.
+// first takes `<db>.lock` (`folder-mcp <pid>`, created exclusively) and a
+// second, while that process lives, keeps its index in memory instead. A lock
+// left by a process that died is taken over.
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pidRuns } from '../errno.ts';
@@ -20,19 +20,19 @@ function alive(pid: number): boolean {
   }
 }
 
-export function acquireDbLock(dbFile: string, isAlive: (pid: number) => boolean = alive): LockResult {
+export function acquireDbLock(dbFile: string, isAlive: (pid: number) => boolean = alive, runs: (pid: number) => boolean = pidRuns): LockResult {
   const path = `${dbFile}.lock`;
   mkdirSync(dirname(dbFile), { recursive: true, mode: 0o700 });
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fd = openSync(path, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
+      writeSync(fd, `${LOCK_MARK}${process.pid}`);
       closeSync(fd);
       return {
         acquired: true,
         release() {
           try {
-            if (readFileSync(path, 'utf8').trim() === String(process.pid)) unlinkSync(path);
+            if (readLock(readFileSync(path, 'utf8'))?.pid === process.pid) unlinkSync(path);
           } catch {
             // already gone
           }
@@ -47,10 +47,11 @@ export function acquireDbLock(dbFile: string, isAlive: (pid: number) => boolean 
     } catch {
       continue; // released meanwhile: try again
     }
-    // Not a lock of ours (a project's Cargo.lock, for --db Cargo): never deleted. The start-up check refuses such a
-    // path (db-file.ts); one that appears afterwards leaves this server's index in memory.
-    if (!isLockText(text)) return { acquired: false, heldBy: NaN };
-    const holder = Number(text.trim());
+    // Not a lock of ours (a project's Cargo.lock, for --db Cargo; a running program's pid file): never deleted. The
+    // start-up check refuses such a path (db-file.ts); one that appears afterwards leaves this server's index in memory.
+    const lock = readLock(text);
+    if (lock === null || !isOurLock(lock, isAlive, runs)) return { acquired: false, heldBy: NaN };
+    const holder = lock.pid;
     if (holder > 0 && holder !== process.pid && isAlive(holder)) return { acquired: false, heldBy: holder };
     try {
       unlinkSync(path); // stale: its process is gone (or died before writing its pid)
@@ -61,7 +62,27 @@ export function acquireDbLock(dbFile: string, isAlive: (pid: number) => boolean 
   return { acquired: false, heldBy: NaN };
 }
 
-/** What a lock of ours holds: its process's id, or nothing (a process that died between creating it and writing). */
-export function isLockText(text: string): boolean {
-  return /^\d{0,10}$/.test(text.trim()) && text.length <= 16;
+/** What a lock holds from this version on: the mark, then the pid. */
+const LOCK_MARK = 'folder-mcp ';
+
+/**
+ * A lock's text: `folder-mcp <pid>`, or, as servers before the mark wrote
+ * it, the pid alone, or nothing (a process that died between creating it and
+ * writing); null when it is no such text.
+ */
+export function readLock(text: string): { pid: number; marked: boolean } | null {
+  const found = /^(folder-mcp )?(\d{0,10})$/.exec(text.trim());
+  return found && text.length <= 32 ? { pid: Number(found[2]), marked: found[1] !== undefined } : null;
+}
+
+/**
+ * Whether a lock is one of ours to judge and, its process gone, take over.
+ * A marked one is. A pid alone is what any program's pid file holds too:
+ * `--db run/mydaemon` deleted a running daemon's `run/mydaemon.lock`. So it
+ * is ours unless a process that is not folder-mcp runs with that pid (where
+ * /proc cannot tell, every live process counts as folder-mcp, and its lock
+ * is left alone as held).
+ */
+export function isOurLock(lock: { pid: number; marked: boolean }, isAlive: (pid: number) => boolean = alive, runs: (pid: number) => boolean = pidRuns): boolean {
+  return lock.marked || lock.pid === 0 || !runs(lock.pid) || isAlive(lock.pid);
 }

@@ -3,7 +3,7 @@
 // line and exit 2 before anything is served.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, cpSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 
@@ -77,6 +77,44 @@ describe('--db never destroys a file, and an unusable index is exit 2 with one l
     assert.equal(cache.status, 2);
     assert.equal(cache.lines.length, 1);
     assert.match(cache.lines[0]!, /the index file .* cannot be created \(ENOTDIR .*give a writable place with --db PATH/);
+  });
+
+  test('a --db that is a symlink is judged where SQLite works, beside its target (stop 56: the user\'s -wal and -journal were deleted)', { skip: process.platform === 'win32' }, () => {
+    mkdirSync(at('data'));
+    writeFileSync(at('data/real.db'), '');
+    writeFileSync(at('data/real.db-wal'), 'my notes\n');
+    symlinkSync(at('data/real.db'), at('link.db'));
+    const { status, lines } = run(['--db', at('link.db'), folder]);
+    assert.equal(status, 2);
+    assert.equal(lines.length, 1, lines.join('\n'));
+    assert.match(lines[0]!, /real\.db-wal is there and is not SQLite's write-ahead log; refusing to overwrite it/);
+    assert.equal(readFileSync(at('data/real.db-wal'), 'utf8'), 'my notes\n');
+  });
+
+  test('a --db symlink inside a served folder to a file outside: its lock is made outside, beside the target', { skip: process.platform === 'win32' }, async () => {
+    const served = at('served-with-link');
+    mkdirSync(served);
+    mkdirSync(at('outside'));
+    symlinkSync(at('outside/idx.db'), join(served, 'link.db'));
+    // The link's target does not exist yet: a dangling link is refused, so the index is made first.
+    writeFileSync(at('outside/idx.db'), '');
+    await withServer([served, '--db', join(served, 'link.db'), '--watcher', 'none'], async (conn) => {
+      await conn.request('resources/list', {});
+      assert.deepEqual(readdirSync(served), ['link.db'], 'nothing made in the served folder');
+      assert.ok(readdirSync(at('outside')).includes('idx.db.lock'));
+    });
+  });
+
+  test('--db /dev/stdout (stdout redirected to a file) is refused, and the file is left as it was', { skip: process.platform === 'win32' }, () => {
+    const out = openSync(at('out.log'), 'w');
+    try {
+      const result = spawnSync(process.execPath, [CLI, '--db', '/dev/stdout', folder], { stdio: ['ignore', out, 'pipe'], encoding: 'utf8', timeout: 60_000 });
+      assert.equal(result.status, 2);
+      assert.match(result.stderr, /--db \/dev\/stdout is one of this process's own files/);
+    } finally {
+      closeSync(out);
+    }
+    assert.equal(readFileSync(at('out.log'), 'utf8'), '');
   });
 
   test('an index of ours is used, and one of another schema version rebuilt with a warning', async () => {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { defaultDbPath, indexFolderExcludes, isInsideRoots, privateTempDir, realPathOf } from '../../src/index/location.ts';
+import { defaultDbPath, indexFolderExcludes, isInsideRoots, privateTempDir, realPathOf, userCacheDir } from '../../src/index/location.ts';
 import { acquireDbLock } from '../../src/index/lock.ts';
 import { tempDir } from '../basics.ts';
 
@@ -38,6 +39,12 @@ describe('index location, by real paths', () => {
   }
   test(':memory: is never inside', () => assert.equal(isInsideRoots(':memory:', [root]), false));
 
+  test('a relative XDG_CACHE_HOME is ignored, as the XDG spec asks (a literal ~/.cache made ./~/.cache)', () => {
+    assert.equal(userCacheDir({ XDG_CACHE_HOME: '~/.cache' }, 'linux'), join(homedir(), '.cache'));
+    assert.equal(userCacheDir({ XDG_CACHE_HOME: 'cache' }, 'darwin'), join(homedir(), 'Library', 'Caches'));
+    assert.equal(userCacheDir({ XDG_CACHE_HOME: join(t.path, 'c') }, 'linux'), join(t.path, 'c'));
+  });
+
   test('serving the home folder: the cache dir is inside it, so a private temp dir is used', () => {
     const home = join(t.path, 'home');
     mkdirSync(join(home, '.cache'), { recursive: true });
@@ -72,7 +79,7 @@ describe('one server per index file', () => {
     const db = join(t.path, 'i.db');
     const first = acquireDbLock(db);
     assert.equal(first.acquired, true);
-    assert.equal(readFileSync(`${db}.lock`, 'utf8'), String(process.pid));
+    assert.equal(readFileSync(`${db}.lock`, 'utf8'), `folder-mcp ${process.pid}`);
     if (first.acquired) first.release();
     writeFileSync(`${db}.lock`, '424242'); // another server
     assert.deepEqual(acquireDbLock(db, () => true), { acquired: false, heldBy: 424242 });
@@ -92,6 +99,15 @@ describe('one server per index file', () => {
     writeFileSync(`${db}.lock`, '1'.repeat(40));
     assert.equal(acquireDbLock(db, () => false).acquired, false);
     assert.equal(readFileSync(`${db}.lock`, 'utf8'), '1'.repeat(40));
+    // A pid alone, as servers before the mark wrote it, and as any program's pid file holds: while a process that
+    // is not folder-mcp runs with it, a running program's (`--db run/mydaemon`), never deleted; with no such
+    // process, a stale lock, taken over.
+    writeFileSync(`${db}.lock`, '424242');
+    assert.deepEqual(acquireDbLock(db, () => false, () => true), { acquired: false, heldBy: Number.NaN });
+    assert.equal(readFileSync(`${db}.lock`, 'utf8'), '424242');
+    const stale = acquireDbLock(db, () => false, () => false);
+    assert.equal(stale.acquired, true);
+    if (stale.acquired) stale.release();
     // What a server that died before writing its pid leaves: empty, and taken over.
     writeFileSync(`${db}.lock`, '');
     const taken = acquireDbLock(db, () => false);
