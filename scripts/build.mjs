@@ -148,13 +148,18 @@ export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = tr
  * compiled after it is turned on: from Node 22.1, V8's compiled code of the
  * 2 MB server bundle is kept on disk and the next start skips most of its
  * compilation (docs/design.md#start-up). It is kept in folder-mcp's own cache
- * folder, beside the index ($XDG_CACHE_HOME or ~/.cache, then
- * folder-mcp/compile-cache, made private), not in the shared temporary folder
- * Node would use, where another user could put code there first; never
- * inside a folder named on the command line (the server never writes in a
- * served folder: any argument that is an existing folder counts, which at
- * worst turns the cache off). NODE_COMPILE_CACHE still chooses another place
- * and NODE_DISABLE_COMPILE_CACHE=1 turns it off. Node 20 has no compile
+ * folder, beside the index ($XDG_CACHE_HOME when it is an absolute path, else
+ * ~/.cache, then folder-mcp/compile-cache, made private), not in the shared
+ * temporary folder Node would use, where another user could put code there
+ * first. Never inside a served folder, as the server never writes in one:
+ * both the cache folder and each argument that is an existing folder are
+ * taken by their real paths (the cache's by its nearest existing folder
+ * before it is made, and again after, through a `~` spelled with a symlink
+ * or a `folder-mcp` that is one); and with no folder on the command line
+ * there is no cache, as the client's roots are not known until the server
+ * runs (they may hold the cache). Any argument that is a folder counts, which
+ * at worst turns the cache off. NODE_COMPILE_CACHE still chooses another
+ * place and NODE_DISABLE_COMPILE_CACHE=1 turns it off. Node 20 has no compile
  * cache: the call is skipped.
  */
 const BIN = `#!/usr/bin/env node
@@ -162,25 +167,36 @@ const BIN = `#!/usr/bin/env node
 import { mkdirSync, realpathSync, statSync } from 'node:fs';
 import module from 'node:module';
 import { homedir } from 'node:os';
-import { join, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 if (module.enableCompileCache) {
   if (process.env.NODE_COMPILE_CACHE) module.enableCompileCache();
   else {
-    const real = (path) => { try { return realpathSync(path); } catch { return resolve(path); } };
-    const dir = join(real(process.env.XDG_CACHE_HOME || join(homedir(), '.cache')), 'folder-mcp', 'compile-cache');
-    const served = process.argv.slice(2).some((arg) => {
+    // The real path a path has, or would have once made: its nearest existing folder's, and the rest.
+    const real = (path) => {
+      const rest = [];
+      for (let at = resolve(path); ; at = dirname(at)) {
+        try {
+          return join(realpathSync(at), ...rest.reverse());
+        } catch {
+          if (dirname(at) === at) return resolve(path);
+          rest.push(basename(at));
+        }
+      }
+    };
+    const xdg = process.env.XDG_CACHE_HOME;
+    const dir = join(xdg && isAbsolute(xdg) ? xdg : join(homedir(), '.cache'), 'folder-mcp', 'compile-cache');
+    const folders = process.argv.slice(2).filter((arg) => {
       try {
-        if (!statSync(arg).isDirectory()) return false;
+        return statSync(arg).isDirectory();
       } catch {
         return false;
       }
-      const folder = real(arg);
-      return dir === folder || dir.startsWith(folder.endsWith(sep) ? folder : folder + sep);
-    });
-    if (!served) {
+    }).map(real);
+    const inside = (path) => folders.some((folder) => path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep));
+    if (folders.length > 0 && !inside(real(dir))) {
       try {
         mkdirSync(dir, { recursive: true, mode: 0o700 });
-        module.enableCompileCache(dir);
+        if (!inside(realpathSync(dir))) module.enableCompileCache(dir);
       } catch {
         // No cache: the server starts all the same, compiling as Node 20 does.
       }

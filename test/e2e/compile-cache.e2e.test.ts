@@ -1,9 +1,10 @@
 // The bin turns on Node's compile cache in folder-mcp's own cache folder
 // (scripts/build.mjs, BIN), private, and never inside a folder named on the
-// command line. Node 20 has no compile cache: nothing is made there.
+// command line, nor with none named (the client's roots). Node 20 has no
+// compile cache: nothing is made there.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync } from 'node:fs';
 import module from 'node:module';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -25,7 +26,9 @@ describe('the compile cache', () => {
 
   test(HAS_CACHE ? 'is kept beside the index, private' : 'is not made on a Node without one', () => {
     const cacheHome = join(dir.path, 'cache');
-    start([], cacheHome);
+    const elsewhere = join(dir.path, 'elsewhere');
+    mkdirSync(elsewhere);
+    start([elsewhere], cacheHome);
     const cache = join(cacheHome, 'folder-mcp', 'compile-cache');
     assert.equal(existsSync(cache), HAS_CACHE);
     if (!HAS_CACHE) return;
@@ -38,5 +41,21 @@ describe('the compile cache', () => {
     mkdirSync(served);
     start([served], join(served, '.cache'));
     assert.deepEqual(readdirSync(served), []);
+  });
+
+  test('nor inside one reached through a symlink: the cache folder is judged by its real path, before it is made', () => {
+    const served = join(dir.path, 'served-by-link');
+    mkdirSync(served);
+    const cacheHome = join(dir.path, 'linked-cache');
+    mkdirSync(cacheHome);
+    symlinkSync(served, join(cacheHome, 'folder-mcp'));
+    start([served], cacheHome);
+    assert.deepEqual(readdirSync(served), []);
+  });
+
+  test("nor with no folder on the command line: the client's roots, which may hold it, are not known yet", () => {
+    const cacheHome = join(dir.path, 'roots-cache');
+    start([], cacheHome);
+    assert.equal(existsSync(join(cacheHome, 'folder-mcp')), false);
   });
 });
