@@ -207,7 +207,9 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     // One hit per line: the matched line's own control characters are escaped too.
     const lines = hits.map((h, i) => {
       const r = results[i]!;
-      const where = h.place ? ` (${h.place.unit} ${h.place.number}${h.place.name !== undefined ? ` ${JSON.stringify(h.place.name)}` : ''})` : '';
+      // A sheet's name is the file's to choose: escaped as a path is (JSON.stringify left U+0085, U+2028 and DEL raw).
+      const name = h.place?.name !== undefined ? ` "${listingName(h.place.name).replace(/"/g, '\\"')}"` : '';
+      const where = h.place ? ` (${h.place.unit} ${h.place.number}${name})` : '';
       const lines = h.lineEnd !== undefined && h.lineEnd !== h.line ? `${r.line}-${h.lineEnd}` : `${r.line}`;
       // A match by meaning is its passage, not its first line (issue 46: `cars.md:1-3: # Garage notes` showed
       // nothing of what matched): the passage on one line, cut at PASSAGE_SHOWN characters.

@@ -39,6 +39,8 @@ const TREE: Record<string, string | Uint8Array> = {
   'budget.xlsx': makeXlsx([
     { name: 'Summary', rows: [['Total', 3]] },
     { name: 'Q2 costs', rows: [['Item', 'Cost'], ['the armadillian rent', 1200]] },
+    // A name that would forge a line or reach a terminal raw (NEL, CSI, LS, DEL), and a quote.
+    { name: 'Evil\u0085x\u009b31m\u2028y\u007f"q', rows: [['the gnuhorned row']] },
   ]),
   'deck.pptx': makePptx([{ title: 'Intro', body: ['hello'] }, { title: 'Plan', body: ['ship it'], notes: ['mention the pangolinous roadmap'] }]),
 };
@@ -108,6 +110,9 @@ describe('search covers the converted formats', () => {
       ['budget.xlsx', 'text/markdown', 2, 'Q2 costs', '| the armadillian rent | 1200 |'],
     ]);
     assert.match(textOf(sheet), /^budget\.xlsx:\d+ \(sheet 2 "Q2 costs"\): \| the armadillian rent \| 1200 \|$/m);
+    const evil = textOf(await searchComplete(tree.conn, 'gnuhorned'));
+    assert.match(evil, /^budget\.xlsx:\d+ \(sheet 3 "Evil\\u0085x\\u009b31m\\u2028y\\u007f\\"q"\): \| the gnuhorned row \|$/m);
+    assert.doesNotMatch(evil, /[\u0085\u009b\u2028\u007f]/);
     const slide = await searchComplete(tree.conn, 'pangolinous');
     assert.deepEqual(hitsOf(slide).map((h) => [h.path, h.slide, h.text]), [['deck.pptx', 2, 'mention the pangolinous roadmap']]);
     assert.match(textOf(slide), /^deck\.pptx:\d+ \(slide 2\): mention the pangolinous roadmap$/m);

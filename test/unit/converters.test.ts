@@ -121,6 +121,16 @@ describe('notebook converter', () => {
     assert.ok(!md.includes('y'.repeat(2001)), 'a large output is cut at the budget');
   });
 
+  test('a cell of 200,000 backtick runs is fenced, and the other cells kept (the runs were spread as arguments: stack overflow)', async () => {
+    const cells = [
+      { cell_type: 'code', source: '` '.repeat(200_000) },
+      { cell_type: 'markdown', source: 'findme after the ticks' },
+    ];
+    const md = (await convert(notebookConverter, Buffer.from(makeNotebook(cells)))) as string;
+    assert.match(md, /findme after the ticks/);
+    assert.match(md, /^```python\n` ` /m, 'a fence of three: no run inside is longer than one');
+  });
+
   test('the kernel language comes from the notebook', async () => {
     const md = (await convert(notebookConverter, Buffer.from(makeNotebook([{ cell_type: 'code', source: 'x <- 1' }], 'R')))) as string;
     assert.match(md, /^```R\nx <- 1\n```/m);

@@ -95,7 +95,10 @@ function joinText(value: unknown): string {
 
 /** A fenced block whose fence is longer than any backtick run inside it. */
 function fence(body: string, info: string): string {
-  const longest = Math.max(0, ...(body.match(/`+/g) ?? []).map((run) => run.length));
+  // A loop, not Math.max(...runs): a cell of 200,000 backtick runs passed as many arguments overflowed the stack,
+  // and the whole notebook's text was left out.
+  let longest = 0;
+  for (const run of body.matchAll(/`+/g)) longest = Math.max(longest, run[0].length);
   const ticks = '`'.repeat(Math.max(3, longest + 1));
   return `${ticks}${info}\n${body.replace(/\n$/, '')}\n${ticks}`;
 }
