@@ -149,7 +149,8 @@ function locateMatch(snippet: string, body: string): { line: number; text: strin
   const end = snippet.indexOf('\u0002', start);
   let offset = -1;
   if (start >= 0 && end > start) {
-    const before = snippet.slice(0, start).replace(/^…/, '');
+    // The text just before the word places it well enough; all of it can be a megabyte (boundSnippet).
+    const before = snippet.slice(0, start).replace(/^…/, '').slice(-SNIPPET_BEFORE);
     const word = snippet.slice(start + 1, end);
     const at = body.indexOf(before + word);
     offset = at >= 0 ? at + before.length : body.toLowerCase().indexOf(word.toLowerCase());
@@ -166,8 +167,32 @@ function locateMatch(snippet: string, body: string): { line: number; text: strin
     offset,
     line,
     text,
-    snippet: snippet.replace(/\u0001/g, '«').replace(/\u0002/g, '»').replace(/\s+/g, ' ').trim(),
+    snippet: boundSnippet(snippet.replace(/\s+/g, ' ').trim()).replace(/\u0001/g, '«').replace(/\u0002/g, '»'),
   };
+}
+
+/** Characters of a snippet kept before its first highlight, and in all. */
+const SNIPPET_BEFORE = 80;
+const SNIPPET_CHARS = 320;
+
+/**
+ * A snippet (its highlights marked \u0001 ... \u0002) cut to SNIPPET_CHARS
+ * around its first highlight, never through a character, a highlight cut
+ * open closed again, and `…` where text was cut. FTS5's snippet() bounds the
+ * tokens it shows, not the characters between them: a Markdown table's
+ * `|---|` lines, or a run of control characters, came back as a megabyte a
+ * hit, and 30 such hits were a 189 MB answer (a red-team finding). Pure.
+ */
+export function boundSnippet(snippet: string): string {
+  if (snippet.length <= SNIPPET_CHARS) return snippet;
+  const lowSurrogate = (at: number) => (snippet.charCodeAt(at) & 0xfc00) === 0xdc00;
+  let from = Math.max(0, snippet.indexOf('\u0001') - SNIPPET_BEFORE);
+  if (from > 0 && lowSurrogate(from)) from++;
+  let to = Math.min(snippet.length, from + SNIPPET_CHARS);
+  if (to < snippet.length && lowSurrogate(to)) to--;
+  let cut = snippet.slice(from, to);
+  if (cut.lastIndexOf('\u0001') > cut.lastIndexOf('\u0002')) cut += '\u0002';
+  return `${from > 0 && !cut.startsWith('…') ? '…' : ''}${cut}${to < snippet.length && !cut.endsWith('…') ? '…' : ''}`;
 }
 
 /** search_docs.places: [[offset, unit, number, name?], ...] as the content index wrote it; malformed entries are dropped. */

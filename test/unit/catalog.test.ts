@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { lazyCatalog } from '../../src/app.ts';
 import type { Catalog } from '../../src/catalog/catalog.ts';
 import { ContentSearch, isTextMime, locate } from '../../src/search/content-search.ts';
+import { boundSnippet } from '../../src/search/search-reader.ts';
 import { encodeRelative, escapeGlob, prefixUris } from '../../src/catalog/paths.ts';
 import { scopeQuery } from '../../src/catalog/scope.ts';
 import { parseSearchQuery, SearchQueryError } from '../../src/search/search-query.ts';
@@ -85,6 +86,27 @@ describe('locate', () => {
     const found = locate('\u0001needle\u0002', long);
     assert.ok(found.text.length <= 241);
     assert.equal(locate('a\nb \u0001c\u0002', 'a\nb c').snippet, 'a b «c»');
+  });
+  test('a snippet is at most 320 characters around its first highlight, however much lies between its tokens (a red-team finding: a megabyte a hit)', () => {
+    const filler = '\u0003'.repeat(1_000_000);
+    const body = `alpha ${filler} needle\n`;
+    const found = locate(`alpha ${filler} \u0001needle\u0002`, body);
+    assert.equal(found.line, 1);
+    assert.ok(found.snippet.length <= 322, `${found.snippet.length} characters`);
+    assert.match(found.snippet, /^…\u0003+ «needle»$/);
+    const table = `| a |\n${'|---|\n'.repeat(200_000)}| the word |\n`;
+    const cut = locate(`\u0001a\u0002 ${'|---| '.repeat(200_000)}| the word |`, table).snippet;
+    assert.ok(cut.length <= 322 && cut.startsWith('«a»') && cut.endsWith('…'), cut.slice(0, 40));
+  });
+  test('boundSnippet cuts at a character, and closes a highlight it cut open (pure)', () => {
+    const emoji = `${'😀'.repeat(300)}`;
+    const around = boundSnippet(`${emoji}\u0001w\u0002${emoji}`);
+    assert.equal(Buffer.from(around).toString(), around, 'no lone surrogate');
+    assert.equal(around.indexOf('\u0001'), around.lastIndexOf('\u0001'));
+    const open = boundSnippet(`\u0001${'w'.repeat(1000)}\u0002`);
+    assert.equal(open.length, 322);
+    assert.ok(open.startsWith('\u0001w') && open.endsWith('\u0002…'), 'closed, then cut');
+    assert.equal(boundSnippet('short \u0001w\u0002'), 'short \u0001w\u0002');
   });
 });
 

@@ -123,8 +123,8 @@ describe('notebook converter', () => {
 
   test('a cell of 200,000 backtick runs is fenced, and the other cells kept (the runs were spread as arguments: stack overflow)', async () => {
     const cells = [
-      { cell_type: 'code', source: '` '.repeat(200_000) },
-      { cell_type: 'markdown', source: 'findme after the ticks' },
+      { cell_type: 'code' as const, source: '` '.repeat(200_000) },
+      { cell_type: 'markdown' as const, source: 'findme after the ticks' },
     ];
     const md = (await convert(notebookConverter, Buffer.from(makeNotebook(cells)))) as string;
     assert.match(md, /findme after the ticks/);

@@ -63,6 +63,30 @@ describe('stdio back-pressure', () => {
   });
 });
 
+describe('an answer too long to be one string', () => {
+  test('is an internal error for its id, and the transport goes on (a search answer of 630 MB was never sent, nor reported)', async () => {
+    const input = new PassThrough();
+    const written: string[] = [];
+    const output = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        written.push(chunk.toString());
+        cb();
+      },
+    });
+    const transport = new StdioTransport(input, output);
+    await transport.start();
+    // What JSON.stringify throws past V8's longest string, without making one.
+    await transport.send({ jsonrpc: '2.0', id: 7, result: { toJSON: () => { throw new RangeError('Invalid string length'); } } } as never);
+    await transport.send({ jsonrpc: '2.0', id: 8, result: {} });
+    const lines = linesOf(written).map((line) => JSON.parse(line) as { id: number; error?: { code: number; message: string } });
+    assert.equal(lines[0]!.id, 7);
+    assert.equal(lines[0]!.error?.code, -32603);
+    assert.match(lines[0]!.error!.message, /too large to send \(Invalid string length\)/);
+    assert.deepEqual(lines[1], { jsonrpc: '2.0', id: 8, result: {} });
+    await transport.close();
+  });
+});
+
 describe('the end of stdin', () => {
   test('a last line without its newline is answered, and the connection ends after the answer', async () => {
     const input = new PassThrough();

@@ -118,7 +118,7 @@ export class StdioTransport implements Transport {
     }
     try {
       // The JSON and its newline apart: `${json}\n` made a third copy of a large answer (the joined string, flattened).
-      const json = JSON.stringify(out);
+      const json = answer === undefined ? JSON.stringify(out) : answerJson(out, answer);
       await this.write(json, '\n', answer === undefined ? undefined : () => this.options.onAnswered?.(answer));
     } finally {
       if (answer !== undefined) {
@@ -302,4 +302,19 @@ function isRequestId(id: unknown): id is string | number {
 
 function idKey(id: string | number): string {
   return `${typeof id}:${String(id)}`;
+}
+
+/**
+ * An answer as JSON, or, when it is longer than V8's longest string (about
+ * 512 MiB: JSON.stringify throws a RangeError), an internal error for its id:
+ * the send failed where nothing reported it, and the client waited for ever
+ * (a red-team search answer of 100 hits of a megabyte each, since bounded).
+ */
+function answerJson(message: unknown, id: string | number): string {
+  try {
+    return JSON.stringify(message);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    return JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: `the answer is too large to send (${error.message})` } });
+  }
 }
