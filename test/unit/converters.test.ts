@@ -34,7 +34,7 @@ import {
   rssFromProcStatus,
   rssFromPs,
 } from '../../src/content/isolate.ts';
-import { withinOutputBudget } from '../../src/content/worker.ts';
+import { locatedWithinBudget, withinOutputBudget } from '../../src/content/worker.ts';
 import { builtScriptUrl } from '../../src/workers.ts';
 
 /** The built worker script: the conversion process does not load the .ts sources (npm test builds first; a stale one throws). */
@@ -964,6 +964,12 @@ describe('conversion process: memory bounds', () => {
     assert.equal(truncateUtf8(cut, 100).truncated, true);
     assert.deepEqual(withinOutputBudget(Buffer.from('abc'), 3), Buffer.from('abc'));
     assert.throws(() => withinOutputBudget(Buffer.alloc(11), 10), /output is 11 bytes, over the limit of 10/);
+    // A text's places past what is kept do not cross into the server (a notebook of 1.4 million empty cells).
+    const places = Array.from({ length: 100_000 }, (_, i) => ({ offset: i * 10, unit: 'cell' as const, number: i + 1 }));
+    const located = locatedWithinBudget({ text: 'x'.repeat(1_000_000), places }, 1000);
+    assert.equal(located.text.length, 1004);
+    assert.deepEqual(located.places, places.slice(0, 101));
+    assert.equal(locatedWithinBudget({ text: 'short', places: places.slice(0, 1) }, 1000).places.length, 1);
   });
 
   // The sampler looks every 20 ms; on a loaded machine the address-space limit (the backstop for allocations
