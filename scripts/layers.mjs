@@ -12,7 +12,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const FLOORS = [
-  ['keys', 'log', 'heap', 'fs-path', 'uri', 'sqlite', 'config', 'entry', 'errno', 'workers', 'job-queue', 'clock', 'turns', 'coalesce', 'watching'],
+  ['keys', 'log', 'heap', 'fs-path', 'uri', 'sqlite', 'config', 'entry', 'errno', 'json-depth', 'workers', 'job-queue', 'clock', 'turns', 'coalesce', 'watching'],
   ['content/'],
   ['index/'],
   ['query/', 'resource', 'search/', 'watch/', 'sync/', 'replicas/'],

@@ -38,9 +38,22 @@ export function testEmbedding(text: string, dimension = TEST_DIMENSION): number[
  * dimension 32: another model under the same name); `unstable-dimension`
  * (each answer of another dimension than the one before, never 64: a broken
  * model); `http-500`; `model-not-found` (Ollama's 404 for a model not
- * pulled); `nan`; `redirect` (to `redirectTo`, another origin).
+ * pulled); `nan`; `past-float32` (a value of 1e39: a finite number, and
+ * Infinity as a float32); `zero` (every vector all zeros); `redirect` (to
+ * `redirectTo`, another origin).
  */
-export type EmbedServerMode = 'ok' | 'slow' | 'delayed' | 'wrong-dimension' | 'unstable-dimension' | 'http-500' | 'model-not-found' | 'nan' | 'redirect';
+export type EmbedServerMode =
+  | 'ok'
+  | 'slow'
+  | 'delayed'
+  | 'wrong-dimension'
+  | 'unstable-dimension'
+  | 'http-500'
+  | 'model-not-found'
+  | 'nan'
+  | 'past-float32'
+  | 'zero'
+  | 'redirect';
 
 export interface EmbedServer {
   /** Base URL for --embed-url: `${origin}` (Ollama) or `${origin}/v1` (OpenAI). */
@@ -165,7 +178,8 @@ async function handle(state: EmbedServer, req: IncomingMessage, res: ServerRespo
   const vectors = input.map((text) => {
     const v = testEmbedding(text, dimension);
     if (state.mode === 'nan') v[0] = NaN; // JSON has no NaN: it goes out as null, as a broken model's would
-    return v;
+    if (state.mode === 'past-float32') v[0] = 1e39;
+    return state.mode === 'zero' ? v.map(() => 0) : v;
   });
   const answer = api === 'ollama' ? { model: body.model, embeddings: vectors } : { object: 'list', model: body.model, data: vectors.map((embedding, index) => ({ object: 'embedding', index, embedding })).reverse() };
   res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));

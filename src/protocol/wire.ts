@@ -1,5 +1,6 @@
 // Pure checks on raw JSON-RPC lines, shared by the stdio transport and its
 // tests: what to answer for a malformed line, and the 2025 lifecycle gate.
+import { nestedDeeperThan } from '../json-depth.ts';
 import { ErrorCode } from './errors.ts';
 
 export type RequestId = string | number;
@@ -67,22 +68,7 @@ export function readLine(line: string): LineRead | undefined {
  */
 export const MAX_JSON_DEPTH = 64;
 
-/** Whether `text` opens more than `max` arrays or objects inside each other (strings skipped): one pass, no parse. */
-export function nestedDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) return true;
-    } else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return false;
-}
+export { nestedDeeperThan };
 
 /**
  * What to answer for a line (see readLine). undefined: the line is fine (or

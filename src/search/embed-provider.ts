@@ -6,6 +6,7 @@
 // logs it once, keeps the files queued and answers searches from text.
 
 import type { EmbedApiChoice } from '../config.ts';
+import { nestedDeeperThan } from '../json-depth.ts';
 
 export type EmbedApi = EmbedApiChoice;
 
@@ -115,7 +116,7 @@ export class EmbedProvider {
     if (this.options.key) headers.authorization = `Bearer ${this.options.key}`;
     const { timeoutMs } = this.options;
     const connectMs = Math.min(this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, timeoutMs);
-    const cap = this.options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
+    const cap = Math.min(this.options.maxResponseBytes ?? MAX_RESPONSE_BYTES, answerBytesFor(texts.length));
     const abort = new AbortController();
     /** The limit that passed first, if one did; and whether the headers had come by then. */
     let late: number | null = null;
@@ -131,10 +132,10 @@ export class EmbedProvider {
       headersCame = true;
       clearTimeout(connect);
       if (!response.ok) {
-        const start = await readBody(response, ERROR_BODY_BYTES, false);
+        const start = await readBody(response, ERROR_BODY_BYTES, false, abort.signal);
         throw new EmbedError(`HTTP ${response.status}${start ? `: ${oneLine(start)}` : ''}`, `HTTP ${response.status}`);
       }
-      text = await readBody(response, cap, true);
+      text = await readBody(response, cap, true, abort.signal);
     } catch (error) {
       if (error instanceof EmbedError) throw error;
       const e = error as Error & { cause?: { code?: string; message?: string } };
@@ -145,6 +146,9 @@ export class EmbedProvider {
       clearTimeout(whole);
       clearTimeout(connect);
     }
+    // An answer is an object holding arrays of numbers: a few levels. Millions of `[` under the cap cost JSON.parse
+    // seconds of the event loop and most of a gigabyte (a red-team finding).
+    if (nestedDeeperThan(text, MAX_ANSWER_DEPTH)) throw new EmbedError(`answer nested deeper than ${MAX_ANSWER_DEPTH} levels`, 'an answer that is not JSON');
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -156,12 +160,32 @@ export class EmbedProvider {
   }
 }
 
+/** Bytes a number of a vector may take in an answer's JSON (`-0.012345678901234567,` is 22). */
+const ANSWER_BYTES_PER_VALUE = 32;
+/** Levels of nesting an answer may have: Ollama's is 3 (`{"embeddings":[[`), OpenAI's 4. */
+const MAX_ANSWER_DEPTH = 8;
+
+/**
+ * The largest answer taken for `texts` texts: their vectors at MAX_DIMENSION,
+ * and room for the rest. 4.06 MiB for a batch of 16, 320 KiB for a query,
+ * where one cap of 16 MiB for every request let a provider hand each search
+ * 16 MiB to parse.
+ */
+export function answerBytesFor(texts: number): number {
+  return 64 * 1024 + texts * MAX_DIMENSION * ANSWER_BYTES_PER_VALUE;
+}
+
 /**
  * An answer's body as text, read as a stream and never more than `cap`
  * bytes: past it the rest is cancelled unread, and (`strict`) the answer is
- * refused, or (for an error's body, read for the log only) cut there.
+ * refused, or (for an error's body, read for the log only) cut there. Each
+ * read also ends when `signal` aborts: on Node 20 a fetch's signal stopped
+ * reaching its body once a GC had run after the headers came, and a
+ * provider that sent its headers and then nothing held a search for ever
+ * (16 of them, every request: the stdio transport reads no more than 16 at
+ * once).
  */
-async function readBody(response: Response, cap: number, strict: boolean): Promise<string> {
+async function readBody(response: Response, cap: number, strict: boolean, signal: AbortSignal): Promise<string> {
   const declared = Number(response.headers.get('content-length'));
   if (strict && Number.isFinite(declared) && declared > cap) {
     await response.body?.cancel().catch(() => {});
@@ -169,19 +193,33 @@ async function readBody(response: Response, cap: number, strict: boolean): Promi
   }
   const reader = response.body?.getReader();
   if (!reader) return '';
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => {
+      reject(signal.reason as Error);
+      reader.cancel().catch(() => {});
+    };
+  });
+  aborted.catch(() => {}); // an abort while no read waits is seen at the next one
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    if (size + value.byteLength > cap) {
-      await reader.cancel().catch(() => {});
-      if (strict) throw new EmbedError(`answer of more than ${cap} bytes (cancelled there)`, 'answer too large');
-      chunks.push(value.subarray(0, cap - size));
-      break;
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), aborted]);
+      if (done) break;
+      if (size + value.byteLength > cap) {
+        await reader.cancel().catch(() => {});
+        if (strict) throw new EmbedError(`answer of more than ${cap} bytes (cancelled there)`, 'answer too large');
+        chunks.push(value.subarray(0, cap - size));
+        break;
+      }
+      chunks.push(value);
+      size += value.byteLength;
     }
-    chunks.push(value);
-    size += value.byteLength;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
   }
   return Buffer.concat(chunks).toString('utf8');
 }
@@ -195,12 +233,16 @@ function ollamaVectors(json: unknown): unknown[] {
 function openaiVectors(json: unknown, count: number): unknown[] {
   const data = (json as { data?: unknown } | null)?.data;
   if (!Array.isArray(data)) throw new EmbedError('answer has no "data" array');
-  // The spec gives each item its index; servers may answer out of order.
+  // The spec gives each item its index; servers may answer out of order. Each index once: fewer items, or one
+  // index twice, left holes that no length check saw (a red-team finding: the embedder stopped for good).
+  if (data.length !== count) throw new EmbedError(`answer has ${data.length} vectors for ${count} texts`, 'not one vector per text');
   const out: unknown[] = new Array<unknown>(count);
+  const seen = new Set<number>();
   data.forEach((item: unknown, i) => {
     const index = (item as { index?: unknown })?.index;
     const at = typeof index === 'number' ? index : i;
-    if (!Number.isInteger(at) || at < 0 || at >= count) throw new EmbedError(`answer has an item with index ${String(index)}`);
+    if (!Number.isInteger(at) || at < 0 || at >= count || seen.has(at)) throw new EmbedError(`answer has an item with index ${String(index)}`, 'not one vector per text');
+    seen.add(at);
     out[at] = (item as { embedding?: unknown })?.embedding;
   });
   return out;
@@ -213,18 +255,27 @@ export function checkVectors(vectors: unknown[], count: number, dimension?: numb
   const want = dimension ?? first;
   if (want === 0) throw new EmbedError('answer has an empty or missing vector', 'an empty or missing vector');
   if (first > MAX_DIMENSION) throw new EmbedError(`vector of dimension ${first}, more than the ${MAX_DIMENSION} taken`, `vectors of more than ${MAX_DIMENSION} dimensions`);
-  if (first > 0 && first !== want && vectors.every((v) => Array.isArray(v) && v.length === first)) throw new DimensionError(first, want);
-  return vectors.map((v) => {
+  // Plain loops, not every() and map(): they skip an array's holes.
+  let sameLength = first > 0;
+  for (let k = 0; k < count; k++) sameLength &&= Array.isArray(vectors[k]) && (vectors[k] as unknown[]).length === first;
+  if (first > 0 && first !== want && sameLength) throw new DimensionError(first, want);
+  const out: Float32Array[] = [];
+  for (let k = 0; k < count; k++) {
+    const v = vectors[k];
     if (!Array.isArray(v)) throw new EmbedError('answer has a missing vector', 'an empty or missing vector');
     if (v.length !== want) throw new EmbedError(`vector of dimension ${v.length}, expected ${want}`, `vectors of dimension ${v.length}, not ${want}`);
-    const out = new Float32Array(want);
+    const vector = new Float32Array(want);
     for (let i = 0; i < want; i++) {
       const x: unknown = v[i];
-      if (typeof x !== 'number' || !Number.isFinite(x)) throw new EmbedError('vector holds a value that is not a finite number (NaN?)', 'a vector value that is not a finite number');
-      out[i] = x;
+      // As float32, which is what is kept: 1e39 is finite as a number and Infinity as a float32.
+      if (typeof x !== 'number' || !Number.isFinite(Math.fround(x))) {
+        throw new EmbedError('vector holds a value that is not a finite float32 number (NaN? past 3.4e38?)', 'a vector value that is not a finite number');
+      }
+      vector[i] = x;
     }
-    return out;
-  });
+    out.push(vector);
+  }
+  return out;
 }
 
 function oneLine(text: string): string {

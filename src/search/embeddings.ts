@@ -142,6 +142,8 @@ export class Embeddings {
   async embedQuery(text: string): Promise<Float32Array> {
     try {
       const [vector] = await this.provider.embed([text], this.dimension);
+      // All zeros scores every passage 0: the ranking would be the scan's order, shown as hits (a red-team finding).
+      if (vector!.every((x) => x === 0)) throw new EmbedError("the query's vector is all zeros", 'an unusable vector');
       return normalise(vector!);
     } catch (error) {
       if (error instanceof DimensionError && error.expected === this.dimension) {
@@ -230,10 +232,11 @@ export class Embeddings {
           roundDocs++;
           after = doc.id;
         } catch (error) {
-          if (!(error instanceof EmbedError)) throw error;
           if (this.closed) return;
           after = 0;
-          let failure = { message: error.message, reason: error.reason };
+          // Anything else too is a failure to wait out, not the end of the embedder: a TypeError from an answer no
+          // check foresaw stopped it for good, and every search by meaning then waited its whole --search-wait-ms.
+          let failure = error instanceof EmbedError ? { message: error.message, reason: error.reason } : unexpected(error);
           if (error instanceof DimensionError && error.expected === this.dimension) {
             const checked = await this.checkDimension(error.answered);
             if (checked === 'changed') break;
@@ -273,8 +276,8 @@ export class Embeddings {
       const [probe] = await this.provider.embed([PROBE_TEXT]);
       again = probe!.length;
     } catch (error) {
-      if (!(error instanceof EmbedError)) throw error;
-      return { message: error.message, reason: error.reason };
+      // As in run(): whatever failed is a failure to wait out, never the end of the embedder.
+      return error instanceof EmbedError ? { message: error.message, reason: error.reason } : unexpected(error);
     }
     if (this.closed || held !== this.dimension || again === held) return 'same';
     if (again !== answered) {
@@ -331,7 +334,10 @@ export class Embeddings {
     const chunks = row ? chunkText(row.body, doc.places ? parsePlaces(doc.places) : []) : [];
     const hashes = chunks.map((c) => createHash('sha256').update(c.text).digest('base64'));
     const known = new Map<string, { scale: number; vec: Uint8Array }>();
-    for (const c of this.stmts.chunks.all(doc.id) as { hash: string; scale: number; vec: Uint8Array }[]) known.set(c.hash, c);
+    for (const c of this.stmts.chunks.all(doc.id) as { hash: string; scale: number; vec: Uint8Array }[]) {
+      // A vector of another length is never reused: it would stay unsearchable until its text changed.
+      if (this.dimension === undefined || c.vec.byteLength === this.dimension) known.set(c.hash, c);
+    }
     const missing = [...new Set(hashes.filter((h) => !known.has(h)))];
     const textOf = new Map(hashes.map((h, i) => [h, chunks[i]!.text]));
     const fresh = new Map<string, { scale: number; vec: Uint8Array }>();
@@ -341,6 +347,10 @@ export class Embeddings {
       const group = batches.slice(i, i + MAX_IN_FLIGHT);
       const answers = await Promise.all(group.map((batch) => this.provider.embed(batch.map((h) => textOf.get(h)!), this.dimension)));
       if (this.closed) return 0;
+      // Requests sent at once before the dimension was known are each checked against nothing: one length for all,
+      // or none is kept (a provider answering 64 and 128 at once put both in the index, the 128s never searched).
+      const lengths = new Set(answers.flatMap((vectors) => vectors.map((v) => v.length)));
+      if (lengths.size > 1) throw new EmbedError(`answers of ${[...lengths].join(' and ')} dimensions at once`, 'vectors of different dimensions');
       group.forEach((batch, b) =>
         batch.forEach((hash, j) => {
           const vector = answers[b]![j]!;
@@ -371,4 +381,9 @@ export class Embeddings {
     this.counts = null;
     return missing.length;
   }
+}
+
+/** A failure that is no EmbedError (a bug, or an answer no check foresaw), as run() reports one: the reason a model reads is ours. */
+function unexpected(error: unknown): { message: string; reason: string } {
+  return { message: `unexpected: ${(error as Error)?.message ?? String(error)}`, reason: 'an unexpected error' };
 }

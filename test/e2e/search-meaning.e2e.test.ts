@@ -163,6 +163,10 @@ describe('bad providers: search answers from text with a note, and the server st
     { mode: 'http-500', note: /fails: HTTP 500\)/ },
     { mode: 'model-not-found', note: /fails: HTTP 404\)/ },
     { mode: 'nan', note: /fails: a vector value that is not a finite number\)/ },
+    // Finite as a number, Infinity as the float32 kept: documents were stored as zeros with a scale of Infinity.
+    { mode: 'past-float32', note: /fails: a vector value that is not a finite number\)/ },
+    // A query of zeros scores every passage 0: the scan's order came back as hits.
+    { mode: 'zero', note: /fails: an unusable vector\)/ },
     { mode: 'redirect', note: /fails: request failed/ },
   ];
   test('every failure, then recovery', async () => {
@@ -215,7 +219,7 @@ describe('bad providers in the background: one log line a streak, the file stays
   const cases: { mode: EmbedServer['mode']; log: RegExp }[] = [
     { mode: 'slow', log: new RegExp(`failed: no answer within ${TIMEOUT_MS} ms`) },
     { mode: 'unstable-dimension', log: /failed: the model answers vectors of dimension \d+, then \d+ \(the index holds 64\)/ },
-    { mode: 'nan', log: /failed: vector holds a value that is not a finite number/ },
+    { mode: 'nan', log: /failed: vector holds a value that is not a finite float32 number/ },
     { mode: 'redirect', log: /failed: request failed/ },
     { mode: 'model-not-found', log: /failed: HTTP 404: .*not found, try pulling it first/ },
   ];

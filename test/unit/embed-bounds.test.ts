@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
-import { EmbedError, EmbedProvider, MAX_DIMENSION, MAX_RESPONSE_BYTES } from '../../src/search/embed-provider.ts';
+import { answerBytesFor, EmbedError, EmbedProvider, MAX_DIMENSION, MAX_RESPONSE_BYTES } from '../../src/search/embed-provider.ts';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, sent: { bytes: number }) => void;
 
@@ -21,8 +23,14 @@ async function hostile(handler: Handler) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    provider: (options: { timeoutMs?: number; connectTimeoutMs?: number } = {}) =>
-      new EmbedProvider({ url: `http://127.0.0.1:${port}`, model: 'm', api: 'ollama', timeoutMs: options.timeoutMs ?? 30_000, ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }) }),
+    provider: (options: { timeoutMs?: number; connectTimeoutMs?: number; api?: 'ollama' | 'openai' } = {}) =>
+      new EmbedProvider({
+        url: `http://127.0.0.1:${port}`,
+        model: 'm',
+        api: options.api ?? 'ollama',
+        timeoutMs: options.timeoutMs ?? 30_000,
+        ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
+      }),
     sent,
     close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
   };
@@ -65,9 +73,47 @@ describe('an embedding provider cannot take the server\'s memory, time or words'
     servers.push(h);
     const error = await refusal(h.provider().embed(['a']));
     assert.equal(error.reason, 'answer too large');
-    assert.match(error.message, /more than 16777216 bytes/);
+    // One text's answer: its vector at MAX_DIMENSION and room for the rest, not MAX_RESPONSE_BYTES.
+    assert.match(error.message, new RegExp(`more than ${answerBytesFor(1)} bytes`));
+    assert.ok(answerBytesFor(1) < MiB && answerBytesFor(16) < MAX_RESPONSE_BYTES / 2);
     // What the server got out before the client cancelled: the cap plus what the sockets buffer, not the stream.
-    assert.ok(h.sent.bytes < MAX_RESPONSE_BYTES + 32 * MiB, `${h.sent.bytes} bytes sent`);
+    assert.ok(h.sent.bytes < answerBytesFor(1) + 32 * MiB, `${h.sent.bytes} bytes sent`);
+  });
+
+  test('an answer nested millions deep under the cap is refused before JSON.parse (it cost seconds and most of a gigabyte)', async () => {
+    const h = await hostile((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(`${'['.repeat(100_000)}${']'.repeat(100_000)}`));
+    servers.push(h);
+    const error = await refusal(h.provider().embed(['a']));
+    assert.equal(error.reason, 'an answer that is not JSON');
+    assert.match(error.message, /nested deeper than 8 levels/);
+  });
+
+  test('headers, then nothing, with a GC between them and the deadline: the read ends at the deadline (it waited for ever on Node 20)', { timeout: 60_000 }, async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const h = await hostile((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"embeddings":[');
+      setTimeout(gc, 100);
+    });
+    servers.push(h);
+    const started = performance.now();
+    const error = await refusal(h.provider({ timeoutMs: 1500, connectTimeoutMs: 1500 }).embed(['a']));
+    assert.equal(error.reason, 'no answer in time');
+    assert.ok(performance.now() - started < 30_000);
+  });
+
+  const openai = (data: unknown[]) => (_req: IncomingMessage, res: ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data }));
+  test('OpenAI: fewer items than texts, or one index twice, is not one vector per text (holes passed every check)', async () => {
+    for (const data of [[{ index: 0, embedding: [1, 0] }], [{ index: 0, embedding: [1, 0] }, { index: 0, embedding: [0, 1] }]]) {
+      const h = await hostile(openai(data));
+      servers.push(h);
+      const error = await refusal(h.provider({ api: 'openai' }).embed(['a', 'b']));
+      assert.equal(error.reason, 'not one vector per text', JSON.stringify(data));
+    }
+    const good = await hostile(openai([{ index: 1, embedding: [0, 1] }, { index: 0, embedding: [1, 0] }]));
+    servers.push(good);
+    assert.deepEqual((await good.provider({ api: 'openai' }).embed(['a', 'b'])).map((v) => [...v]), [[1, 0], [0, 1]], 'out of order, by index');
   });
 
   test('an answer that says it is 1 GB is refused before its body is read', async () => {
@@ -82,9 +128,9 @@ describe('an embedding provider cannot take the server\'s memory, time or words'
     assert.ok(h.sent.bytes < 64 * MiB, `${h.sent.bytes} bytes sent`);
   });
 
-  test(`vectors of 100,000 dimensions are refused (at most ${MAX_DIMENSION})`, async () => {
+  test(`vectors of 20,000 dimensions are refused (at most ${MAX_DIMENSION})`, async () => {
     const h = await hostile((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ embeddings: [new Array(100_000).fill(0.5)] }));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ embeddings: [new Array(20_000).fill(1)] }));
     });
     servers.push(h);
     const error = await refusal(h.provider().embed(['a']));

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Place } from '../../src/content/converters/types.ts';
 import { chunkText } from '../../src/search/chunks.ts';
-import { checkVectors, defaultEmbedApi, DimensionError, embedEndpoint, EmbedError } from '../../src/search/embed-provider.ts';
+import { checkVectors, defaultEmbedApi, DimensionError, embedEndpoint, EmbedError, type EmbedProvider } from '../../src/search/embed-provider.ts';
+import { Embeddings } from '../../src/search/embeddings.ts';
 import { cosineInt8, dequantise, fuseRanks, normalise, quantise } from '../../src/search/vectors.ts';
 import { dotKernel, wasmMemory } from '../../src/search/dot-kernel.ts';
 import { VectorStore } from '../../src/search/vector-store.ts';
@@ -17,7 +18,7 @@ import { openDb, setMeta } from '../../src/index/db.ts';
 import { openDatabase } from '../../src/sqlite.ts';
 import { silentLogger } from '../../src/log.ts';
 import { rng as seeded } from '../../bench/tree.ts';
-import { tempDir } from '../basics.ts';
+import { tempDir, waitFor } from '../basics.ts';
 import { join } from 'node:path';
 
 const lines = (n: number, width = 9) => Array.from({ length: n }, (_, i) => `l${String(i + 1).padStart(width - 2, '0')}`).join('\n') + '\n';
@@ -128,8 +129,11 @@ describe('embedding provider answers', () => {
     { name: 'another dimension, all alike (a model changed?)', vectors: [[1, 2, 3]], count: 1, dimension: 2, error: /dimension 3, expected 2/, changed: 3 },
     { name: 'another dimension in part', vectors: [[1, 2, 3], [1, 2]], count: 2, dimension: 2, error: /dimension 3, expected 2/ },
     { name: 'mixed dimensions', vectors: [[1, 2], [1]], count: 2, error: /dimension 1, expected 2/ },
-    { name: 'NaN', vectors: [[1, NaN]], count: 1, error: /not a finite number/ },
-    { name: 'null (JSON NaN)', vectors: [[1, null]], count: 1, error: /not a finite number/ },
+    { name: 'NaN', vectors: [[1, NaN]], count: 1, error: /not a finite/ },
+    { name: 'null (JSON NaN)', vectors: [[1, null]], count: 1, error: /not a finite/ },
+    { name: 'past float32 (finite as a number, Infinity as kept)', vectors: [[1, 1e39]], count: 1, error: /not a finite float32 number/ },
+    // What an OpenAI answer with an item missing left: a hole, skipped by every() and map().
+    { name: 'a hole', vectors: Object.assign(new Array(2), { 0: [1, 2] }), count: 2, error: /missing vector/ },
     { name: 'empty vector', vectors: [[]], count: 1, error: /empty/ },
     { name: 'not an array', vectors: ['x'], count: 1, error: /empty or missing/ },
   ];
@@ -348,6 +352,43 @@ describe('MeaningReader: vectors kept in memory follow the index', () => {
       db.close();
     } finally {
       dir.cleanup();
+    }
+  });
+});
+
+describe('Embeddings: what a provider answers never stops the embedder nor corrupts the index', () => {
+  /** A provider whose answers the test decides, request by request. */
+  function scripted(answer: (texts: string[]) => Float32Array[]) {
+    const provider = { model: 'm', origin: 'http://provider', answer, embed: async (texts: string[]) => provider.answer(texts) };
+    return provider;
+  }
+  const vectorsOf = (dimension: number) => (texts: string[]) => texts.map((_, k) => Float32Array.from({ length: dimension }, (_, i) => (i === k % dimension ? 1 : 0.1)));
+
+  test('two dimensions in answers sent at once to a fresh index: none kept; a TypeError is a failure to wait out; both recover', async () => {
+    const { db } = openDb(':memory:', silentLogger);
+    db.prepare(`INSERT INTO search_docs (id, uri, mtime, size, text) VALUES (1, 'file:///d.txt', 1, 1, 1)`).run();
+    // About 40 chunks: three batches of 16, the first two sent at once.
+    const body = Array.from({ length: 600 }, (_, i) => `line ${i} of a document long enough for many chunks`).join('\n');
+    db.prepare(`INSERT INTO search_fts (rowid, body) VALUES (1, ?)`).run(body);
+    let requests = 0;
+    const provider = scripted((texts) => vectorsOf(++requests % 2 === 1 ? 4 : 8)(texts));
+    const embeddings = new Embeddings(db, provider as unknown as EmbedProvider, silentLogger);
+    embeddings.start();
+    try {
+      await waitFor(() => embeddings.status().failing !== null, 10_000, 'the failure');
+      assert.equal(embeddings.status().failing, 'vectors of different dimensions');
+      assert.equal((db.prepare('SELECT count(*) AS n FROM search_chunks').get() as { n: number }).n, 0, 'nothing kept of mixed answers');
+      provider.answer = () => {
+        throw new TypeError("Cannot read properties of undefined (reading 'length')");
+      };
+      await waitFor(() => embeddings.status().failing === 'an unexpected error', 10_000, 'the unexpected error, as a failure');
+      provider.answer = vectorsOf(4);
+      await waitFor(() => embeddings.status().failing === null && embeddings.status().embedded === 1, 30_000, 'the recovery');
+      const lengths = db.prepare('SELECT DISTINCT length(vec) AS n FROM search_chunks').all() as { n: number }[];
+      assert.deepEqual(lengths.map((r) => r.n), [4]);
+    } finally {
+      await embeddings.close();
+      db.close();
     }
   });
 });
