@@ -218,6 +218,21 @@ describe('docx converter', () => {
     await rejectsConversion(convert(docxConverter, makeZip(lying)), /past its declared size/);
   });
 
+  test('a directory record past the count, or two entries of one name, is refused: JSZip would read the one never checked', async () => {
+    const hidden = { name: 'word/document.xml', data: docxParts(['HIDDENTEXT']).find((p) => p.name === 'word/document.xml')!.data };
+    const parts = [...docxParts(['CHECKEDTEXT']), hidden];
+    await rejectsConversion(convert(docxConverter, makeZip(parts)), /two entries of one name/);
+    // The end record counts all but the last record (and its bytes): mammoth converted HIDDENTEXT.
+    const zip = makeZip(parts);
+    const end = zip.length - 22;
+    const lastRecord = 46 + Buffer.byteLength(hidden.name);
+    zip.writeUInt16LE(parts.length - 1, end + 8);
+    zip.writeUInt16LE(parts.length - 1, end + 10);
+    zip.writeUInt32LE(zip.readUInt32LE(end + 12) - lastRecord, end + 12);
+    await rejectsConversion(convert(docxConverter, zip), /central directory holds more than its end record says/);
+    assert.match((await convert(docxConverter, makeZip(docxParts(['CHECKEDTEXT'])))) as string, /CHECKEDTEXT/);
+  });
+
   test('an honest archive within the budget passes checkZip; one over it does not', () => {
     const zip = makeZip([{ name: 'a.txt', data: 'a'.repeat(1000) }, { name: 'b.txt', data: 'b'.repeat(1000) }]);
     checkZip(zip, { bytes: 2000, entries: 10 });

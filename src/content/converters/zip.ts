@@ -102,6 +102,14 @@ function centralDirectory(bytes: Buffer, budget: ZipBudget): ZipEntry[] {
     entries.push(entry);
     at += 46 + nameLength + extraLength + commentLength;
   }
+  // Security: JSZip (mammoth's) reads directory records for as long as they follow one another, whatever the
+  // count says, and of two entries of one name the last wins: a fourth record past a count of 3 held the
+  // document.xml mammoth converted, never inflated here (a red-team finding).
+  if (at !== offset + size || (at + 4 <= eocd && bytes.readUInt32LE(at) === 0x02014b50)) {
+    throw new ConversionError('zip central directory holds more than its end record says');
+  }
+  const names = new Set(entries.map((e) => e.name.replace(/^\/+/, '')));
+  if (names.size !== entries.length) throw new ConversionError('zip has two entries of one name');
   return entries;
 }
 
