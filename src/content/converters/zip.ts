@@ -105,7 +105,8 @@ function centralDirectory(bytes: Buffer, budget: ZipBudget): ZipEntry[] {
   // Security: JSZip (mammoth's) reads directory records for as long as they follow one another, whatever the
   // count says, and of two entries of one name the last wins: a fourth record past a count of 3 held the
   // document.xml mammoth converted, never inflated here (a red-team finding).
-  if (at !== offset + size || (at + 4 <= eocd && bytes.readUInt32LE(at) === 0x02014b50)) {
+  // (A directory may be larger than its records: APPNOTE's digital signature record is counted in its size.)
+  if (at > offset + size || (at + 4 <= eocd && bytes.readUInt32LE(at) === 0x02014b50)) {
     throw new ConversionError('zip central directory holds more than its end record says');
   }
   const names = new Set(entries.map((e) => e.name.replace(/^\/+/, '')));
