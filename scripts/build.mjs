@@ -171,12 +171,21 @@ import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 if (module.enableCompileCache) {
   if (process.env.NODE_COMPILE_CACHE) module.enableCompileCache();
   else {
+    // realpath(3), as the server takes its folders (on Windows and macOS it spells a path as the disk does: case),
+    // and Node's own walk where that fails.
+    const realpath = (path) => {
+      try {
+        return realpathSync.native(path);
+      } catch {
+        return realpathSync(path);
+      }
+    };
     // The real path a path has, or would have once made: its nearest existing folder's, and the rest.
     const real = (path) => {
       const rest = [];
       for (let at = resolve(path); ; at = dirname(at)) {
         try {
-          return join(realpathSync(at), ...rest.reverse());
+          return join(realpath(at), ...rest.reverse());
         } catch {
           if (dirname(at) === at) return resolve(path);
           rest.push(basename(at));
@@ -196,7 +205,7 @@ if (module.enableCompileCache) {
     if (folders.length > 0 && !inside(real(dir))) {
       try {
         mkdirSync(dir, { recursive: true, mode: 0o700 });
-        if (!inside(realpathSync(dir))) module.enableCompileCache(dir);
+        if (!inside(realpath(dir))) module.enableCompileCache(dir);
       } catch {
         // No cache: the server starts all the same, compiling as Node 20 does.
       }

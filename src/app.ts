@@ -27,6 +27,7 @@ import type { Era, ErrorResponse } from './protocol/wire.ts';
 import { createPager } from './query/page.ts';
 import { createServer, type HandlerServices, type ServerInfo } from './server.ts';
 import { chooseDriver } from './sqlite.ts';
+import { inspectDbFile } from './index/db-file.ts';
 import { Foreground, TurnChain } from './turns.ts';
 import type { Root } from './uri.ts';
 
@@ -232,12 +233,17 @@ export const WARM_WAIT_MS = 2000;
 
 function startServices(config: Config, roots: readonly Root[], requestedDb: string, log: Logger, foreground: Foreground): Services & { close(): Promise<void> } {
   // One server per index file: a second one (Claude Desktop and Claude Code on one folder) indexes in memory.
-  const lock = requestedDb === ':memory:' ? null : acquireDbLock(requestedDb);
+  // A pid alone in the lock, of a running program that is not folder-mcp: ours all the same in our own cache folder,
+  // or beside an index of ours (a server before the lock's mark died, and its pid was reused).
+  const barePidIsOurs = () => config.db === undefined || inspectDbFile(requestedDb, chooseDriver(config.sqliteDriver)).kind === 'index';
+  const lock = requestedDb === ':memory:' ? null : acquireDbLock(requestedDb, undefined, undefined, barePidIsOurs);
   let dbFile = requestedDb;
   if (lock && !lock.acquired) {
     log.warn(
-      `the index ${requestedDb} is in use by another folder-mcp${Number.isNaN(lock.heldBy) ? '' : ` (pid ${lock.heldBy})`}; ` +
-        'this one keeps its index in memory (pass --db to give it a file of its own)',
+      lock.foreign
+        ? `${requestedDb}.lock is not a lock of folder-mcp's; this server keeps its index in memory (pass --db to give it a file of its own)`
+        : `the index ${requestedDb} is in use by another folder-mcp${Number.isNaN(lock.heldBy) ? '' : ` (pid ${lock.heldBy})`}; ` +
+            'this one keeps its index in memory (pass --db to give it a file of its own)',
     );
     dbFile = ':memory:';
   }

@@ -4,7 +4,7 @@
 // hand them in-memory streams (test/in-process.ts) and so run, in their own
 // process, the same start-up and the same stdio wire as the built binary.
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
-import { accessSync, constants, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, fstatSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { App } from './app.ts';
@@ -107,9 +107,33 @@ export function indexFileFor(roots: readonly Root[], config: Config, env: NodeJS
     return { problem: `--db ${config.db} is one of this process's own files, not a place for an index: give a file path` };
   }
   const dbFile = config.db === undefined ? defaultDbPath(paths, config, env) : config.db === ':memory:' ? ':memory:' : realPathOf(config.db);
+  // The same through a symlink to /dev/stdout: the file it resolves to is the one this process writes its answers to.
+  if (config.db !== undefined && dbFile !== ':memory:' && isStandardStream(dbFile)) {
+    return { problem: `--db ${config.db} is the file this process's standard input, output or error is, not a place for an index: give a file path` };
+  }
   if (isInsideRoots(dbFile, paths)) return { problem: `--db ${dbFile} is inside a served folder; the server never writes there` };
   const unusable = dbFileProblem(dbFile, config.db === undefined, driver);
   return unusable === null ? { dbFile } : { problem: unusable };
+}
+
+/** Whether `path` is the regular file behind this process's stdin, stdout or stderr (by device and inode). */
+function isStandardStream(path: string): boolean {
+  let file: Stats;
+  try {
+    file = statSync(path);
+  } catch {
+    return false;
+  }
+  // An inode of 0 is a file system that has none (never matched: it would match every file there).
+  if (!file.isFile() || file.ino === 0) return false;
+  return [0, 1, 2].some((fd) => {
+    try {
+      const stream = fstatSync(fd);
+      return stream.isFile() && stream.dev === file.dev && stream.ino === file.ino;
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** Paths that name what a process reads or writes (its standard streams, its descriptors), not a file of their own. */

@@ -118,7 +118,9 @@ const SHM_VERSION = 3007000;
  */
 export function foreignFileBeside(path: string, ourIndex = false): string | null {
   const lock = `${path}.lock`;
-  if (!isOwnFile(lock, (head, size) => size <= 32 && isOurLockText(head.toString('latin1')))) return `${lock} is there and is not a folder-mcp lock`;
+  // Beside an index of ours, a pid alone is a lock a server before the mark left, whoever has that pid now.
+  const ourLock = (head: Buffer, size: number) => size <= 32 && (ourIndex ? readLock(head.toString('latin1')) !== null : isOurLockText(head.toString('latin1')));
+  if (!isOwnFile(lock, ourLock)) return `${lock} is there and is not a folder-mcp lock`;
   if (ourIndex) return null;
   const journal = `${path}-journal`;
   if (!isOwnFile(journal, isJournalHead)) return `${journal} is there and is not SQLite's rollback journal`;

@@ -7,7 +7,8 @@ import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } f
 import { dirname } from 'node:path';
 import { pidRuns } from '../errno.ts';
 
-export type LockResult = { acquired: true; release(): void } | { acquired: false; heldBy: number };
+/** Not acquired: held by `heldBy` (NaN: not known), or (`foreign`) the file of the lock's name is not a lock of ours. */
+export type LockResult = { acquired: true; release(): void } | { acquired: false; heldBy: number; foreign?: true };
 
 /** Whether `pid` is a live folder-mcp: it exists, and where /proc tells, runs our CLI (a zombie or a reused pid does not). */
 function alive(pid: number): boolean {
@@ -20,7 +21,18 @@ function alive(pid: number): boolean {
   }
 }
 
-export function acquireDbLock(dbFile: string, isAlive: (pid: number) => boolean = alive, runs: (pid: number) => boolean = pidRuns): LockResult {
+/**
+ * Takes `<dbFile>.lock`. `barePidIsOurs`: asked only of a lock holding a pid
+ * alone that a running program other than folder-mcp has, whether it is
+ * ours all the same (a server before the mark died and its pid was reused):
+ * in folder-mcp's own cache folder, or beside an index of ours, it is.
+ */
+export function acquireDbLock(
+  dbFile: string,
+  isAlive: (pid: number) => boolean = alive,
+  runs: (pid: number) => boolean = pidRuns,
+  barePidIsOurs: () => boolean = () => false,
+): LockResult {
   const path = `${dbFile}.lock`;
   mkdirSync(dirname(dbFile), { recursive: true, mode: 0o700 });
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -50,7 +62,7 @@ export function acquireDbLock(dbFile: string, isAlive: (pid: number) => boolean 
     // Not a lock of ours (a project's Cargo.lock, for --db Cargo; a running program's pid file): never deleted. The
     // start-up check refuses such a path (db-file.ts); one that appears afterwards leaves this server's index in memory.
     const lock = readLock(text);
-    if (lock === null || !isOurLock(lock, isAlive, runs)) return { acquired: false, heldBy: NaN };
+    if (lock === null || !(isOurLock(lock, isAlive, runs) || barePidIsOurs())) return { acquired: false, heldBy: NaN, foreign: true };
     const holder = lock.pid;
     if (holder > 0 && holder !== process.pid && isAlive(holder)) return { acquired: false, heldBy: holder };
     try {

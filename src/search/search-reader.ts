@@ -149,8 +149,9 @@ function locateMatch(snippet: string, body: string): { line: number; text: strin
   const end = snippet.indexOf('\u0002', start);
   let offset = -1;
   if (start >= 0 && end > start) {
-    // The text just before the word places it well enough; all of it can be a megabyte (boundSnippet).
-    const before = snippet.slice(0, start).replace(/^…/, '').slice(-SNIPPET_BEFORE);
+    // The text before the word places it; all of it can be a megabyte (boundSnippet), so its last PLACING_CHARS.
+    // Not much fewer: sheets of one header, and separator rows FTS5 does not count as tokens, repeat a long way.
+    const before = snippet.slice(0, start).replace(/^…/, '').slice(-PLACING_CHARS);
     const word = snippet.slice(start + 1, end);
     const at = body.indexOf(before + word);
     offset = at >= 0 ? at + before.length : body.toLowerCase().indexOf(word.toLowerCase());
@@ -171,6 +172,8 @@ function locateMatch(snippet: string, body: string): { line: number; text: strin
   };
 }
 
+/** Characters before a snippet's first highlight that place it in the body. */
+const PLACING_CHARS = 4096;
 /** Characters of a snippet kept before its first highlight, and in all. */
 const SNIPPET_BEFORE = 80;
 const SNIPPET_CHARS = 320;

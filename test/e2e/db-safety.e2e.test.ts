@@ -115,6 +115,17 @@ describe('--db never destroys a file, and an unusable index is exit 2 with one l
       closeSync(out);
     }
     assert.equal(readFileSync(at('out.log'), 'utf8'), '');
+    // And through a symlink to it, where the path says nothing: the file is the one stdout writes to.
+    symlinkSync('/dev/stdout', at('stdout-link.db'));
+    const linked = openSync(at('out2.log'), 'w');
+    try {
+      const result = spawnSync(process.execPath, [CLI, '--db', at('stdout-link.db'), folder], { stdio: ['ignore', linked, 'pipe'], encoding: 'utf8', timeout: 60_000 });
+      assert.equal(result.status, 2);
+      assert.match(result.stderr, /stdout-link\.db is the file this process's standard input, output or error is/);
+    } finally {
+      closeSync(linked);
+    }
+    assert.equal(readFileSync(at('out2.log'), 'utf8'), '');
   });
 
   test('an index of ours is used, and one of another schema version rebuilt with a warning', async () => {

@@ -98,6 +98,13 @@ describe('locate', () => {
     const cut = locate(`\u0001a\u0002 ${'|---| '.repeat(200_000)}| the word |`, table).snippet;
     assert.ok(cut.length <= 322 && cut.startsWith('«a»') && cut.endsWith('…'), cut.slice(0, 40));
   });
+  test('a match in the second of two sheets of one layout is placed in the second: the text before it is unique only far back', () => {
+    const sheet = (n: number, row: string) => `## Sheet ${n}\n| when | who |\n${'| --- '.repeat(30)}|\n| ${row} |\n`;
+    const body = sheet(1, '2024 acme') + sheet(2, '2024 initech');
+    const found = locate(`…Sheet 2\n| when | who |\n${'| --- '.repeat(30)}|\n| \u00012024\u0002 initech |`, body);
+    assert.equal(found.line, 8);
+    assert.equal(found.text, '| 2024 initech |');
+  });
   test('boundSnippet cuts at a character, and closes a highlight it cut open (pure)', () => {
     const emoji = `${'😀'.repeat(300)}`;
     const around = boundSnippet(`${emoji}\u0001w\u0002${emoji}`);

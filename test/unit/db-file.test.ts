@@ -153,6 +153,10 @@ describe('inspectDbFile and dbFileProblem', () => {
     assert.equal(readFileSync(join(room, 'mydaemon.lock'), 'utf8'), `${daemon.pid}\n`);
     writeFileSync(join(room, 'ours.lock'), `folder-mcp ${daemon.pid}`);
     assert.equal(dbFileProblem(join(room, 'ours'), false), null, 'marked: a folder-mcp whose pid was reused, taken over');
+    // Beside an index of ours, a pid alone is the lock a server before the mark left (upgraded after a crash).
+    openDb(join(room, 'index.db'), silentLogger).db.close();
+    writeFileSync(join(room, 'index.db.lock'), `${daemon.pid}`);
+    assert.equal(dbFileProblem(join(room, 'index.db'), false), null);
   });
 
   test('a place that cannot be written is refused before anything is made there', () => {
