@@ -270,10 +270,20 @@ function isHex(code: number | undefined): boolean {
 }
 
 /**
+ * The ASCII characters a URI path spells percent-encoded (PATH_ENCODE_ASCII) that a client's URI text may
+ * hold raw and mean as themselves: all but `?` and `#`, which are URI syntax there (docs/listing.md), and `%`,
+ * which is taken as an escape when two hex digits follow it.
+ */
+const URI_TEXT_ENCODE = new Set([...PATH_ENCODE_ASCII].filter((c) => !'?#%'.includes(c)));
+
+/**
  * Normalises a client-supplied URI *prefix* (prefix / uri_paths / glob literal text) to the spelling of canonical
- * URIs, without requiring it to be a whole URI: percent-encodes every non-ASCII character (UTF-8) and every
- * ASCII control or space, and uppercases the hex of existing %xx escapes. Leaves every other ASCII char as is.
- * It must never split a multi-byte char; a lone surrogate is encoded as U+FFFD.
+ * URIs, without requiring it to be a whole URI: percent-encodes every non-ASCII character (UTF-8), every
+ * ASCII control or space, the ASCII characters URI paths spell encoded (URI_TEXT_ENCODE: `~`, `^`, `|`, ...),
+ * and a `%` that begins no escape, and uppercases the hex of existing %xx escapes. Leaves every other ASCII
+ * char as is. It must never split a multi-byte char; a lone surrogate is encoded as U+FFFD. Before, `~` and
+ * the rest were left raw, so `prefix: file:///p/dir~/` found nothing in `dir~` (listed as `dir%7E`), and
+ * `100%` matched `100%25` only as a text prefix (a red-team finding).
  */
 export function canonicalUriText(text: string): string {
   let out = '';
@@ -288,7 +298,7 @@ export function canonicalUriText(text: string): string {
       i += 3;
       continue;
     }
-    if (code <= 0x20 || code === 0x7f) out += hexByte(code);
+    if (code <= 0x20 || code === 0x7f || code === 0x25 || URI_TEXT_ENCODE.has(char)) out += hexByte(code);
     else if (code < 0x80) out += char;
     else out += utf8Escapes(char); // a lone surrogate becomes U+FFFD
     i += char.length;

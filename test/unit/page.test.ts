@@ -125,6 +125,21 @@ describe('listPage', () => {
     });
   }
 
+  it('prefix, uri_paths and uriPatterns with `~`, `^` and `%` raw find the names listed with them encoded (they found nothing)', () => {
+    const own = openDb(':memory:', silentLogger).db;
+    try {
+      const uris = [R, `${R}100%25`, `${R}backup%7E`, `${R}dir%7E/`, `${R}dir%7E/inner.txt`, `${R}x%5Ey`];
+      insertAll(own, uris.map((uri) => entry(uri, uri === R ? null : uri.endsWith('/') || !uri.includes('%7E/') ? R : `${R}dir%7E/`)));
+      const list = (params: unknown) => walk(createPager(own), planQuery(parseListParams(params, 'resources/list')), 100, 1e9);
+      assert.deepEqual(list({ prefix: `${R}dir~/` }), [`${R}dir%7E/`, `${R}dir%7E/inner.txt`]);
+      assert.deepEqual(list({ prefix: `${R}backup~` }), [`${R}backup%7E`]);
+      assert.deepEqual(list({ filters: { uri_paths: [`${R}dir~`, `${R}x^y`, `${R}100%`] } }), [`${R}100%25`, `${R}dir%7E/`, `${R}dir%7E/inner.txt`, `${R}x%5Ey`]);
+      assert.deepEqual(list({ filter: { uriPatterns: [`${R}dir~/**`] } }), [`${R}dir%7E/`, `${R}dir%7E/inner.txt`]);
+    } finally {
+      own.close();
+    }
+  });
+
   it('a budget-limited page returns early with rows examined counted', () => {
     // Neither a literal name nor an extension: a primary-key scan, which the budget cuts short.
     const plan = planQuery(parseListParams({ filter: { namePatterns: ['math.m?'] } }, 'resources/list'));

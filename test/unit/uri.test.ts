@@ -300,13 +300,16 @@ describe('canonicalUriText', () => {
     { input: '\uDC00', expected: '%EF%BF%BD' },
     { input: 'x\uD83D', expected: 'x%EF%BF%BD', why: 'half an emoji, cut off' },
     { input: '\uDE00\uD83D', expected: '%EF%BF%BD%EF%BF%BD' },
-    { input: '%', expected: '%' },
-    { input: '%2', expected: '%2' },
-    { input: '%zz', expected: '%zz' },
-    { input: '%%41', expected: '%%41' },
+    // A '%' that begins no escape is the character itself, as a file named `100%` is listed (`100%25`).
+    { input: '%', expected: '%25' },
+    { input: '%2', expected: '%252' },
+    { input: '%zz', expected: '%25zz' },
+    { input: '%%41', expected: '%25%41' },
     { input: '%e6%97', expected: '%E6%97' },
     { input: '%2f%5c', expected: '%2F%5C' },
-    { input: '#?[]{}*!~\\', expected: '#?[]{}*!~\\' },
+    // As URI paths spell them (`backup~` is listed `backup%7E`); `?` and `#` stay URI syntax.
+    { input: '#?[]{}*!~\\', expected: '#?%5B%5D%7B%7D*!%7E%5C' },
+    { input: '"<>^`|', expected: '%22%3C%3E%5E%60%7C' },
     { input: 'FILE:///R/', expected: 'FILE:///R/' },
     { input: '', expected: '' },
   ];
@@ -317,9 +320,9 @@ describe('canonicalUriText', () => {
       assert.equal(canonicalUriText(got), got, 'idempotent');
     });
   }
-  it('agrees with pathToUri on any prefix of a raw non-ASCII URI', () => {
-    const raw = 'file:///r/日本/café 😀.txt';
-    const canonical = pathToUri('/r/日本/café 😀.txt', false);
+  it('agrees with pathToUri on any prefix of a raw URI, non-ASCII and the ASCII paths encode', () => {
+    const raw = 'file:///r/日本/café 😀/dir~/x^y|z "q" <a> {b} [c] `d` 100%.txt';
+    const canonical = pathToUri('/r/日本/café 😀/dir~/x^y|z "q" <a> {b} [c] `d` 100%.txt', false);
     assert.equal(canonicalUriText(raw), canonical);
     // Every code-point prefix of the raw text maps to a prefix of the canonical URI.
     const chars = [...raw];
