@@ -65,9 +65,13 @@ export function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<st
   return out;
 }
 
-/** One argument that may be given as a string or a list of strings. */
+/**
+ * One argument that may be given as a string or a list of strings (at most
+ * 100, which scopeQuery checks and says: a `.max(100)` here failed inside the
+ * union, and the client read only "Invalid input → at glob").
+ */
 export const stringOrList = (description: string) =>
-  z.union([z.string(), z.array(z.string()).max(100)]).optional().describe(description);
+  z.union([z.string(), z.array(z.string())]).optional().describe(`${description} At most 100.`);
 
 export function asList(value: string | string[] | undefined): string[] {
   if (value === undefined) return [];

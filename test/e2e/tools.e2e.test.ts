@@ -127,6 +127,12 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
       assert.equal(result.nextCursor, undefined);
     });
 
+    test('more than 100 globs: the error says so (the schema failed first, with "Invalid input → at glob")', async () => {
+      const result = await call('find', { glob: Array.from({ length: 101 }, (_, i) => `g${i}/**`) });
+      assert.equal(result.isError, true);
+      assert.match(String(result.content[0]?.text), /Too many patterns: at most 100 globs and 100 names/);
+    });
+
     test('name globs, prefixes and type', async () => {
       const uris = async (args: Record<string, unknown>) =>
         ((await call('find', args)).structuredContent!.matches as LooseResult[]).map((m) => m.path);
