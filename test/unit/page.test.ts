@@ -5,7 +5,7 @@ import type { EntryRow } from '../../src/entry.ts';
 import { silentLogger } from '../../src/log.ts';
 import { decodeCursor, encodeCursor } from '../../src/protocol/cursor.ts';
 import { fingerprint, parseListParams } from '../../src/query/filter.ts';
-import { createPager, explainPlan, type Pager } from '../../src/query/page.ts';
+import { createPager, explainPlan, MAX_LOOKUPS, type Pager } from '../../src/query/page.ts';
 import { matchesQuery, planQuery, type Plan, type PlanOptions } from '../../src/query/plan.ts';
 
 const R = 'file:///r/';
@@ -271,6 +271,25 @@ describe('explainPlan', () => {
       }
     });
   }
+  it(`names or extensions times ranges past ${MAX_LOOKUPS} look-ups: a scan of the primary key, which the budget bounds, with the same rows`, () => {
+    // 100 uri_paths, 100 patterns of (up to) 64 literal names: millions of look-ups a page before.
+    const bits = (k: number) => '{a,b}'.repeat(6).replace(/^/, `n${k}`);
+    const some = allRows(db).find((row) => row.uri.startsWith(`${R}a/`) && row.kind === 0)!.name;
+    const params = {
+      filters: { uri_paths: Array.from({ length: 99 }, (_, i) => `${R}p${String(i).padStart(3, '0')}`).concat(`${R}a/`) },
+      filter: { namePatterns: Array.from({ length: 99 }, (_, k) => bits(k)).concat(some) },
+    };
+    const query = parseListParams(params, 'resources/list');
+    const plan = planQuery(query);
+    assert.ok(plan.names !== null && plan.names.length * plan.ranges.length > MAX_LOOKUPS);
+    for (const d of explainPlan(db, plan)) assert.match(d, /^SEARCH entries USING PRIMARY KEY/);
+    const expected = allRows(db).filter((row) => matchesQuery(query, row)).map((row) => row.uri);
+    assert.ok(expected.length > 0, `${some} under a/ matches`);
+    assert.deepEqual(walk(createPager(db), plan, 7, 50), expected);
+    // A few names in a few ranges keep their index.
+    const few = planQuery(parseListParams({ filters: { uri_paths: [`${R}a/`, `${R}b/`] }, filter: { namePatterns: [some] } }, 'resources/list'));
+    for (const d of explainPlan(db, few)) assert.match(d, /USING INDEX entries_by_name/);
+  });
   it('an empty plan runs nothing', () => {
     const plan = planQuery(parseListParams({ prefix: 'x', filters: { uri_paths: ['y'] } }, 'resources/list'));
     assert.deepEqual(explainPlan(db, plan), []);
