@@ -5,6 +5,7 @@
 // writes the index; the worst a forged or stale one can do is make a replica
 // look at a path of its own folder. The transport (Redis pub/sub:
 // ./redis-transport.ts) only carries text.
+import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { realClock, type Clock, type ClockTimer } from '../clock.ts';
 import { Coalescer } from '../coalesce.ts';
@@ -44,9 +45,13 @@ const TREE_HINT_MIN_INTERVAL_MS = 1_000;
  */
 const TREE_HINT_DUTY_FACTOR = 10;
 /**
- * A path this replica looked at because of a hint is not sent back out when
- * its look changes the index within this long: the replica that sent it
- * knows (without this each change would echo once through every replica).
+ * A path this replica looks at because of a hint is not sent back out when
+ * that look changes the index: the replica that sent it knows (without this
+ * each change would echo once through every replica). From the hint until
+ * the look is done, and never longer than this. It was this long whatever
+ * the look found: a file changed again on the disk within 5 s of a write
+ * through another replica was never announced, and replicas that poll
+ * served the old text until their next poll (a red-team finding).
  */
 const ECHO_MS = 5_000;
 /** Paths remembered for ECHO_MS at most (the oldest go first). */
@@ -58,6 +63,8 @@ export interface HintMessage {
   v: 1;
   /** The sender's replica id (`--replica-id`, or a random one): a replica ignores its own messages. */
   origin: string;
+  /** The sending process, at random: two replicas given one `--replica-id` tell each other apart by it. */
+  process?: string;
   /** The root's absolute path, as the sender serves it: replicas share hints for roots they serve at the same path. */
   root: string;
   /** Paths relative to the root (`''` is the root), `/`-separated. */
@@ -69,6 +76,7 @@ export interface HintMessage {
 /** A validated hint, in this replica's terms. */
 export interface Hint {
   origin: string;
+  process: string | undefined;
   root: Root;
   /** Absolute paths inside `root`. */
   paths: string[];
@@ -93,8 +101,9 @@ export function decodeHint(text: string, roots: readonly Root[], flavour: Flavou
     return null;
   }
   if (typeof message !== 'object' || message === null || Array.isArray(message)) return null;
-  const { v, origin, root: rootPath, paths, tree } = message as Record<string, unknown>;
+  const { v, origin, process: sender, root: rootPath, paths, tree } = message as Record<string, unknown>;
   if (v !== 1 || typeof origin !== 'string' || origin.length === 0 || origin.length > 64) return null;
+  if (sender !== undefined && (typeof sender !== 'string' || sender.length > 64)) return null;
   if (typeof rootPath !== 'string' || !Array.isArray(paths) || paths.length > MAX_HINT_PATHS) return null;
   if (tree !== undefined && tree !== true) return null;
   const root = roots.find((r) => r.path === rootPath);
@@ -105,7 +114,7 @@ export function decodeHint(text: string, roots: readonly Root[], flavour: Flavou
     if (path === null) return null;
     absolute.push(path);
   }
-  return { origin, root, paths: absolute, tree: tree === true };
+  return { origin, process: sender, root, paths: absolute, tree: tree === true };
 }
 
 function resolveRelative(root: Root, rel: unknown, flavour: Flavour = HOST_FLAVOUR): string | null {
@@ -123,8 +132,8 @@ function resolveRelative(root: Root, rel: unknown, flavour: Flavour = HOST_FLAVO
 }
 
 /** Encodes what changed under `root`: one message, or a tree hint when the paths do not fit in one. */
-export function encodeHints(origin: string, root: Root, relPaths: ReadonlySet<string>): string {
-  const base = { v: 1 as const, origin, root: root.path };
+export function encodeHints(origin: string, root: Root, relPaths: ReadonlySet<string>, process?: string): string {
+  const base = { v: 1 as const, origin, ...(process !== undefined && { process }), root: root.path };
   if (relPaths.size <= MAX_HINT_PATHS) {
     const text = JSON.stringify({ ...base, paths: [...relPaths] } satisfies HintMessage);
     if (Buffer.byteLength(text) <= MAX_HINT_MESSAGE_BYTES) return text;
@@ -148,8 +157,8 @@ export interface HintBusOptions {
   log: Logger;
   /** Calls its listener after each committed change to the index (FolderIndex.onChange). */
   onChange(listener: (change: CommittedChange) => void): () => void;
-  /** Looks at these paths (Live.hint)... */
-  hint(paths: Iterable<string>): void;
+  /** Looks at these paths (Live.hint), resolving once they have been looked at... */
+  hint(paths: Iterable<string>): Promise<void>;
   /** ...or diffs this root (Live.hintTree). */
   hintTree(dir: string): Promise<void>;
   open: OpenHintTransport;
@@ -182,6 +191,10 @@ export class HintBus {
   private readonly transport: HintTransport;
   private readonly stopListening: () => void;
   private closed = false;
+  /** This process, in every message it sends (HintMessage.process). */
+  private readonly process = randomBytes(8).toString('hex');
+  /** Whether another process's messages under this replica's id were seen (said once). */
+  private sharedOrigin = false;
   /** Messages dropped as invalid (for tests and the log). */
   rejected = 0;
   /** Hints taken from other replicas (for tests). */
@@ -234,7 +247,7 @@ export class HintBus {
     this.outgoing = new Map();
     for (const [rootPath, paths] of outgoing) {
       const root = this.options.roots.find((r) => r.path === rootPath)!;
-      this.transport.publish(encodeHints(this.options.origin, root, paths));
+      this.transport.publish(encodeHints(this.options.origin, root, paths, this.process));
     }
   }
 
@@ -259,7 +272,15 @@ export class HintBus {
       else this.options.log.debug('bus: an invalid message was dropped');
       return;
     }
-    if (hint.origin === this.options.origin) return;
+    if (hint.origin === this.options.origin) {
+      // Ours, or (from a replica before `process`) taken as ours. Another process under our id hides each of us from
+      // the other's hints, and a balancer sends both one's sessions: said once, and its hints taken.
+      if (hint.process === undefined || hint.process === this.process) return;
+      if (!this.sharedOrigin) {
+        this.sharedOrigin = true;
+        this.options.log.warn(`bus: another replica uses --replica-id ${this.options.origin}: give each replica its own (a load balancer routes sessions by it)`);
+      }
+    }
     this.received++;
     this.inboundPaths += hint.paths.length;
     if (hint.tree || this.inboundPaths > MAX_INBOUND_PATHS_PER_SECOND) return this.tree(hint.root);
@@ -268,8 +289,8 @@ export class HintBus {
     const paths = hint.paths.filter((path) => basename(path) !== '.gitignore');
     if (paths.length < hint.paths.length) this.tree(hint.root);
     if (paths.length === 0) return;
-    this.remember(paths);
-    this.options.hint(paths);
+    const until = this.remember(paths);
+    void this.options.hint(paths).then(() => this.forget(paths, until));
   }
 
   /**
@@ -289,13 +310,14 @@ export class HintBus {
       this.treePending.delete(root.path);
       if (this.closed) return;
       this.treeLast.set(root.path, this.clock.now());
-      this.remember([root.path]);
+      const until = this.remember([root.path]);
       const started = this.clock.now();
       this.treeRunning.add(root.path);
       void this.options
         .hintTree(root.path)
         .catch((error: unknown) => this.options.log.debug(`bus: diff of ${root.path} failed: ${(error as Error).message}`))
         .finally(() => {
+          this.forget([root.path], until);
           this.treeRunning.delete(root.path);
           this.treeCost.set(root.path, this.clock.now() - started);
           this.treeLast.set(root.path, this.clock.now());
@@ -305,8 +327,8 @@ export class HintBus {
     this.treeTimers.add(timer);
   }
 
-  /** Paths (and their folders, whose mtime the change moves) that a change here may now come from a hint. */
-  private remember(paths: readonly string[]): void {
+  /** Paths (and their folders, whose mtime the change moves) that a change here may now come from a hint; returns until when. */
+  private remember(paths: readonly string[]): number {
     const until = this.clock.now() + ECHO_MS;
     for (const path of paths) {
       for (const p of [path, dirname(path)]) {
@@ -318,6 +340,14 @@ export class HintBus {
     for (const [path, expires] of this.hinted) {
       if (this.hinted.size <= MAX_ECHO_PATHS && expires > now) break;
       this.hinted.delete(path);
+    }
+    return until;
+  }
+
+  /** The look a hint asked for is done: a change to those paths from now on is news (a later hint's entry stays). */
+  private forget(paths: readonly string[], until: number): void {
+    for (const path of paths) {
+      for (const p of [path, dirname(path)]) if (this.hinted.get(p) === until) this.hinted.delete(p);
     }
   }
 

@@ -42,6 +42,8 @@ export class EventBatcher {
   private flushQueued = false;
   /** Paths handed to `apply`, looks again included (for tests). */
   pathsApplied = 0;
+  /** Called once the flush that takes the paths added so far has applied them (applied()). */
+  private waiters: (() => void)[] = [];
 
   /** Paths reported (or due to be looked at again) and not yet handed to `apply`: the watcher's backlog. */
   get backlog(): number {
@@ -65,8 +67,18 @@ export class EventBatcher {
     this.coalescer.trigger();
   }
 
+  /**
+   * Resolves once every path added before the call has been looked at (the
+   * flush that takes them has applied them), or the batcher is closed.
+   */
+  applied(): Promise<void> {
+    if (this.options.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
   close(): void {
     this.coalescer.cancel();
+    for (const done of this.waiters.splice(0)) done();
   }
 
   private queueFlush(): void {
@@ -82,7 +94,13 @@ export class EventBatcher {
     const paths = this.dirty;
     this.dirty = new Set();
     this.pathsApplied += paths.size;
-    await this.options.apply(paths);
+    const waiters = this.waiters;
+    this.waiters = [];
+    try {
+      await this.options.apply(paths);
+    } finally {
+      for (const done of waiters) done();
+    }
     // The flush may have looked mid-write (a file truncated, not yet written,
     // or written in pieces), and a backend may not report the rest of that
     // write (chokidar dropped it when it came 10-30 ms after the truncation,

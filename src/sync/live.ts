@@ -200,11 +200,13 @@ export class Live {
    * (src/replicas/bus.ts): looked at as a watcher's event would be, on this
    * replica's own disk. Dropped before the watcher runs (the start's diff
    * looks at everything) and with `--watcher none` (an index that changes
-   * only at start-up).
+   * only at start-up). Resolves once they have been looked at (what the
+   * look committed is the hint's: the bus sends none of it back out).
    */
-  hint(paths: Iterable<string>): void {
-    if (!this.hintsApply()) return;
+  hint(paths: Iterable<string>): Promise<void> {
+    if (!this.hintsApply()) return Promise.resolve();
     for (const path of paths) this.batcher.add(path);
+    return this.batcher.applied();
   }
 
   /** Another replica changed more under `dir` than a message names: diff that subtree with this replica's disk. */

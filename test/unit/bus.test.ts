@@ -103,9 +103,17 @@ function joined(origins: string[]) {
       /** How long each diff of the root takes. */
       treeDelayMs: 0,
       sent: [] as string[],
+      /** The looks hints asked for and not yet done. */
+      looks: [] as (() => void)[],
+      /** The index changes; the looks asked for so far are done (what they found is this change). */
       commit(paths: string[]) {
         const change: CommittedChange = { upserted: [], removed: paths.map((p) => pathToUri(p, false)), listChanged: true };
         for (const listener of changeListeners) listener(change);
+        end.looked();
+      },
+      /** The looks asked for so far are done. */
+      looked() {
+        for (const done of end.looks.splice(0)) done();
       },
       bus: undefined as unknown as HintBus,
     };
@@ -117,7 +125,10 @@ function joined(origins: string[]) {
         changeListeners.add(listener);
         return () => changeListeners.delete(listener);
       },
-      hint: (paths) => void end.hinted.push(...paths),
+      hint: (paths) => {
+        end.hinted.push(...paths);
+        return new Promise<void>((resolve) => end.looks.push(resolve));
+      },
       hintTree: async (dir) => {
         end.trees.push(dir);
         end.treeTimes.push(Date.now());
@@ -168,6 +179,31 @@ describe('HintBus', () => {
     r1.bus.announce(['/srv/app/f.txt']);
     await waitFor(() => r2.hinted.length === 1, 30_000, "r1's write reached r2");
     assert.deepEqual(r2.hinted, ['/srv/app/f.txt']);
+    await close();
+  });
+
+  test("a change after the hint's look is news, however soon: the next edit of a file written through another replica (it went unheard for 5 s)", async () => {
+    const { ends, close } = joined(['r1', 'r2', 'r3']);
+    const [r1, r2, r3] = ends as [ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0]];
+    r2.commit(['/srv/app/f.txt']); // a write through r2
+    await waitFor(() => r1.hinted.length === 1 && r3.hinted.length === 1, 30_000, 'the hint');
+    // r1's watcher had already seen it on the shared disk: the hint's look finds nothing.
+    r1.looked();
+    r3.commit(['/srv/app/f.txt']); // r3's look commits it: not sent back out
+    await new Promise((resolve) => setImmediate(resolve));
+    // Another program edits f.txt on the shared disk a moment later; r1's watcher commits it.
+    r1.commit(['/srv/app/f.txt']);
+    await waitFor(() => r3.hinted.length === 2, 30_000, "r1's change reached r3");
+    assert.equal(r3.sent.length, 0, "r3's look of r2's hint was not echoed");
+    await close();
+  });
+
+  test('two replicas given one --replica-id still hear each other (each ignored the other\'s hints as its own)', async () => {
+    const { ends, close } = joined(['r1', 'r1']);
+    const [first, second] = ends as [ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0]];
+    first.commit(['/srv/app/f.txt']);
+    await waitFor(() => second.hinted.length === 1, 30_000, "the first's change reached the second");
+    assert.deepEqual(first.hinted, [], 'its own message is still not a hint');
     await close();
   });
 

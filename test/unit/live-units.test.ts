@@ -216,6 +216,29 @@ describe('Live degrades when a watcher runs out of watches', () => {
   });
 });
 
+describe("Live.hint: another replica's paths", () => {
+  test('resolves once they have been looked at: what the look found is in the index by then (the bus sends none of it back out)', async () => {
+    const dir = tempDir();
+    writeTree(dir.path, { 'a.md': 'a\n' });
+    const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+    // A watcher that reports nothing: only the hint makes anyone look.
+    const staged: StartWatcher = async () => ({ backend: 'chokidar', close: async () => {} });
+    const sync = liveSync({ index, log: silentLogger, watcher: 'chokidar', starters: { ...BACKEND_STARTERS, chokidar: staged } });
+    try {
+      await sync.start();
+      const b = join(dir.path, 'b.md');
+      writeFileSync(b, 'from another replica\n');
+      await sync.hint([b]);
+      assert.equal(index.store.get(pathToUri(b, false))?.size, 21, 'looked at, and committed, before hint() resolved');
+      await sync.hint([join(dir.path, 'a.md')]); // unchanged: resolves all the same
+    } finally {
+      await sync.close();
+      index.close();
+      dir.cleanup();
+    }
+  });
+});
+
 describe('Live looks at reported paths again', () => {
   test('the rest of a write seen half done by a trailing flush is indexed without another event, and the looks again stop', async () => {
     const dir = tempDir();
