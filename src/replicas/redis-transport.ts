@@ -35,9 +35,27 @@ export async function loadRedis(): Promise<typeof Redis> {
   return (await import('ioredis')).Redis;
 }
 
+/**
+ * Bytes the subscriber may read past its last message. ioredis buffers a
+ * reply whole before anything here sees it, and then allocates twice its
+ * length: a hostile endpoint's one bulk string of 2.2 GB killed the process
+ * (a RangeError out of the parser), and a stream with no line end held the
+ * event loop, copied again at every chunk (a red-team finding). Past this the
+ * connection is dropped, and made again with back-off.
+ */
+export const MAX_UNREAD_BYTES = 16 * MAX_HINT_MESSAGE_BYTES;
+/** Bytes of published hints not yet answered: past it (a Redis that stopped reading) more are dropped. */
+export const MAX_PUBLISHING_BYTES = 16 * MAX_HINT_MESSAGE_BYTES;
+/** A connection up for less than this counts as a flap: the back-off keeps growing, and the log says so once a minute. */
+const STABLE_MS = 5_000;
+const FLAP_LOG_MS = 60_000;
+
 export function openRedisTransport(Client: typeof Redis, url: string, log: Logger, deliver: (text: string) => void): HintTransport {
   const name = publicBusName(url);
-  const common = { retryStrategy: (times: number) => retryDelayMs(times), lazyConnect: false };
+  // ioredis counts its attempts from each connection made: one that drops at once must not reset the back-off.
+  let flaps = 0;
+  let upSince = 0;
+  const common = { retryStrategy: (times: number) => retryDelayMs(times + flaps), lazyConnect: false, commandTimeout: 10_000 };
   // The subscriber queues its SUBSCRIBE until the first connection, whenever that is, and ioredis subscribes again
   // after each reconnection.
   const subscriber = new Client(url, { ...common, maxRetriesPerRequest: null, autoResubscribe: true });
@@ -46,15 +64,28 @@ export function openRedisTransport(Client: typeof Redis, url: string, log: Logge
   // Up when both connections are ready (hints go both ways); down when either is lost. Each change is said once.
   let state: 'starting' | 'up' | 'down' = 'starting';
   let closing = false;
+  // A Redis that drops each connection at once (or a publisher making it drop them) is said once a minute, not twice a flap.
+  let lastSaid = -Infinity;
+  let unsaid = 0;
+  const say = (level: 'warn' | 'info', line: string) => {
+    const now = performance.now();
+    if (now - lastSaid < FLAP_LOG_MS) return void (unsaid++, log.debug(line));
+    lastSaid = now;
+    log[level](unsaid > 0 ? `${line} (${unsaid} more changes of state since the last line)` : line);
+    unsaid = 0;
+  };
   const down = (why: string) => {
     if (closing || state === 'down') return;
+    if (state === 'up' && performance.now() - upSince < STABLE_MS) flaps = Math.min(flaps + 1, 16);
     state = 'down';
-    log.warn(`bus: ${name} is unreachable (${why}): this replica goes on with its own watcher, and reconnects with back-off`);
+    say('warn', `bus: ${name} is unreachable (${why}): this replica goes on with its own watcher, and reconnects with back-off`);
   };
   const ready = () => {
     if (closing || state === 'up' || subscriber.status !== 'ready' || publisher.status !== 'ready') return;
-    log.info(state === 'starting' ? `bus: connected to ${name} (channel ${HINT_CHANNEL})` : `bus: ${name} is back: hints flow again`);
+    if (state !== 'starting' && flaps > 0 && performance.now() - upSince >= STABLE_MS) flaps = 0;
+    say('info', state === 'starting' ? `bus: connected to ${name} (channel ${HINT_CHANNEL})` : `bus: ${name} is back: hints flow again`);
     state = 'up';
+    upSince = performance.now();
   };
   for (const connection of [subscriber, publisher]) {
     connection.on('error', (error: NodeJS.ErrnoException) => {
@@ -64,16 +95,45 @@ export function openRedisTransport(Client: typeof Redis, url: string, log: Logge
     connection.on('close', () => down('connection closed'));
     connection.on('ready', ready);
   }
+  // Security: what the subscriber reads is bounded before ioredis buffers it whole (MAX_UNREAD_BYTES).
+  let unread = 0;
+  subscriber.on('connect', () => {
+    unread = 0;
+    subscriber.stream.on('data', (chunk: Buffer) => {
+      unread += chunk.length;
+      if (unread <= MAX_UNREAD_BYTES || closing) return;
+      unread = 0;
+      down(`more than ${MAX_UNREAD_BYTES} bytes without a message`);
+      // As a lost connection: made again with back-off (a disconnect(true) would come back at once, to read as much again).
+      subscriber.stream.destroy();
+    });
+  });
   subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) => {
+    unread = 0;
     // Untrusted: a message over the bound is not even decoded (bus.ts validates the rest).
     if (message.length > MAX_HINT_MESSAGE_BYTES || channel.toString() !== HINT_CHANNEL) return;
     deliver(message.toString('utf8'));
   });
   subscriber.subscribe(HINT_CHANNEL).catch((error: Error) => log.debug(`bus: subscribe: ${error.message}`));
+  // A Redis that stops reading (stopped, paused, a zero window) must not grow this replica: what is not answered is
+  // counted, and past the bound more is dropped, as when it is down (each replica's own watcher covers the gap).
+  let publishing = 0;
+  let dropped = 0;
   return {
     publish(text) {
       if (publisher.status !== 'ready') return;
-      publisher.publish(HINT_CHANNEL, text).catch((error: Error) => log.debug(`bus: publish: ${error.message}`));
+      const bytes = Buffer.byteLength(text);
+      if (publishing + bytes > MAX_PUBLISHING_BYTES) {
+        if (dropped++ === 0) log.warn(`bus: ${name} is not taking hints (${publishing} bytes unanswered): dropping them until it does`);
+        return;
+      }
+      if (dropped > 0) log.info(`bus: ${name} takes hints again (${dropped} dropped)`);
+      dropped = 0;
+      publishing += bytes;
+      publisher
+        .publish(HINT_CHANNEL, text)
+        .catch((error: Error) => log.debug(`bus: publish: ${error.message}`))
+        .finally(() => (publishing -= bytes));
     },
     async close() {
       closing = true;
