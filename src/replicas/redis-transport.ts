@@ -46,8 +46,10 @@ export async function loadRedis(): Promise<typeof Redis> {
 export const MAX_UNREAD_BYTES = 16 * MAX_HINT_MESSAGE_BYTES;
 /** Bytes of published hints not yet answered: past it (a Redis that stopped reading) more are dropped. */
 export const MAX_PUBLISHING_BYTES = 16 * MAX_HINT_MESSAGE_BYTES;
-/** A connection up for less than this counts as a flap: the back-off keeps growing, and the log says so once a minute. */
+/** A connection up for less than this counts as a flap: the back-off keeps growing... */
 const STABLE_MS = 5_000;
+/** ...and from this many flaps in a row the log says so once a minute (FLAP_LOG_MS), not twice a flap. */
+const QUIET_AFTER_FLAPS = 3;
 const FLAP_LOG_MS = 60_000;
 
 export function openRedisTransport(Client: typeof Redis, url: string, log: Logger, deliver: (text: string) => void): HintTransport {
@@ -64,28 +66,37 @@ export function openRedisTransport(Client: typeof Redis, url: string, log: Logge
   // Up when both connections are ready (hints go both ways); down when either is lost. Each change is said once.
   let state: 'starting' | 'up' | 'down' = 'starting';
   let closing = false;
-  // A Redis that drops each connection at once (or a publisher making it drop them) is said once a minute, not twice a flap.
-  let lastSaid = -Infinity;
-  let unsaid = 0;
-  const say = (level: 'warn' | 'info', line: string) => {
-    const now = performance.now();
-    if (now - lastSaid < FLAP_LOG_MS) return void (unsaid++, log.debug(line));
-    lastSaid = now;
-    log[level](unsaid > 0 ? `${line} (${unsaid} more changes of state since the last line)` : line);
-    unsaid = 0;
-  };
+  // A Redis that drops each connection soon after making it (or a publisher making it drop them) is said at the third
+  // flap and then once a minute, not twice a flap; its return once a connection has stayed up STABLE_MS.
+  let lastFlapSaid = -Infinity;
+  let stable: NodeJS.Timeout | undefined;
   const down = (why: string) => {
     if (closing || state === 'down') return;
-    if (state === 'up' && performance.now() - upSince < STABLE_MS) flaps = Math.min(flaps + 1, 16);
+    const now = performance.now();
+    flaps = state === 'up' && now - upSince < STABLE_MS ? Math.min(flaps + 1, 16) : 0;
     state = 'down';
-    say('warn', `bus: ${name} is unreachable (${why}): this replica goes on with its own watcher, and reconnects with back-off`);
+    clearTimeout(stable);
+    const line = `bus: ${name} is unreachable (${why}): this replica goes on with its own watcher, and reconnects with back-off`;
+    if (flaps < QUIET_AFTER_FLAPS) return void log.warn(line);
+    log.debug(line);
+    if (now - lastFlapSaid < FLAP_LOG_MS) return;
+    lastFlapSaid = now;
+    log.warn(`bus: ${name} keeps dropping the connection soon after making it: hints are lost meanwhile (said again in a minute, and when it stays up)`);
   };
   const ready = () => {
     if (closing || state === 'up' || subscriber.status !== 'ready' || publisher.status !== 'ready') return;
-    if (state !== 'starting' && flaps > 0 && performance.now() - upSince >= STABLE_MS) flaps = 0;
-    say('info', state === 'starting' ? `bus: connected to ${name} (channel ${HINT_CHANNEL})` : `bus: ${name} is back: hints flow again`);
+    const back = state === 'starting' ? `bus: connected to ${name} (channel ${HINT_CHANNEL})` : `bus: ${name} is back: hints flow again`;
     state = 'up';
     upSince = performance.now();
+    if (flaps < QUIET_AFTER_FLAPS) return void log.info(back);
+    log.debug(back);
+    const since = upSince;
+    stable = setTimeout(() => {
+      if (closing || state !== 'up' || upSince !== since) return;
+      flaps = 0;
+      log.info(`${back} (up ${STABLE_MS / 1000} s after dropping the connection again and again)`);
+    }, STABLE_MS);
+    stable.unref();
   };
   for (const connection of [subscriber, publisher]) {
     connection.on('error', (error: NodeJS.ErrnoException) => {
@@ -137,6 +148,7 @@ export function openRedisTransport(Client: typeof Redis, url: string, log: Logge
     },
     async close() {
       closing = true;
+      clearTimeout(stable);
       subscriber.disconnect();
       publisher.disconnect();
     },
