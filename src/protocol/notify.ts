@@ -48,6 +48,16 @@ export class ResourceNotifier {
   private readonly pendingUpdated = new Set<string>();
   private readonly list: Coalescer;
   private readonly updated: Coalescer;
+  /**
+   * Notifications handed to the transport and not yet written out. While
+   * any is, no window sends more: what changes meanwhile waits in
+   * `pendingUpdated` (one entry a subscribed URI) and `listWaiting`. A stdio
+   * client that stopped reading stdout had every window's notifications
+   * queued as JSON behind the full pipe: 1.38 GiB after 90 s of 2,000
+   * subscribed files changing (a red-team finding).
+   */
+  private sending = 0;
+  private listWaiting = false;
 
   constructor(
     private readonly connection: Connection,
@@ -76,25 +86,39 @@ export class ResourceNotifier {
   private sendListChanged(): void {
     const server = this.connection.server;
     if (!server) return;
-    server.sendResourceListChanged().catch((error: unknown) => this.dropped('list_changed', error));
+    if (this.sending > 0) return void (this.listWaiting = true);
+    this.track(server.sendResourceListChanged(), 'list_changed');
   }
 
   private sendUpdated(): void {
+    const { server, subscriptions } = this.connection;
+    if (!server) return void this.pendingUpdated.clear();
+    if (this.sending > 0) return; // kept: sent when the transport has written out what it holds
     const uris = [...this.pendingUpdated];
     this.pendingUpdated.clear();
-    const { server, subscriptions } = this.connection;
-    if (!server) return;
     for (const uri of uris) {
       // Unsubscribed while the window was open: the client asked for silence.
       const title = subscriptions.titleOf(uri);
       if (title === undefined) continue;
       for (const spelling of subscriptions.spellingsOf(uri)) {
         // The spec's params carry `title`; the SDK's type for them lacks it.
-        server
-          .sendResourceUpdated({ uri: spelling, title } as { uri: string })
-          .catch((error: unknown) => this.dropped('updated', error));
+        this.track(server.sendResourceUpdated({ uri: spelling, title } as { uri: string }), 'updated');
       }
     }
+  }
+
+  private track(sent: Promise<void>, what: string): void {
+    this.sending++;
+    sent
+      .catch((error: unknown) => this.dropped(what, error))
+      .finally(() => {
+        if (--this.sending > 0) return;
+        if (this.pendingUpdated.size > 0) this.updated.trigger();
+        if (this.listWaiting) {
+          this.listWaiting = false;
+          this.list.trigger();
+        }
+      });
   }
 
   private dropped(what: string, error: unknown): void {
