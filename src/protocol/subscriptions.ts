@@ -135,21 +135,43 @@ export class Subscriptions {
     const hit = new Set<string>();
     if (this.byUri.size === 0) return hit;
     const visit = (uri: string) => {
-      // The URI itself, then each enclosing collection up to file:///.
-      for (let at = uri; ; ) {
+      for (const at of upward(uri)) {
         if (this.byUri.has(at)) hit.add(at);
-        const cut = at.lastIndexOf('/', at.length - 2);
-        if (cut < 'file://'.length) break;
-        at = at.slice(0, cut + 1);
+        // A folder named without its trailing slash, listened to before it was made (so kept as spelled): the
+        // folder. It never heard of the folder's making, nor of anything in it (a red-team finding).
+        if (at.endsWith('/') && this.byUri.has(at.slice(0, -1))) hit.add(at.slice(0, -1));
       }
     };
     const mtimeOnly = (change as { mtimeOnly?: ReadonlySet<string> }).mtimeOnly;
     for (const row of change.upserted) if (!mtimeOnly?.has(row.uri)) visit(row.uri);
+    const removedFolders = new Set<string>();
     for (const uri of change.removed) {
       visit(uri);
-      // A removed collection takes every subscribed URI beneath it along.
-      if (uri.endsWith('/')) for (const sub of this.byUri.keys()) if (sub.startsWith(uri)) hit.add(sub);
+      if (uri.endsWith('/')) removedFolders.add(uri);
+    }
+    // A removed collection takes every subscribed URI beneath it along. One pass over the subscriptions, each
+    // walked up its folders: a pass for each removed folder (an `rm -rf` of 3,000 folders, 200,000 URIs listened
+    // to) held the event loop 4.9 s (a red-team finding).
+    if (removedFolders.size > 0) {
+      for (const sub of this.byUri.keys()) {
+        const named = sub.endsWith('/') ? sub : `${sub}/`;
+        for (const at of upward(named)) {
+          if (!removedFolders.has(at)) continue;
+          hit.add(sub);
+          break;
+        }
+      }
     }
     return hit;
+  }
+}
+
+/** `uri`, then each enclosing collection up to `file:///`. */
+function* upward(uri: string): Generator<string> {
+  for (let at = uri; ; ) {
+    yield at;
+    const cut = at.lastIndexOf('/', at.length - 2);
+    if (cut < 'file://'.length) return;
+    at = at.slice(0, cut + 1);
   }
 }

@@ -122,7 +122,8 @@ describe('planWatchers', () => {
 
 describe('Subscriptions.affectedBy', () => {
   const subs = new Subscriptions();
-  for (const uri of ['file:///r/', 'file:///r/src/', 'file:///r/src/a.ts', 'file:///r/docs/x.md', 'file:///r/src-other/']) {
+  // `file:///r/new`: a folder listened to before it was made, so kept as spelled (no trailing slash).
+  for (const uri of ['file:///r/', 'file:///r/src/', 'file:///r/src/a.ts', 'file:///r/docs/x.md', 'file:///r/src-other/', 'file:///r/new']) {
     subs.add(uri, uri);
   }
   const row = (uri: string) => ({ uri }) as EntryRow;
@@ -133,6 +134,9 @@ describe('Subscriptions.affectedBy', () => {
     ['a removed collection takes subscribed descendants', { removed: ['file:///r/src/'] }, ['file:///r/', 'file:///r/src/', 'file:///r/src/a.ts']],
     ['a removed document', { removed: ['file:///r/docs/x.md'] }, ['file:///r/', 'file:///r/docs/x.md']],
     ['outside every subscription', { upserted: ['file:///elsewhere/a'] }, []],
+    ['a folder named without its slash, made later, and a file in it', { upserted: ['file:///r/new/', 'file:///r/new/f.txt'] }, ['file:///r/', 'file:///r/new']],
+    ['that folder removed', { removed: ['file:///r/new/'] }, ['file:///r/', 'file:///r/new']],
+    ['a removed folder whose name another begins with takes nothing of the other', { removed: ['file:///r/ne/'] }, ['file:///r/']],
   ];
   for (const [name, change, expected] of cases) {
     test(name, () => {
@@ -140,6 +144,20 @@ describe('Subscriptions.affectedBy', () => {
       assert.deepEqual([...hit].sort(), expected.sort());
     });
   }
+});
+
+describe('Subscriptions.affectedBy, removed folders against many subscriptions', () => {
+  test('as a prefix test of each subscription against each removed folder says, in one pass', () => {
+    const subs = new Subscriptions();
+    const all: string[] = [];
+    for (let d = 0; d < 50; d++) for (let f = 0; f < 20; f++) all.push(`file:///r/d${d}/s${f % 3}/f${f}.txt`, `file:///r/d${d}/s${f % 3}/`);
+    for (const uri of all) subs.add(uri, uri);
+    const removed = ['file:///r/d1/', 'file:///r/d2/s1/', 'file:///r/d30/s2/', 'file:///r/d4', 'file:///r/d4/s0/f0.txt'];
+    const hit = subs.affectedBy({ upserted: [], removed });
+    // Beneath a removed folder, or (as for any change) the removed URI itself or a folder holding it.
+    const expected = all.filter((sub) => removed.some((uri) => (uri.endsWith('/') && sub.startsWith(uri)) || sub === uri || (sub.endsWith('/') && uri.startsWith(sub))));
+    assert.deepEqual([...hit].sort(), [...new Set(expected)].sort());
+  });
 });
 
 describe('Live degrades when a watcher runs out of watches', () => {
