@@ -3,6 +3,7 @@ import type { TurnBudget } from '../turns.ts';
 
 /** URIs releaseInTurns drops at a time (about a twentieth of a millisecond). */
 const RELEASE_SLICE = 100;
+const NONE: ReadonlySet<string> = new Set();
 
 /** Who holds a subscription: `resources/subscribe` (2025 era), or a `subscriptions/listen` stream by its request id. */
 export type Holder = 'subscribe' | { listen: string | number };
@@ -97,6 +98,11 @@ export class Subscriptions {
       if (holders.size === 0) entry.spellings.delete(spelling);
     }
     if (entry.spellings.size === 0) this.byUri.delete(uri);
+  }
+
+  /** The URIs `holder` holds (none: an empty set). */
+  heldBy(holder: Holder): ReadonlySet<string> {
+    return this.byHolder.get(holderKey(holder)) ?? NONE;
   }
 
   /** Holders (resources/subscribe, each open listen stream) holding anything: for tests, both return to 0. */
