@@ -43,8 +43,11 @@ export function trackListens(ctx: Pick<ServerContext, 'index' | 'roots'>, subscr
   return (message: Record<string, unknown>): ErrorResponse | undefined => {
     const listen = listenRequest(message);
     if (listen && 'refused' in listen) return listen.refused;
-    if (listen) foldListen(canonical, subscriptions, listen, 0, listen.wanted.length);
-    else releaseOnCancel(message, subscriptions);
+    if (listen) {
+      // An id used again replaces its stream's filter in the SDK: the URIs of the one it replaces go.
+      subscriptions.release({ listen: listen.id });
+      foldListen(canonical, subscriptions, listen, 0, listen.wanted.length);
+    } else releaseOnCancel(message, subscriptions);
     return undefined;
   };
 }
@@ -127,12 +130,16 @@ function releaseOnCancel(message: Record<string, unknown>, subscriptions: Subscr
   if (typeof requestId === 'string' || typeof requestId === 'number') subscriptions.release({ listen: requestId });
 }
 
-/** A 2026-07-28 request: its `_meta` names the protocol revision (the SDK serves nothing else a listen). */
+/**
+ * A 2026-07-28 request: its `_meta` names the protocol revision the SDK
+ * serves listens on (it serves nothing else one, and exports no list of
+ * such revisions: a new one is added here when the SDK serves it). Any
+ * revision sorting after it counted, `2999-01-01` too, which the SDK refuses.
+ */
 function carriesModernEnvelope(params: Record<string, unknown>): boolean {
   const meta = params._meta;
   if (typeof meta !== 'object' || meta === null) return false;
-  const revision = (meta as Record<string, unknown>)[PROTOCOL_VERSION_META_KEY];
-  return typeof revision === 'string' && revision >= MODERN_REVISION;
+  return (meta as Record<string, unknown>)[PROTOCOL_VERSION_META_KEY] === MODERN_REVISION;
 }
 
 type Canonicalizer = (spelling: string) => { uri: string; title: string } | null;

@@ -167,3 +167,16 @@ test('a turn budget is shared: 20 callers taking slices of 0.4 ms run at most 6 
   await probe;
   assert.ok(most <= 6, `${most} slices ran between two turns`);
 });
+
+test('a revision the SDK serves no listen on keeps nothing; an id used again holds only its last listen (300 MiB of URIs no stream heard)', () => {
+  const subscriptions = new Subscriptions();
+  const track = trackListens(ctx(), subscriptions);
+  const future = listen(1, URIS.slice(5, 105));
+  (future.params._meta as Record<string, string>)[PROTOCOL_VERSION_META_KEY] = '2999-01-01';
+  assert.equal(track(future), undefined);
+  assert.equal(subscriptions.size, 0, 'refused by the SDK: nothing kept');
+  track(listen(7, URIS.slice(5, 105)));
+  track(listen(7, URIS.slice(105, 205)));
+  assert.equal(subscriptions.size, 100, 'the second listen of id 7 replaced the first');
+  assert.deepEqual([...subscriptions.heldBy({ listen: 7 })].sort(), URIS.slice(105, 205).sort());
+});
