@@ -52,6 +52,12 @@ const ARRIVAL_TURN_MS = 1;
 export interface EndpointLimits extends SessionLimits {
   /** Largest request body (as stdio's largest line): a longer one is answered 413 and not read. */
   maxBodyBytes: number;
+  /**
+   * Long-lived streams at once (2026-07-28 listens, 2025 sessions' GET
+   * streams): past it a new one is refused, so that requests always find
+   * connections (default: three quarters of maxConnections, STREAM_SHARE).
+   */
+  maxStreams?: number;
   /** What answers not yet handed to Node may keep in memory, all together (MAX_HELD_ANSWER_BYTES). */
   maxHeldAnswerBytes?: number;
 }
@@ -82,6 +88,8 @@ export class McpEndpoint implements ServedEndpoint {
   private readonly handler: McpHttpHandler;
   private readonly nodeHandler: NodeMcpRequestHandler;
   private readonly turns = new TurnBudget(SHARED_TURN_MS);
+  /** Listen and GET streams open now (streamsFull). */
+  private streamsOpen = 0;
   private readonly arrivals = new ArrivalGate(ARRIVAL_TURN_MS, this.turns);
   private readonly probes: HealthProbes;
   /** Made by start(), once the port is bound: the index is not opened, nor its file made, for a port that is taken. */
@@ -228,9 +236,14 @@ export class McpEndpoint implements ServedEndpoint {
       return this.pacer.pace(response, () => res?.destroy(), this.spliceOf.get(response));
     };
     if (await isLegacyRequest(request, body)) {
-      return paced((await this.sessions.handle(request, body)) ?? (await this.statelessly(request, requestOptions, toLegacyResponse)));
+      if (request.method === 'GET' && this.streamsFull()) return this.streamsRefused(null);
+      const response = (await this.sessions.handle(request, body)) ?? (await this.statelessly(request, requestOptions, toLegacyResponse));
+      return request.method === 'GET' ? this.countStream(request, response) : paced(response);
     }
-    if (isListen(body)) return this.listen(body, request, requestOptions);
+    if (isListen(body)) {
+      if (this.streamsFull()) return this.streamsRefused(body.id as string | number);
+      return this.countStream(request, await this.listen(body, request, requestOptions));
+    }
     return paced(await this.statelessly(request, requestOptions));
   }
 
@@ -259,6 +272,37 @@ export class McpEndpoint implements ServedEndpoint {
     // Spliced as the answer is paced (every answer to a POST is), between its reading ahead and its pieces.
     this.spliceOf.set(response, (body) => blobs.splice(new Response(body)).body!);
     return response;
+  }
+
+  /**
+   * Whether the long-lived streams take their share of the connections
+   * already: one token holder's 1,000 listens, kept open by their
+   * keep-alives, left every other client 503 for as long as it liked (a
+   * red-team finding).
+   */
+  private streamsFull(): boolean {
+    return this.streamsOpen >= (this.options.limits.maxStreams ?? Infinity);
+  }
+
+  private streamsRefused(id: string | number | null): Response {
+    this.options.metrics?.refused('listen_streams');
+    const message = `Service Unavailable: ${this.streamsOpen} streams are open, the most kept for them (the other connections are for requests); try again later`;
+    // A listen is refused in band (200), as its other refusals; a GET stream with 503, as a session's.
+    return id === null
+      ? Response.json({ jsonrpc: '2.0', id: null, error: { code: -32000, message } }, { status: 503, headers: { 'retry-after': '5' } })
+      : Response.json({ jsonrpc: '2.0', id, error: { code: -32000, message } });
+  }
+
+  /** A stream answer (text/event-stream) counts among the streams open until its body ends, however it ends. */
+  private countStream(request: Request, response: Response): Response {
+    if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return response;
+    this.streamsOpen++;
+    let ended = false;
+    return whenAnswered(request, response, () => {
+      if (ended) return;
+      ended = true;
+      this.streamsOpen--;
+    });
   }
 
   /** A listen stream: what it names is tracked until its body ends, however it ends. */

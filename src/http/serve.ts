@@ -21,6 +21,8 @@ export interface HttpLimits extends ServerLimits {
   maxBodyBytes: number;
   /** What answers not yet handed to Node may keep in memory, all together (./paced-answers.ts; tests set it low). */
   maxHeldAnswerBytes?: number;
+  /** Long-lived streams at once (EndpointLimits.maxStreams; default STREAM_SHARE of maxConnections). */
+  maxStreams?: number;
 }
 
 export type HttpServeLimits = HttpLimits & SessionLimits;
@@ -28,6 +30,8 @@ export type HttpServeLimits = HttpLimits & SessionLimits;
 export const DEFAULT_HTTP_LIMITS: HttpLimits = { ...DEFAULT_SERVER_LIMITS, maxBodyBytes: MAX_REQUEST_LINE_BYTES };
 
 const DEFAULT_LIMITS: HttpServeLimits = { ...DEFAULT_HTTP_LIMITS, ...DEFAULT_SESSION_LIMITS };
+/** Of the connections, the share long-lived streams may hold (EndpointLimits.maxStreams): the rest are for requests. */
+const STREAM_SHARE = 3 / 4;
 
 export interface HttpServeOptions {
   app: App;
@@ -60,7 +64,8 @@ export interface HttpEndpoint {
  * having opened nothing, when the address cannot be bound.
  */
 export async function serveHttp(options: HttpServeOptions): Promise<HttpEndpoint> {
-  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const given = { ...DEFAULT_LIMITS, ...options.limits };
+  const limits = { ...given, maxStreams: given.maxStreams ?? Math.floor(given.maxConnections * STREAM_SHARE) };
   const endpoint = new McpEndpoint({ ...options, limits });
   const server = new NodeServer(endpoint, limits, options.metrics);
   // The services start once the port is bound, in the same turn: the index is not opened, nor its file made, for a

@@ -11,7 +11,8 @@ import { allowedHostsFor, checkRequest } from '../../src/http/guard.ts';
 import { MAX_DISCARDED_BODY_BYTES } from '../../src/http/body.ts';
 import { MAX_BATCH_MESSAGES } from '../../src/http/endpoint.ts';
 import { tempDir, waitFor } from '../helpers.ts';
-import { rawPost, serveInProcess, startHttp, type HttpProcess } from '../http-helpers.ts';
+import { connectHttp, rawPost, serveInProcess, startHttp, type HttpProcess } from '../http-helpers.ts';
+import type { Client } from '@modelcontextprotocol/client';
 
 /**
  * A socket that sends the start of a request head and never the rest; resolves once connected. `stubborn`:
@@ -368,5 +369,26 @@ describe('past the bound of answers held, one its client takes none of is cut; a
     const data = answer.body.split('\n').find((line) => line.startsWith('data: '));
     assert.equal(JSON.parse(data!.slice('data: '.length)).result.contents[0].text.length, bigBytes);
     assert.equal(reading.endpoint.answers.heldBytes, 0);
+  });
+});
+
+describe('long-lived streams hold at most their share of the connections (one client\'s 1,000 listens left every other 503)', () => {
+  const served = serveInProcess({ maxStreams: 2 }, { 'a.txt': 'a\n' });
+
+  test('past maxStreams a listen is refused -32000, other requests are answered, and a stream that ends makes room', async () => {
+    const conn = await connectHttp(served.endpoint.url, 'modern');
+    const client = conn.client as Client;
+    const listen = () => client.listen({ resourceSubscriptions: [served.rootUri] });
+    const open = [await listen(), await listen()];
+    try {
+      await assert.rejects(listen(), /2 streams are open, the most kept for them/);
+      assert.ok(((await conn.request('resources/list', {})).resources as unknown[]).length > 0, 'a request is answered');
+      await open.shift()!.close();
+      const again = await waitFor(() => listen().catch(() => null), 30_000, 'room for a listen once one ended');
+      open.push(again!);
+    } finally {
+      for (const stream of open) await stream.close();
+      await conn.close();
+    }
   });
 });
