@@ -10,6 +10,18 @@ import { waitFor } from '../basics.ts';
 
 const ping = (id: number) => `${JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' })}\n`;
 
+/** stdout of a client that reads everything at once: what was written, as it came. */
+function readingOutput() {
+  const written: string[] = [];
+  const output = new Writable({
+    write(chunk: Buffer, _e, cb) {
+      written.push(chunk.toString());
+      cb();
+    },
+  });
+  return { output, written };
+}
+
 /** The whole lines in what was written (a message may be written in more than one chunk). */
 const linesOf = (chunks: string[]) => chunks.join('').split('\n').slice(0, -1);
 
@@ -66,13 +78,7 @@ describe('stdio back-pressure', () => {
 describe('an answer too long to be one string', () => {
   test('is an internal error for its id, and the transport goes on (a search answer of 630 MB was never sent, nor reported)', async () => {
     const input = new PassThrough();
-    const written: string[] = [];
-    const output = new Writable({
-      write(chunk: Buffer, _e, cb) {
-        written.push(chunk.toString());
-        cb();
-      },
-    });
+    const { output, written } = readingOutput();
     const transport = new StdioTransport(input, output);
     await transport.start();
     // What JSON.stringify throws past V8's longest string, without making one.
@@ -90,13 +96,7 @@ describe('an answer too long to be one string', () => {
 describe('the end of stdin', () => {
   test('a last line without its newline is answered, and the connection ends after the answer', async () => {
     const input = new PassThrough();
-    const written: string[] = [];
-    const output = new Writable({
-      write(chunk: Buffer, _e, cb) {
-        written.push(chunk.toString());
-        cb();
-      },
-    });
+    const { output, written } = readingOutput();
     let ended = '';
     const transport = new StdioTransport(input, output, { onEnd: (reason) => (ended = reason) });
     transport.onmessage = (message) => {
