@@ -228,6 +228,7 @@ export function serveStdioStreams(
     session.connection.subscriptions.release({ listen: id });
   };
   const transport = new StdioTransport(input, output, { onInbound, onEnd, onAnswered: answered });
+  session.connection.outputFull = () => transport.whenWritable();
   const build = () => {
     const server = session.createServer();
     roots?.serverBuilt(server);

@@ -73,7 +73,10 @@ export class PathCompleter {
 
   /** A partial file URI: the URIs of the next segment; the roots themselves for a prefix of one. */
   uri(value: string): Completion {
-    const canonical = canonicalUriText(value);
+    // An escape being typed (`caf%`, `caf%C`) is the start of one, not a `%` of the name: canonicalUriText would
+    // spell it `%25`, and nothing would start with that (a review finding: two characters of every three typed).
+    const typing = /%[0-9A-Fa-f]?$/.exec(value)?.[0] ?? '';
+    const canonical = canonicalUriText(value.slice(0, value.length - typing.length)) + typing.toUpperCase();
     const roots = this.roots.filter((r) => r.uri.startsWith(canonical) && r.uri !== canonical);
     if (roots.length > 0) return finish(roots.map((r) => r.uri), roots.length);
     const slash = canonical.lastIndexOf('/');

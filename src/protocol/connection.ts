@@ -17,6 +17,8 @@ export class Connection {
   logLevel: McpLogLevel | undefined;
   /** On stdio: the read budget's shares kept until answers are written (the transport says when). */
   answerHolds: AnswerHolds | undefined;
+  /** On stdio: while stdout is full, when it takes more (StdioTransport.whenWritable); notifications wait for it. */
+  outputFull: (() => Promise<void> | null) | undefined;
 
   close(): void {
     this.answerHolds?.releaseAll();

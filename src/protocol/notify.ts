@@ -58,6 +58,9 @@ export class ResourceNotifier {
    */
   private sending = 0;
   private listWaiting = false;
+  /** Waiting for a full stdout to take more (Connection.outputFull): on 2026-07-28 the SDK resolves a send at once. */
+  private waitingForOutput = false;
+  private cancelled = false;
 
   constructor(
     private readonly connection: Connection,
@@ -79,21 +82,44 @@ export class ResourceNotifier {
   };
 
   cancel(): void {
+    this.cancelled = true;
     this.updated.cancel();
     this.list.cancel();
+  }
+
+  /** Whether what was handed over is not yet written out: then what changes waits (a resume is due). */
+  private held(): boolean {
+    if (this.sending > 0 || this.waitingForOutput) return true;
+    const full = this.connection.outputFull?.();
+    if (!full) return false;
+    this.waitingForOutput = true;
+    void full.then(() => {
+      this.waitingForOutput = false;
+      this.resume();
+    });
+    return true;
+  }
+
+  private resume(): void {
+    if (this.cancelled || this.held()) return;
+    if (this.pendingUpdated.size > 0) this.updated.trigger();
+    if (this.listWaiting) {
+      this.listWaiting = false;
+      this.list.trigger();
+    }
   }
 
   private sendListChanged(): void {
     const server = this.connection.server;
     if (!server) return;
-    if (this.sending > 0) return void (this.listWaiting = true);
+    if (this.held()) return void (this.listWaiting = true);
     this.track(server.sendResourceListChanged(), 'list_changed');
   }
 
   private sendUpdated(): void {
     const { server, subscriptions } = this.connection;
     if (!server) return void this.pendingUpdated.clear();
-    if (this.sending > 0) return; // kept: sent when the transport has written out what it holds
+    if (this.held()) return; // kept: sent when the transport has written out what it holds
     const uris = [...this.pendingUpdated];
     this.pendingUpdated.clear();
     for (const uri of uris) {
@@ -112,12 +138,7 @@ export class ResourceNotifier {
     sent
       .catch((error: unknown) => this.dropped(what, error))
       .finally(() => {
-        if (--this.sending > 0) return;
-        if (this.pendingUpdated.size > 0) this.updated.trigger();
-        if (this.listWaiting) {
-          this.listWaiting = false;
-          this.list.trigger();
-        }
+        if (--this.sending === 0) this.resume();
       });
   }
 

@@ -4,6 +4,8 @@ import type { TurnBudget } from '../turns.ts';
 /** URIs releaseInTurns drops at a time (about a twentieth of a millisecond). */
 const RELEASE_SLICE = 100;
 const NONE: ReadonlySet<string> = new Set();
+/** Removed folders matched against the subscriptions one by one; more, in one walk up from each subscription. */
+const FEW_FOLDERS = 8;
 
 /** Who holds a subscription: `resources/subscribe` (2025 era), or a `subscriptions/listen` stream by its request id. */
 export type Holder = 'subscribe' | { listen: string | number };
@@ -158,7 +160,16 @@ export class Subscriptions {
     // A removed collection takes every subscribed URI beneath it along. One pass over the subscriptions, each
     // walked up its folders: a pass for each removed folder (an `rm -rf` of 3,000 folders, 200,000 URIs listened
     // to) held the event loop 4.9 s (a red-team finding).
-    if (removedFolders.size > 0) {
+    if (removedFolders.size > 0 && removedFolders.size <= FEW_FOLDERS) {
+      // A few (the usual one): a prefix test each, which allocates nothing (the walk up was 7 times slower for one).
+      for (const sub of this.byUri.keys()) {
+        for (const folder of removedFolders) {
+          if (!sub.startsWith(folder) && `${sub}/` !== folder) continue;
+          hit.add(sub);
+          break;
+        }
+      }
+    } else if (removedFolders.size > 0) {
       for (const sub of this.byUri.keys()) {
         const named = sub.endsWith('/') ? sub : `${sub}/`;
         for (const at of upward(named)) {

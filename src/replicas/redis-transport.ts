@@ -44,8 +44,11 @@ export async function loadRedis(): Promise<typeof Redis> {
  * connection is dropped, and made again with back-off.
  */
 export const MAX_UNREAD_BYTES = 16 * MAX_HINT_MESSAGE_BYTES;
-/** Bytes of published hints not yet answered: past it (a Redis that stopped reading) more are dropped. */
-export const MAX_PUBLISHING_BYTES = 16 * MAX_HINT_MESSAGE_BYTES;
+/**
+ * Bytes of published hints not yet answered: past it (a Redis that stopped
+ * reading) more are dropped. Room for one flush of 64 roots' largest messages.
+ */
+export const MAX_PUBLISHING_BYTES = 64 * MAX_HINT_MESSAGE_BYTES;
 /** A connection up for less than this counts as a flap: the back-off keeps growing... */
 const STABLE_MS = 5_000;
 /** ...and from this many flaps in a row the log says so once a minute (FLAP_LOG_MS), not twice a flap. */
@@ -143,7 +146,13 @@ export function openRedisTransport(Client: typeof Redis, url: string, log: Logge
       publishing += bytes;
       publisher
         .publish(HINT_CHANNEL, text)
-        .catch((error: Error) => log.debug(`bus: publish: ${error.message}`))
+        .catch((error: Error) => {
+          log.debug(`bus: publish: ${error.message}`);
+          // Unanswered for commandTimeout: a Redis that stopped reading. ioredis keeps the command (and the socket its
+          // bytes), so the connection is dropped and made again, which lets them go (a review finding: 1 MiB more
+          // every 10 s).
+          if (/timed out/i.test(error.message)) publisher.stream?.destroy();
+        })
         .finally(() => (publishing -= bytes));
     },
     async close() {

@@ -458,6 +458,10 @@ for (const era of ERAS) describe(`tools, prompts, completions and groups over st
       assert.deepEqual((await completePrompt('explain', 'uri', uriOf('src/u'))).values, [uriOf('src/util') + '/']);
       assert.deepEqual((await completePrompt('explain', 'uri', tree.rootUri.slice(0, -3))).values, [tree.rootUri]);
       assert.deepEqual((await completePrompt('explain', 'uri', 'docs/g')).values, ['docs/guide.md']);
+      // An escape being typed is the start of one, whatever case its hex: every step still completes.
+      for (const typed of ['docs/caf', 'docs/caf%', 'docs/caf%c', 'docs/caf%C3', 'docs/caf%C3%a']) {
+        assert.deepEqual((await completePrompt('explain', 'uri', tree.rootUri + typed)).values, [uriOf('docs/caf\u00e9.md')], typed);
+      }
       assert.deepEqual((await completePrompt('mcp://prompts/files/recent-changes', 'window', '')).values, ['1h', '24h', '7d', '30d']);
       assert.deepEqual((await completePrompt('recent-changes', 'scope', 'sr')).values, ['src/']);
     });

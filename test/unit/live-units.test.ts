@@ -152,11 +152,15 @@ describe('Subscriptions.affectedBy, removed folders against many subscriptions',
     const all: string[] = [];
     for (let d = 0; d < 50; d++) for (let f = 0; f < 20; f++) all.push(`file:///r/d${d}/s${f % 3}/f${f}.txt`, `file:///r/d${d}/s${f % 3}/`);
     for (const uri of all) subs.add(uri, uri);
-    const removed = ['file:///r/d1/', 'file:///r/d2/s1/', 'file:///r/d30/s2/', 'file:///r/d4', 'file:///r/d4/s0/f0.txt'];
-    const hit = subs.affectedBy({ upserted: [], removed });
-    // Beneath a removed folder, or (as for any change) the removed URI itself or a folder holding it.
-    const expected = all.filter((sub) => removed.some((uri) => (uri.endsWith('/') && sub.startsWith(uri)) || sub === uri || (sub.endsWith('/') && uri.startsWith(sub))));
-    assert.deepEqual([...hit].sort(), [...new Set(expected)].sort());
+    // A few removed folders (matched one by one), and more than FEW_FOLDERS (one walk up from each subscription).
+    const few = ['file:///r/d1/', 'file:///r/d2/s1/', 'file:///r/d30/s2/', 'file:///r/d4', 'file:///r/d4/s0/f0.txt'];
+    const many = [...few, ...Array.from({ length: 10 }, (_, i) => `file:///r/d${10 + i}/s${i % 3}/`), 'file:///r/zz/'];
+    for (const removed of [few, many]) {
+      const hit = subs.affectedBy({ upserted: [], removed });
+      // Beneath a removed folder, or (as for any change) the removed URI itself or a folder holding it.
+      const expected = all.filter((sub) => removed.some((uri) => (uri.endsWith('/') && sub.startsWith(uri)) || sub === uri || (sub.endsWith('/') && uri.startsWith(sub))));
+      assert.deepEqual([...hit].sort(), [...new Set(expected)].sort(), `${removed.length} removed`);
+    }
   });
 });
 

@@ -66,4 +66,42 @@ describe('ResourceNotifier', () => {
       notifier.cancel();
     }
   });
+
+  test('on 2026-07-28 the SDK resolves a send at once: while stdout is full (the transport says so), no window hands it more', async () => {
+    const clock = new TestClock();
+    const connection = new Connection();
+    const files = Array.from({ length: 50 }, (_, i) => `${R}f${i}.txt`);
+    for (const uri of files) connection.subscriptions.add(uri, uri.slice(R.length));
+    let full: Promise<void> | null = null;
+    let drain: () => void = () => {};
+    connection.outputFull = () => full;
+    const sent: string[] = [];
+    connection.server = {
+      sendResourceUpdated: async (params: { uri: string }) => void sent.push(params.uri),
+      sendResourceListChanged: async () => {},
+    };
+    const notifier = new ResourceNotifier(connection, silentLogger, { listQuietMs: 200, listMaxDelayMs: 1000, updatedQuietMs: 100, updatedMaxDelayMs: 500, clock });
+    const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+    try {
+      notifier.onCommitted(changed(files));
+      clock.advance(1000);
+      await settle();
+      assert.equal(sent.length, 50);
+      full = new Promise<void>((resolve) => (drain = resolve));
+      for (let i = 0; i < 100; i++) {
+        notifier.onCommitted(changed(files));
+        clock.advance(600);
+        await settle();
+      }
+      assert.equal(sent.length, 50, 'nothing handed over while stdout is full');
+      full = null;
+      drain();
+      await settle();
+      clock.advance(1000);
+      await settle();
+      assert.equal(sent.length, 100, 'each file once more');
+    } finally {
+      notifier.cancel();
+    }
+  });
 });

@@ -129,6 +129,11 @@ export class StdioTransport implements Transport {
     }
   }
 
+  /** While stdout is full, a promise of when it takes more; null while it takes what it is given. */
+  whenWritable(): Promise<void> | null {
+    return this.drained;
+  }
+
   /** Pauses stdin while too many requests wait or stdout is full; resumes when neither holds. */
   private updateFlow(): void {
     if (this.closed) return;
