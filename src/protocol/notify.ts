@@ -49,16 +49,18 @@ export class ResourceNotifier {
   private readonly list: Coalescer;
   private readonly updated: Coalescer;
   /**
-   * Notifications handed to the transport and not yet written out. While
-   * any is, no window sends more: what changes meanwhile waits in
-   * `pendingUpdated` (one entry a subscribed URI) and `listWaiting`. A stdio
-   * client that stopped reading stdout had every window's notifications
-   * queued as JSON behind the full pipe: 1.38 GiB after 90 s of 2,000
-   * subscribed files changing (a red-team finding).
+   * While the connection's output is full (Connection.outputFull: a stdio
+   * client not reading stdout), no window hands it more: what changes
+   * meanwhile waits in `pendingUpdated` (one entry a subscribed URI) and
+   * `listWaiting`, and goes out once it takes more. Every window's
+   * notifications were queued as JSON behind the full pipe: 1.38 GiB after
+   * 90 s of 2,000 subscribed files changing (a red-team finding). Only the
+   * output's fullness holds a window, never a send in flight: holding on
+   * those put each `updated` behind the `list_changed` sent a moment before
+   * it, one quiet spell (100 ms) later (the bench's change-to-updated went
+   * from 22 to 123 ms).
    */
-  private sending = 0;
   private listWaiting = false;
-  /** Waiting for a full stdout to take more (Connection.outputFull): on 2026-07-28 the SDK resolves a send at once. */
   private waitingForOutput = false;
   private cancelled = false;
 
@@ -87,9 +89,9 @@ export class ResourceNotifier {
     this.list.cancel();
   }
 
-  /** Whether what was handed over is not yet written out: then what changes waits (a resume is due). */
+  /** Whether the output is full: then what changes waits, and a resume is due when it takes more. */
   private held(): boolean {
-    if (this.sending > 0 || this.waitingForOutput) return true;
+    if (this.waitingForOutput) return true;
     const full = this.connection.outputFull?.();
     if (!full) return false;
     this.waitingForOutput = true;
@@ -113,7 +115,7 @@ export class ResourceNotifier {
     const server = this.connection.server;
     if (!server) return;
     if (this.held()) return void (this.listWaiting = true);
-    this.track(server.sendResourceListChanged(), 'list_changed');
+    server.sendResourceListChanged().catch((error: unknown) => this.dropped('list_changed', error));
   }
 
   private sendUpdated(): void {
@@ -128,18 +130,9 @@ export class ResourceNotifier {
       if (title === undefined) continue;
       for (const spelling of subscriptions.spellingsOf(uri)) {
         // The spec's params carry `title`; the SDK's type for them lacks it.
-        this.track(server.sendResourceUpdated({ uri: spelling, title } as { uri: string }), 'updated');
+        server.sendResourceUpdated({ uri: spelling, title } as { uri: string }).catch((error: unknown) => this.dropped('updated', error));
       }
     }
-  }
-
-  private track(sent: Promise<void>, what: string): void {
-    this.sending++;
-    sent
-      .catch((error: unknown) => this.dropped(what, error))
-      .finally(() => {
-        if (--this.sending === 0) this.resume();
-      });
   }
 
   private dropped(what: string, error: unknown): void {
