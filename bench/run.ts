@@ -18,7 +18,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --runs N        measured repetitions of slow measurements (default 5; 1 at 1M files)
   --seed N        tree generator seed (default 1)
   --backends LIST watcher backends for the watch scenario (default ${BACKENDS.join(',')})
-  --quick         10k files, few runs: checks the harness in 2-3 minutes on 2 cores (results not saved to latest.json)
+  --quick         10k files, few runs: checks the harness in 7-8 minutes on 2 cores (results not saved to latest.json)
   -h, --help      this help
 
 Trees are generated once under ${join(benchHome(), 'trees')} and reused.

@@ -33,6 +33,7 @@
 // undefined, a named parameter object must name exactly the statement's
 // parameters (node:sqlite refuses an unknown key: bind positionally).
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 
 export type SqliteDriverName = 'node' | 'better-sqlite3';
 export type SqliteDriverChoice = 'auto' | SqliteDriverName;
@@ -159,6 +160,21 @@ function probe(module: NodeSqliteModule): string | null {
   }
 }
 
+/**
+ * Where to run `npm rebuild better-sqlite3`: the folder whose node_modules
+ * holds it (for npx, its cache entry, `~/.npm/_npx/<hash>`, which a first
+ * start cut short while compiling leaves unbuilt), as `in DIR: `; '' when
+ * it cannot be told.
+ */
+function rebuildWhere(): string {
+  try {
+    const pkg = createRequire(import.meta.url).resolve('better-sqlite3/package.json');
+    return `in ${dirname(dirname(dirname(pkg)))}: `;
+  } catch {
+    return '';
+  }
+}
+
 /** better-sqlite3 once it loaded (see above); a failure is not kept: asking again reports it again. */
 let betterSqlite: BetterSqliteConstructor | null = null;
 function loadBetterSqlite(): BetterSqliteConstructor {
@@ -179,7 +195,7 @@ function loadBetterSqlite(): BetterSqliteConstructor {
     throw new SqliteDriverError(
       missing
         ? `better-sqlite3 is not installed (${detail}); ${nodeSqliteAvailable() ? 'it is what --sqlite-driver better-sqlite3 asks for' : `on Node.js ${process.version} folder-mcp needs it`}: npm install better-sqlite3 (a C++ toolchain may be needed), ${instead}`
-        : `better-sqlite3 cannot be loaded by this Node.js ${process.version} (${detail}); rebuild it for this Node (npm rebuild better-sqlite3), ${instead}`,
+        : `better-sqlite3 cannot be loaded by this Node.js ${process.version} (${detail}); rebuild it for this Node (${rebuildWhere()}npm rebuild better-sqlite3), ${instead}`,
     );
   }
 }
