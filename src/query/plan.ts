@@ -6,6 +6,7 @@
 // Ranges compare by JS string (UTF-16 unit) order. Canonical URIs are ASCII,
 // where that equals SQLite BINARY (byte) order; see src/index/db.ts.
 import { succ } from '../keys.ts';
+import { canonicalUriText } from '../uri.ts';
 import { compileGlob, MatchCache, type CompiledGlob } from './glob.ts';
 import type { ListQuery } from './filter.ts';
 import { Lru } from './lru.ts';
@@ -211,8 +212,10 @@ export function matchesQuery(
 export function matchesTemplate(query: ListQuery, t: { uriTemplate: string; name: string }): boolean {
   const brace = t.uriTemplate.indexOf('{');
   const head = brace < 0 ? null : t.uriTemplate.slice(0, brace);
+  // Filters come spelled as URIs spell them (canonicalUriText: a literal `{` is `%7B`): so is the template's text.
+  const text = canonicalUriText(t.uriTemplate);
   const reaches = (p: string) => head !== null && p.startsWith(head);
-  if (query.prefix !== undefined && !t.uriTemplate.startsWith(query.prefix) && !reaches(query.prefix)) return false;
-  if (query.uriPaths && !query.uriPaths.some((p) => matchesUriPath(t.uriTemplate, p) || reaches(p))) return false;
-  return globsHold(compiled(query), { uri: t.uriTemplate, name: t.name });
+  if (query.prefix !== undefined && !text.startsWith(query.prefix) && !reaches(query.prefix)) return false;
+  if (query.uriPaths && !query.uriPaths.some((p) => matchesUriPath(text, p) || reaches(p))) return false;
+  return globsHold(compiled(query), { uri: text, name: t.name });
 }
