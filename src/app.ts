@@ -52,6 +52,13 @@ export interface ClientSession {
    * send instead of passing the message on (a listen over its bound).
    */
   onInbound(message: Record<string, unknown>, era?: Era): ErrorResponse | undefined;
+  /**
+   * The answer to request `id` was written (stdio). An answer to a listen is
+   * its end (the SDK's refusal, or its close): what it was tracked for goes.
+   * Only a cancel released it: 300 listens the SDK refused kept 376 MiB of
+   * URIs no stream heard (a red-team finding).
+   */
+  answered(id: string | number): void;
   /** The client went away: its subscriptions and notifications end. */
   close(): void;
 }
@@ -155,6 +162,9 @@ export function createApp(
           if (era === 'legacy') return undefined;
           listens ??= trackListens(ctx, connection.subscriptions);
           return listens(message);
+        },
+        answered(id: string | number) {
+          connection.subscriptions.release({ listen: id });
         },
         // The index's committed changes, as this client's notifications; on a move to other folders, the new index's.
         attach(index: FolderIndex) {

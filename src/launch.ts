@@ -221,11 +221,9 @@ export function serveStdioStreams(
   const holds = new AnswerHolds();
   session.connection.answerHolds = holds;
   const onInbound = roots ? (message: Record<string, unknown>, era: Era) => roots.inbound(message, era) ?? session.onInbound(message, era) : session.onInbound;
-  // An answer to a listen is its end (the SDK's refusal, or its close): what the listen was tracked for goes with it.
-  // Only a cancel released it: 300 listens the SDK refused kept 300 MiB of URIs that no stream heard (a red-team finding).
   const answered = (id: string | number) => {
     holds.answered(id);
-    session.connection.subscriptions.release({ listen: id });
+    session.answered(id);
   };
   const transport = new StdioTransport(input, output, { onInbound, onEnd, onAnswered: answered });
   session.connection.outputFull = () => transport.whenWritable();

@@ -63,6 +63,18 @@ describe('listen tracking in process', () => {
     assert.equal(session.connection.subscriptions.holders, 0);
   });
 
+  test('an answer to a listen (the SDK refused it, or it ended) releases what it was tracked for; an answer to anything else, nothing', () => {
+    assert.equal(session.onInbound(listenRequest(5, [`${rootUri}a.txt`]), 'modern'), undefined);
+    assert.equal(session.onInbound(listenRequest(6, [`${rootUri}b.txt`]), 'modern'), undefined);
+    assert.equal(session.connection.subscriptions.size, 2);
+    session.answered(99);
+    assert.equal(session.connection.subscriptions.size, 2);
+    session.answered(5);
+    assert.deepEqual([session.connection.subscriptions.has(`${rootUri}a.txt`), session.connection.subscriptions.has(`${rootUri}b.txt`)], [false, true]);
+    session.answered(6);
+    assert.equal(session.connection.subscriptions.holders, 0);
+  });
+
   test('nothing is kept for a listen on a 2025-era connection, or without the 2026 envelope', () => {
     session.onInbound(listenRequest(3, [rootUri]), 'legacy');
     session.onInbound(listenRequest(4, [rootUri], null), 'opening');

@@ -5,6 +5,7 @@
 // vector-store.ts); and the store kept in step with a real index by
 // MeaningReader, against a scan of the rows (meaning-reader.ts).
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import type { Place } from '../../src/content/converters/types.ts';
 import { chunkText } from '../../src/search/chunks.ts';
@@ -385,6 +386,36 @@ describe('Embeddings: what a provider answers never stops the embedder nor corru
       provider.answer = vectorsOf(4);
       await waitFor(() => embeddings.status().failing === null && embeddings.status().embedded === 1, 30_000, 'the recovery');
       const lengths = db.prepare('SELECT DISTINCT length(vec) AS n FROM search_chunks').all() as { n: number }[];
+      assert.deepEqual(lengths.map((r) => r.n), [4]);
+    } finally {
+      await embeddings.close();
+      db.close();
+    }
+  });
+
+  test('a stored vector of another length than the index holds is embedded again, not reused by its text (it stayed unsearchable)', async () => {
+    const { db } = openDb(':memory:', silentLogger);
+    const body = 'one short document\n';
+    db.prepare(`INSERT INTO search_docs (id, uri, mtime, size, text) VALUES (1, 'file:///d.txt', 1, 1, 1)`).run();
+    db.prepare(`INSERT INTO search_fts (rowid, body) VALUES (1, ?)`).run(body);
+    setMeta(db, 'embed_model', 'm');
+    setMeta(db, 'embed_dimension', '4');
+    // What answers sent at once to a fresh index left: a chunk of this text, of 8 dimensions in a 4-dimension index.
+    const [chunk] = chunkText(body);
+    const hash = createHash('sha256').update(chunk!.text).digest('base64');
+    db.prepare(`INSERT INTO search_chunks (id, doc, start, length, line_start, line_end, place, hash, scale, vec) VALUES (1, 1, 0, ?, 1, 1, NULL, ?, 1, ?)`).run(
+      chunk!.text.length,
+      hash,
+      new Uint8Array(8),
+    );
+    const asked: string[] = [];
+    const provider = { model: 'm', origin: 'http://provider', embed: async (texts: string[]) => (asked.push(...texts), texts.map(() => Float32Array.from([1, 0, 0, 0]))) };
+    const embeddings = new Embeddings(db, provider as unknown as EmbedProvider, silentLogger);
+    embeddings.start();
+    try {
+      await waitFor(() => embeddings.status().embedded === 1, 30_000, 'the document embedded');
+      assert.deepEqual(asked, [chunk!.text], 'its text asked for again');
+      const lengths = db.prepare('SELECT length(vec) AS n FROM search_chunks').all() as { n: number }[];
       assert.deepEqual(lengths.map((r) => r.n), [4]);
     } finally {
       await embeddings.close();
