@@ -28,7 +28,8 @@ export async function subscribeResource(
   params: unknown,
 ): Promise<Record<string, never>> {
   const entry = await findEntry(ctx, uriParam(params));
-  if (!subscriptions.heldBy('subscribe').has(entry.uri) && subscriptions.heldBy('subscribe').size >= MAX_SUBSCRIBED_URIS) {
+  const held = subscriptions.heldBy('subscribe');
+  if (!held.has(entry.uri) && held.size >= MAX_SUBSCRIBED_URIS) {
     throw invalidParams(`Too many subscriptions: at most ${MAX_SUBSCRIBED_URIS} URIs (subscribe to a folder: it hears of everything beneath it)`, { uri: entry.uri });
   }
   subscriptions.add(entry.uri, toResource(entry, ctx.roots).title);

@@ -93,9 +93,9 @@ export function openRedisTransport(Client: typeof Redis, url: string, log: Logge
     upSince = performance.now();
     if (flaps < QUIET_AFTER_FLAPS) return void log.info(back);
     log.debug(back);
-    const since = upSince;
+    // down() clears it: when it fires, the connection has stayed up all along.
     stable = setTimeout(() => {
-      if (closing || state !== 'up' || upSince !== since) return;
+      if (closing) return;
       flaps = 0;
       log.info(`${back} (up ${STABLE_MS / 1000} s after dropping the connection again and again)`);
     }, STABLE_MS);

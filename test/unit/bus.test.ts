@@ -92,6 +92,9 @@ describe('encodeHints', () => {
 });
 
 /** Two or more HintBus ends joined by an in-memory channel, each with a fake index and Live that record. */
+/** One replica's end of a bus of `joined`. */
+type End = ReturnType<typeof joined>['ends'][0];
+
 function joined(origins: string[]) {
   const transports = new Set<(text: string) => void>();
   const ends = origins.map((origin) => {
@@ -153,7 +156,7 @@ function joined(origins: string[]) {
 describe('HintBus', () => {
   test("what one replica commits reaches the others as hints, batched; its own messages it ignores", async () => {
     const { ends, close } = joined(['a', 'b', 'c']);
-    const [a, b, c] = ends as [ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0]];
+    const [a, b, c] = ends as [End, End, End];
     a.commit(['/srv/app/x.txt']);
     a.commit(['/srv/app/sub/y.txt']);
     await waitFor(() => b.hinted.length === 2 && c.hinted.length === 2, 30_000, 'b and c hinted');
@@ -170,7 +173,7 @@ describe('HintBus', () => {
 
   test("a replica's own tool write is announced even right after a hint for the same file (issue 44: r1's write went unheard)", async () => {
     const { ends, close } = joined(['r1', 'r2']);
-    const [r1, r2] = ends as [ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0]];
+    const [r1, r2] = ends as [End, End];
     r2.commit(['/srv/app/f.txt']); // r2's tool wrote f.txt
     await waitFor(() => r1.hinted.length === 1, 30_000, 'r1 hinted');
     r1.commit(['/srv/app/f.txt']); // r1 looked: the commit the hint caused is not echoed
@@ -184,7 +187,7 @@ describe('HintBus', () => {
 
   test("a change after the hint's look is news, however soon: the next edit of a file written through another replica (it went unheard for 5 s)", async () => {
     const { ends, close } = joined(['r1', 'r2', 'r3']);
-    const [r1, r2, r3] = ends as [ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0]];
+    const [r1, r2, r3] = ends as [End, End, End];
     r2.commit(['/srv/app/f.txt']); // a write through r2
     await waitFor(() => r1.hinted.length === 1 && r3.hinted.length === 1, 30_000, 'the hint');
     // r1's watcher had already seen it on the shared disk: the hint's look finds nothing.
@@ -200,7 +203,7 @@ describe('HintBus', () => {
 
   test('two replicas given one --replica-id still hear each other (each ignored the other\'s hints as its own)', async () => {
     const { ends, close } = joined(['r1', 'r1']);
-    const [first, second] = ends as [ReturnType<typeof joined>['ends'][0], ReturnType<typeof joined>['ends'][0]];
+    const [first, second] = ends as [End, End];
     first.commit(['/srv/app/f.txt']);
     await waitFor(() => second.hinted.length === 1, 30_000, "the first's change reached the second");
     assert.deepEqual(first.hinted, [], 'its own message is still not a hint');
@@ -209,7 +212,7 @@ describe('HintBus', () => {
 
   test('hints naming a .gitignore are diffs of the root, rate-limited as tree hints (issue 44: each re-walked its folder)', async () => {
     const { ends, close, deliverRaw } = joined(['a']);
-    const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
+    const [a] = ends as [End];
     for (let i = 0; i < 50; i++) deliverRaw(message({ origin: 'z', paths: ['d/.gitignore', `d/f${i}.txt`] }));
     await waitFor(() => a.trees.length === 1, 30_000, 'one diff of the root');
     assert.equal(a.hinted.filter((p) => p.endsWith('.gitignore')).length, 0, 'no .gitignore path is looked at alone');
@@ -222,7 +225,7 @@ describe('HintBus', () => {
 
   test('a root whose diff takes long is diffed at most a tenth of the time', async () => {
     const { ends, close, deliverRaw } = joined(['a']);
-    const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
+    const [a] = ends as [End];
     a.treeDelayMs = 200;
     deliverRaw(message({ origin: 'z', paths: [], tree: true }));
     await waitFor(() => a.trees.length === 1, 30_000, 'the first diff');
@@ -235,7 +238,7 @@ describe('HintBus', () => {
 
   test('past 2,000 messages in a second the rest go unread, and the root is diffed instead (issue 44: a flood cost 4.8 CPU-s of 10)', async () => {
     const { ends, close, deliverRaw } = joined(['a']);
-    const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
+    const [a] = ends as [End];
     // 4,500 in a burst: one second boundary at most falls inside it, so at most 2 x 2,000 are read.
     for (let i = 0; i < 4500; i++) deliverRaw(message({ origin: 'z', paths: [`f${i}.txt`] }));
     assert.ok(a.hinted.length <= 4000, `${a.hinted.length} paths looked at`);
@@ -247,7 +250,7 @@ describe('HintBus', () => {
 
   test('a hint left unread past the cap is followed by a diff that starts after it, even when one already started', async () => {
     const { ends, close, deliverRaw } = joined(['a']);
-    const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
+    const [a] = ends as [End];
     a.treeDelayMs = 50;
     // Until one goes unread: 2,001 within one second of the clock (a loaded machine can send them across a boundary).
     let sent = 0;
@@ -262,7 +265,7 @@ describe('HintBus', () => {
 
   test('invalid messages are dropped, tree hints run at most once a second per root', async () => {
     const { ends, close, deliverRaw } = joined(['a']);
-    const [a] = ends as [ReturnType<typeof joined>['ends'][0]];
+    const [a] = ends as [End];
     deliverRaw(message({ origin: 'evil', paths: ['../../etc/passwd'] }));
     deliverRaw('not json');
     assert.equal(a.bus.rejected, 2);
