@@ -23,14 +23,21 @@ export interface RequestHeaders {
   hostLines?: number;
   origin: string | undefined;
   authorization: string | undefined;
+  /** How many Authorization lines the request had: Node keeps the first of several too. 1 when not given. */
+  authorizationLines?: number;
 }
 
-/** The headers checkRequest looks at, from a request as Node parsed it (`rawHeaders` counts the Host lines). */
+/** The headers checkRequest looks at, from a request as Node parsed it (`rawHeaders` counts the Host and Authorization lines). */
 export function headersOf(req: { headers: Record<string, string | string[] | undefined>; rawHeaders: readonly string[] }): RequestHeaders {
   let hostLines = 0;
-  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]?.toLowerCase() === 'host') hostLines++;
+  let authorizationLines = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]?.toLowerCase();
+    if (name === 'host') hostLines++;
+    else if (name === 'authorization') authorizationLines++;
+  }
   const one = (value: string | string[] | undefined) => (Array.isArray(value) ? value.join(', ') : value);
-  return { host: one(req.headers.host), hostLines, origin: one(req.headers.origin), authorization: one(req.headers.authorization) };
+  return { host: one(req.headers.host), hostLines, origin: one(req.headers.origin), authorization: one(req.headers.authorization), authorizationLines };
 }
 
 export interface Refusal {
@@ -57,6 +64,8 @@ export function checkRequest(policy: GuardPolicy, headers: RequestHeaders): Refu
   if (!validateHostHeader(headers.host, allowed).ok) return { status: 403, message: 'Forbidden: Host not allowed', headers: {} };
   if (!validateOriginHeader(headers.origin, allowed).ok) return { status: 403, message: 'Forbidden: Origin not allowed', headers: {} };
   if (policy.token === undefined) return null;
+  // Node keeps the first of two Authorization lines; a proxy in front that checks the last would disagree with us.
+  if ((headers.authorizationLines ?? 1) > 1) return { status: 400, message: 'Bad Request: more than one Authorization header', headers: {} };
   const given = bearerToken(headers.authorization);
   if (given === undefined) return { status: 401, message: 'Unauthorized: bearer token required', headers: { 'www-authenticate': REALM } };
   if (!policy.token.matches(given)) {

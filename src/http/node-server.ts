@@ -29,12 +29,15 @@ export interface ServerLimits {
    */
   maxConnections: number;
   /**
-   * Connections that have not yet sent a whole request head at once: past
-   * it the oldest that has sent part of one is told 503 (Retry-After) and
-   * closed at once; one that has sent nothing yet (Node reads a burst after
-   * accepting it) only after PENDING_GRACE_MS. Half-sent requests need no token, so
-   * without this a flood of them (21,000 here) held every descriptor and an
-   * authenticated client was reset; with it they only evict each other.
+   * Connections waiting for a request head at once: new ones, keep-alive ones
+   * between requests, and answered ones whose request body is still coming
+   * (a refusal answered before the body). Past it the oldest that has sent
+   * part of a head (or of an answered request's body) is told 503
+   * (Retry-After) and closed at once; one that has sent nothing yet (Node
+   * reads a burst after accepting it) only after PENDING_GRACE_MS. Half-sent
+   * requests need no token, so without this a flood of them (21,000 here)
+   * held every descriptor and an authenticated client was reset; with it
+   * they only evict each other.
    */
   maxPendingConnections: number;
 }
@@ -70,6 +73,15 @@ const EVICTED_GRACE_MS = 1_000;
 const SERVICE_UNAVAILABLE_RAW =
   'HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 94\r\n\r\n' +
   '{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Service Unavailable: try again"}}';
+/**
+ * An answered request whose body is still coming (Node reads and drops it) is
+ * closed this long after its answer went out. A refusal is answered before the
+ * body is read, and a client that had only to trickle the body to a refusal
+ * (no token needed) held its connection until the 30 s request timeout: 1,000
+ * of them, a byte a second each, had every other client told 503 (a red-team
+ * pass). Honest bodies come at the speed of the network.
+ */
+const ANSWERED_BODY_MS = 5_000;
 /** On shutdown, connections stay open this long so that requests already on their way are read and answered (503). */
 const DRAIN_GRACE_MS = 500;
 
@@ -97,6 +109,14 @@ export class HttpListenError extends Error {
   }
 }
 
+/** A connection waiting for a request head: since when, and the bytes it had sent then (0: a new one; ANSWERED). */
+interface Waiting {
+  since: number;
+  sent: number;
+}
+/** Waiting.sent of a connection answered before its request's body was all in: whatever it sends is that body's rest. */
+const ANSWERED = -1;
+
 /** What the Node server serves, seen from the sockets (./endpoint.ts is the one). */
 export interface ServedEndpoint {
   /**
@@ -123,8 +143,10 @@ export class NodeServer {
   private readonly open = new Set<Socket>();
   /** Connections to answer 503 (Retry-After) when their request arrives: over maxConnections. */
   private readonly overCap = new WeakSet<Socket>();
-  /** Connections whose first request head is not in yet, with when they came, oldest first (a Map keeps insertion order). */
-  private readonly pending = new Map<Socket, number>();
+  /** Connections waiting for a request head (ServerLimits.maxPendingConnections), oldest first (a Map keeps insertion order). */
+  private readonly pending = new Map<Socket, Waiting>();
+  /** Of each connection, its requests whose response has not ended (Node queues pipelined ones behind the first). */
+  private readonly answering = new Map<Socket, number>();
   private sweepTimer: NodeJS.Timeout | undefined;
   /** Connections told 503 by evict: a request that completes on one later is not served. */
   private readonly evicted = new WeakSet<Socket>();
@@ -158,7 +180,14 @@ export class NodeServer {
     // closes it at once (each is a descriptor: connectionCap keeps half of them for files and the index).
     this.server.maxConnections = limits.maxConnections + 2 * limits.maxPendingConnections;
     this.server.on('connection', (socket: Socket) => this.accept(socket));
-    this.server.on('request', (req: IncomingMessage) => this.pending.delete(req.socket));
+    this.server.on('request', (req: IncomingMessage, res: ServerResponse) => this.started(req, res));
+    // `Expect: 100-continue`: Node would send 100 before any check, and a client with no token then sent its body.
+    // The request is checked first; only one that is being served is told to go on.
+    this.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+      this.started(req, res);
+      this.admit(req, res);
+      if (!res.headersSent && !res.writableEnded && !this.evicted.has(req.socket)) res.writeContinue();
+    });
     metrics?.followServer(this.server);
   }
 
@@ -197,7 +226,7 @@ export class NodeServer {
     const graceEnd = Date.now() + Math.min(DRAIN_GRACE_MS, this.limits.drainMs);
     // A connection with no request read yet (`pending`) may hold one the loop has not got to: on a loaded
     // machine that is more than the grace. It is waited for too, up to the drain's deadline.
-    while (((this.endpoint.busy > 0 || this.pending.size > 0) && Date.now() < deadline) || Date.now() < graceEnd) await delay(20);
+    while (((this.endpoint.busy > 0 || this.requestsComing()) && Date.now() < deadline) || Date.now() < graceEnd) await delay(20);
     const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     await this.endpoint.close();
@@ -228,20 +257,60 @@ export class NodeServer {
   private accept(socket: Socket): void {
     this.open.add(socket);
     if (this.open.size > this.limits.maxConnections) this.overCap.add(socket);
-    this.pending.set(socket, performance.now());
     socket.once('close', () => {
       this.open.delete(socket);
       this.pending.delete(socket);
+      this.answering.delete(socket);
     });
+    this.wait(socket, 0);
+  }
+
+  /** `socket` waits for a request head (again), from `sent`, the bytes it had sent by then. */
+  private wait(socket: Socket, sent: number): void {
+    this.pending.set(socket, { since: performance.now(), sent });
     if (this.pending.size > this.limits.maxPendingConnections) this.evictHalfSent();
   }
 
-  /** Tells `socket` 503 (Retry-After, Connection: close), and closes it a moment later whatever it does. */
+  /**
+   * A request head is in: the connection is being answered. Once every
+   * request on it is answered it waits for a head again, and counts as pending
+   * (a keep-alive client that trickles its next head, or the rest of a
+   * refused request's body, is evicted as a half-sent one is). A body still
+   * coming ANSWERED_BODY_MS after its answer ends the connection.
+   */
+  private started(req: IncomingMessage, res: ServerResponse): void {
+    const socket = req.socket;
+    this.pending.delete(socket);
+    this.answering.set(socket, (this.answering.get(socket) ?? 0) + 1);
+    res.once('close', () => {
+      const left = (this.answering.get(socket) ?? 1) - 1;
+      if (left > 0) return void this.answering.set(socket, left);
+      this.answering.delete(socket);
+      if (socket.destroyed || this.closing || this.evicted.has(socket)) return;
+      this.wait(socket, req.complete ? socket.bytesRead : ANSWERED);
+      if (!req.complete) setTimeout(() => req.complete || socket.destroy(), ANSWERED_BODY_MS).unref();
+    });
+  }
+
+  /** A request may be on its way that no one has read yet: a new connection, or one that has sent part of its next head. */
+  private requestsComing(): boolean {
+    for (const [socket, { sent }] of this.pending) if (sent === 0 || (sent > 0 && socket.bytesRead > sent)) return true;
+    return false;
+  }
+
+  /**
+   * Tells `socket` 503 (Retry-After, Connection: close), and closes it a
+   * moment later whatever it does. One with nothing unanswered (idle between
+   * requests, or answered with its body still coming) is closed at once, as
+   * Node closes an idle keep-alive connection: a 503 would answer no request.
+   */
   private evict(socket: Socket): void {
+    const waiting = this.pending.get(socket);
     this.metrics?.refused('pending_cap');
     this.pending.delete(socket);
     this.open.delete(socket);
     this.evicted.add(socket);
+    if (waiting !== undefined && (waiting.sent === ANSWERED || (waiting.sent > 0 && socket.bytesRead === waiting.sent))) return void socket.destroy();
     this.lingering.add(socket);
     socket.once('close', () => this.lingering.delete(socket));
     socket.end(SERVICE_UNAVAILABLE_RAW);
@@ -263,8 +332,8 @@ export class NodeServer {
    * evicted past PENDING_GRACE_MS (sweepPending).
    */
   private evictHalfSent(): void {
-    for (const socket of this.pending.keys()) {
-      if (socket.bytesRead > 0) return this.evict(socket);
+    for (const [socket, waiting] of this.pending) {
+      if (socket.bytesRead > waiting.sent) return this.evict(socket);
     }
     this.sweepTimer ??= setTimeout(() => this.sweepPending(), PENDING_GRACE_MS).unref();
   }
@@ -273,7 +342,7 @@ export class NodeServer {
   private sweepPending(): void {
     this.sweepTimer = undefined;
     const now = performance.now();
-    for (const [oldest, since] of this.pending) {
+    for (const [oldest, { since }] of this.pending) {
       if (this.pending.size <= this.limits.maxPendingConnections) return;
       if (now - since < PENDING_GRACE_MS) {
         this.sweepTimer = setTimeout(() => this.sweepPending(), PENDING_GRACE_MS - (now - since)).unref();

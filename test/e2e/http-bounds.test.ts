@@ -74,6 +74,105 @@ describe('a flood of half-sent requests keeps no client that sends its request o
   });
 });
 
+/** A socket that sends `head` (and reads whatever comes back into `told`); resolves once connected. */
+function sending(port: number, head: string): Promise<Socket & { gone: boolean; told: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = Object.assign(connectSocket({ port, host: '127.0.0.1' }), { gone: false, told: '' });
+    socket.on('close', () => (socket.gone = true));
+    socket.on('data', (chunk) => (socket.told += String(chunk)));
+    socket.on('error', () => {});
+    socket.once('connect', () => {
+      socket.write(head);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
+
+/** `socket` sends `text` every 200 ms until it closes: Node's idle timeouts never see it quiet. */
+function trickle(socket: Socket, text: string): void {
+  const timer = setInterval(() => socket.write(text), 200);
+  socket.once('close', () => clearInterval(timer));
+}
+
+describe('a connection answered before its body is all in counts as pending: trickling the rest keeps no client out', () => {
+  // Node's own timeouts far off (a trickle would live 120 s): only the server's bounds can close these.
+  const served = serveInProcess({ maxPendingConnections: 3, headersTimeoutMs: 60_000, requestTimeoutMs: 120_000 });
+
+  test('a refusal answered before its body: the body trickled after it is evicted past the bound', async () => {
+    // A 404 needs no token and comes before the body is read; the body's rest then came a byte at a time, up to
+    // Node's request timeout, and 1,000 such connections had every other client told 503.
+    const head = 'POST /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\nx';
+    const flood: Awaited<ReturnType<typeof sending>>[] = [];
+    try {
+      for (let i = 0; i < 8; i++) {
+        const socket = await sending(served.port, head);
+        await waitFor(() => socket.told.startsWith('HTTP/1.1 404'), 30_000, 'the 404');
+        trickle(socket, 'x');
+        flood.push(socket);
+      }
+      await waitFor(() => flood.slice(0, 5).every((s) => s.gone), 30_000, 'the five oldest to be closed');
+      assert.equal((await rawPost(served.endpoint.url, {})).status, 200);
+    } finally {
+      for (const socket of flood) socket.destroy();
+    }
+  });
+});
+
+describe('a keep-alive connection between requests counts as pending', () => {
+  // A server of its own: an idle keep-alive connection left by another test would be the oldest pending one.
+  const served = serveInProcess({ maxPendingConnections: 3, headersTimeoutMs: 60_000, requestTimeoutMs: 120_000 });
+
+  test('one that trickles its next request head is evicted as a new one is', async () => {
+    const probe = 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+    const flood: Awaited<ReturnType<typeof sending>>[] = [];
+    try {
+      for (let i = 0; i < 8; i++) {
+        const socket = await sending(served.port, probe);
+        await waitFor(() => socket.told.includes('"status":"ok"'), 30_000, 'the probe\'s answer');
+        socket.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+        trickle(socket, 'X-Slow: 1\r\n');
+        flood.push(socket);
+      }
+      await waitFor(() => flood.slice(0, 5).every((s) => s.gone), 30_000, 'the five oldest to be closed');
+      assert.deepEqual(flood.slice(5).map((s) => s.gone), [false, false, false]);
+      assert.equal((await rawPost(served.endpoint.url, {})).status, 200);
+    } finally {
+      for (const socket of flood) socket.destroy();
+    }
+  });
+});
+
+describe('Expect: 100-continue is answered after the request is checked', () => {
+  const served = serveInProcess({});
+
+  test('a request refused is not told to go on', async () => {
+    const socket = await sending(served.port, 'POST /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n');
+    try {
+      await waitFor(() => socket.told.includes('\r\n\r\n'), 30_000, 'an answer');
+      assert.match(socket.told, /^HTTP\/1\.1 404 /);
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  test('a request served is told to go on, and answered', async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    const head =
+      'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n' +
+      `MCP-Protocol-Version: 2025-11-25\r\nContent-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\n\r\n`;
+    const socket = await sending(served.port, head);
+    try {
+      await waitFor(() => socket.told.startsWith('HTTP/1.1 100 Continue'), 30_000, '100 Continue');
+      socket.write(body);
+      await waitFor(() => /\r\n\r\n[\s\S]*HTTP\/1\.1 \d{3} /.test(socket.told), 30_000, 'the answer');
+      assert.match(socket.told, /HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+    } finally {
+      socket.destroy();
+    }
+  });
+});
+
 /**
  * `n` clients that connect at once and each send one whole request (Connection: close): each one's
  * status line and Retry-After, or how it failed (a reset, a close with no answer).

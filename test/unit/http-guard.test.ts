@@ -14,7 +14,7 @@ const open: GuardPolicy = { allowedHosts: allowedHostsFor('127.0.0.1', ['mcp.exa
 const locked: GuardPolicy = guardPolicy(open.allowedHosts, TOKEN);
 
 describe('checkRequest', () => {
-  const cases: Array<[string, GuardPolicy, { host?: string; hostLines?: number; origin?: string; authorization?: string }, number | null]> = [
+  const cases: Array<[string, GuardPolicy, { host?: string; hostLines?: number; origin?: string; authorization?: string; authorizationLines?: number }, number | null]> = [
     ['loopback Host with port', open, { host: '127.0.0.1:8080' }, null],
     ['localhost', open, { host: 'localhost:1' }, null],
     ['IPv6 loopback', open, { host: '[::1]:8080' }, null],
@@ -41,10 +41,13 @@ describe('checkRequest', () => {
     ['two Host lines, the first allowed', open, { host: '127.0.0.1', hostLines: 2 }, 400],
     ['two Host lines, with the token', locked, { host: '127.0.0.1', hostLines: 2, authorization: `Bearer ${TOKEN}` }, 400],
     ['one Host line, counted', open, { host: '127.0.0.1', hostLines: 1 }, null],
+    ['two Authorization lines, the first right', locked, { host: '127.0.0.1', authorization: `Bearer ${TOKEN}`, authorizationLines: 2 }, 400],
+    ['one Authorization line, counted', locked, { host: '127.0.0.1', authorization: `Bearer ${TOKEN}`, authorizationLines: 1 }, null],
+    ['two Authorization lines, no token asked', open, { host: '127.0.0.1', authorizationLines: 2 }, null],
   ];
   for (const [name, policy, headers, status] of cases) {
     test(name, () => {
-      const refusal = checkRequest(policy, { host: headers.host, hostLines: headers.hostLines, origin: headers.origin, authorization: headers.authorization });
+      const refusal = checkRequest(policy, { host: headers.host, hostLines: headers.hostLines, origin: headers.origin, authorization: headers.authorization, authorizationLines: headers.authorizationLines });
       assert.equal(refusal?.status ?? null, status);
       if (status === 401) assert.match(refusal!.headers['www-authenticate']!, /^Bearer realm="folder-mcp"/);
     });
@@ -53,7 +56,8 @@ describe('checkRequest', () => {
 
 test('headersOf: the Host lines counted in any case, the headers as Node parsed them', () => {
   const headers = { host: 'a', origin: 'http://a', authorization: 'Bearer x' };
-  assert.deepEqual(headersOf({ headers, rawHeaders: ['Host', 'a', 'HOST', 'b', 'Origin', 'http://a'] }), { ...headers, hostLines: 2 });
+  assert.deepEqual(headersOf({ headers, rawHeaders: ['Host', 'a', 'HOST', 'b', 'Origin', 'http://a'] }), { ...headers, hostLines: 2, authorizationLines: 0 });
+  assert.equal(headersOf({ headers, rawHeaders: ['Authorization', 'Bearer a', 'authorization', 'Bearer b'] }).authorizationLines, 2);
   assert.equal(headersOf({ headers, rawHeaders: ['host', 'a', 'X-Host', 'b'] }).hostLines, 1);
   assert.equal(headersOf({ headers: {}, rawHeaders: [] }).hostLines, 0);
   assert.equal(headersOf({ headers: { origin: ['http://a', 'http://b'] }, rawHeaders: [] }).origin, 'http://a, http://b');
