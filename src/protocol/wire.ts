@@ -14,17 +14,59 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** An id as the SDK takes one: a string, or an integer JavaScript holds exactly (JSON-RPC: no fractional parts). */
 function isId(value: unknown): value is RequestId {
-  return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+  return typeof value === 'string' || Number.isSafeInteger(value);
 }
 
-/** A JSON-RPC 2.0 message as the SDK accepts it: a request, a notification or a response. */
+/** Of a message the SDK would drop, the id an answer can echo: any string or finite number it carried, else null. */
+function echoedId(value: unknown): RequestId | null {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)) ? value : null;
+}
+
+const RELATED_TASK_META_KEY = 'io.modelcontextprotocol/related-task';
+
+/** Why the SDK's schema refuses a request's or notification's params (BaseRequestParamsSchema); undefined when it takes them. */
+function paramsProblem(message: Record<string, unknown>): string | undefined {
+  if (!('params' in message)) return undefined;
+  const params = message.params;
+  if (!isObject(params)) return 'params must be an object';
+  if (!('_meta' in params)) return undefined;
+  const meta = params._meta;
+  if (!isObject(meta)) return '_meta must be an object';
+  if ('progressToken' in meta && !isId(meta.progressToken)) return '_meta.progressToken must be a string or an integer';
+  const task = meta[RELATED_TASK_META_KEY];
+  if (RELATED_TASK_META_KEY in meta && !(isObject(task) && typeof task.taskId === 'string')) return `_meta["${RELATED_TASK_META_KEY}"] must be an object with a taskId`;
+  return undefined;
+}
+
+/** Every key is one of `keys` (the SDK's envelope schemas are strict: a message with another key is dropped). */
+function onlyKeys(message: Record<string, unknown>, keys: readonly string[]): boolean {
+  return Object.keys(message).every((key) => keys.includes(key));
+}
+
+/**
+ * A JSON-RPC 2.0 message exactly as the SDK accepts it (its JSONRPCMessageSchema: a
+ * request, a notification, a result or an error; test/e2e/stdio-transport.test.ts
+ * holds the two side by side). The SDK drops anything else without a word, and a
+ * request it dropped was never answered: its client waited for good, and it held
+ * one of the 16 places of requests in flight (16 such requests stopped the server).
+ */
 export function isJsonRpcMessage(message: unknown): message is Record<string, unknown> {
   if (!isObject(message) || message.jsonrpc !== '2.0') return false;
-  if ('params' in message && message.params !== undefined && !isObject(message.params)) return false;
-  if (typeof message.method === 'string') return !('id' in message) || isId(message.id);
-  if (!isId(message.id)) return false;
-  return ('result' in message && isObject(message.result)) || ('error' in message && isObject(message.error));
+  if (typeof message.method === 'string') {
+    if (!onlyKeys(message, ['jsonrpc', 'id', 'method', 'params']) || paramsProblem(message) !== undefined) return false;
+    return !('id' in message) || isId(message.id);
+  }
+  if ('result' in message) return onlyKeys(message, ['jsonrpc', 'id', 'result']) && isId(message.id) && isObject(message.result) && isMetaFine(message.result);
+  if (!('error' in message) || !onlyKeys(message, ['jsonrpc', 'id', 'error']) || ('id' in message && !isId(message.id))) return false;
+  const error = message.error;
+  return isObject(error) && Number.isSafeInteger(error.code) && typeof error.message === 'string';
+}
+
+/** A result's `_meta`, when it has one, is an object (ResultSchema). */
+function isMetaFine(result: Record<string, unknown>): boolean {
+  return !('_meta' in result) || isObject(result._meta);
 }
 
 /** What a line read off the wire is: a message to pass on, or the answer to send instead (null: none). */
@@ -34,7 +76,7 @@ export type LineRead = { message: Record<string, unknown> } | { reply: ErrorResp
  * Parses one line, once. The SDK drops a line it cannot parse as a JSON-RPC
  * message and only reports it locally, so the client would wait forever:
  * such a line gets the answer JSON-RPC 2.0 asks for instead (-32700 bad
- * JSON, -32602 params not an object, -32600 otherwise; id null when the
+ * JSON, -32602 params the SDK refuses, -32600 otherwise; id null when the
  * request's own cannot be read), or none for a malformed notification or
  * response. undefined: a blank line.
  */
@@ -51,13 +93,17 @@ export function readLine(line: string): LineRead | undefined {
   }
   if (isJsonRpcMessage(message)) return { message };
   const object = isObject(message) ? message : {};
-  const id = isId(object.id) ? object.id : null;
-  // Malformed notifications and responses get no answer: there is no request to answer.
-  if ('result' in object || 'error' in object || ('method' in object && !('id' in object))) return { reply: null };
-  if (typeof object.method === 'string' && 'params' in object && !isObject(object.params)) {
-    return { reply: errorResponse(id, ErrorCode.InvalidParams, 'Invalid params: params must be an object') };
+  // A request is what has a method and an id; malformed notifications and responses get no answer: there is no request to answer.
+  if (typeof object.method !== 'string' || !('id' in object)) {
+    return { reply: 'result' in object || 'error' in object || 'method' in object ? null : errorResponse(echoedId(object.id), ErrorCode.InvalidRequest, 'Invalid Request') };
   }
-  return { reply: errorResponse(id, ErrorCode.InvalidRequest, 'Invalid Request') };
+  const id = echoedId(object.id);
+  if (!isId(object.id)) return { reply: errorResponse(id, ErrorCode.InvalidRequest, 'Invalid Request: id must be a string or an integer') };
+  if (object.jsonrpc !== '2.0') return { reply: errorResponse(id, ErrorCode.InvalidRequest, 'Invalid Request') };
+  const problem = paramsProblem(object);
+  if (problem !== undefined) return { reply: errorResponse(id, ErrorCode.InvalidParams, `Invalid params: ${problem}`) };
+  const others = Object.keys(object).filter((key) => !['jsonrpc', 'id', 'method', 'params'].includes(key));
+  return { reply: errorResponse(id, ErrorCode.InvalidRequest, `Invalid Request: a request has no ${others.map((key) => JSON.stringify(key)).join(', ')}`) };
 }
 
 /**
@@ -94,6 +140,21 @@ export function leadingRequestId(head: string): RequestId | null {
   }
 }
 
+/**
+ * Why `initialize`'s params are not what InitializeRequest asks for (a
+ * protocolVersion, capabilities, clientInfo with a name and a version);
+ * undefined when they are. The SDK's own check answered -32603 with a
+ * many-line schema dump, as if the server had failed.
+ */
+function initializeProblem(params: unknown): string | undefined {
+  if (!isObject(params)) return 'initialize needs params: protocolVersion, capabilities and clientInfo';
+  if (typeof params.protocolVersion !== 'string') return 'protocolVersion must be a string';
+  if (!isObject(params.capabilities)) return 'capabilities must be an object';
+  const client = params.clientInfo;
+  if (!isObject(client) || typeof client.name !== 'string' || typeof client.version !== 'string') return 'clientInfo must be an object with a name and a version';
+  return undefined;
+}
+
 /** Which protocol era a stdio connection settled on, as its opening messages tell. */
 export type Era = 'opening' | 'legacy' | 'modern';
 
@@ -128,6 +189,8 @@ export function lifecycleStep(era: Era, message: Record<string, unknown>): Lifec
   }
   if (method === 'initialize') {
     if (era === 'legacy') return { era, refuse: errorResponse(message.id, ErrorCode.InvalidRequest, 'Invalid Request: the server is already initialized') };
+    const problem = initializeProblem(message.params);
+    if (problem !== undefined) return { era, refuse: errorResponse(message.id, ErrorCode.InvalidParams, `Invalid params: ${problem}`) };
     return { era: 'legacy' };
   }
   if (era === 'opening' && !BEFORE_INITIALIZE.has(method)) {

@@ -110,6 +110,12 @@ describe('one binary, both eras', () => {
       assert.deepEqual(caps.experimental?.['resources/metadata'], {}, conn.era);
     }
   });
+
+  test('logging is declared where it is sent: by initialize (2025), not by server/discover (2026-07-28 has no setLevel)', () => {
+    const capabilitiesOf = (conn: typeof legacy) => (conn.client as { getServerCapabilities(): Record<string, unknown> }).getServerCapabilities();
+    assert.deepEqual(capabilitiesOf(legacy).logging, {});
+    assert.equal('logging' in capabilitiesOf(modern), false);
+  });
 });
 
 describe('start-up under a probing client', () => {

@@ -4,9 +4,12 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { leadingRequestId, lifecycleStep, malformedReply, readLine, type Era } from '../../src/protocol/wire.ts';
+import { isJSONRPCNotification, isJSONRPCRequest, isJSONRPCResponse } from '@modelcontextprotocol/server';
+import { isJsonRpcMessage, leadingRequestId, lifecycleStep, malformedReply, readLine, type Era } from '../../src/protocol/wire.ts';
 import { MAX_REQUEST_LINE_BYTES } from '../../src/protocol/sdk/stdio-transport.ts';
 import { CLI, tempDir, waitFor, writeTree } from '../helpers.ts';
+
+const ID_MESSAGE = 'Invalid Request: id must be a string or an integer';
 
 describe('malformedReply', () => {
   const rows: Array<{ line: string; expected: ReturnType<typeof malformedReply> }> = [
@@ -32,7 +35,24 @@ describe('malformedReply', () => {
     },
     { line: '{"jsonrpc":"2.0","id":4}', expected: { jsonrpc: '2.0', id: 4, error: { code: -32600, message: 'Invalid Request' } } },
     { line: '{"jsonrpc":"1.0","id":5,"method":"ping"}', expected: { jsonrpc: '2.0', id: 5, error: { code: -32600, message: 'Invalid Request' } } },
-    { line: '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', expected: { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request' } } },
+    { line: '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', expected: { jsonrpc: '2.0', id: null, error: { code: -32600, message: ID_MESSAGE } } },
+    // What the SDK drops without a word (each held one of the 16 places in flight for good): each answered now.
+    { line: '{"jsonrpc":"2.0","id":1.5,"method":"ping"}', expected: { jsonrpc: '2.0', id: 1.5, error: { code: -32600, message: ID_MESSAGE } } },
+    { line: '{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}', expected: { jsonrpc: '2.0', id: 9007199254740992, error: { code: -32600, message: ID_MESSAGE } } },
+    { line: '{"jsonrpc":"2.0","id":7,"method":"ping","params":{"_meta":null}}', expected: { jsonrpc: '2.0', id: 7, error: { code: -32602, message: 'Invalid params: _meta must be an object' } } },
+    { line: '{"jsonrpc":"2.0","id":7,"method":"ping","params":{"_meta":[]}}', expected: { jsonrpc: '2.0', id: 7, error: { code: -32602, message: 'Invalid params: _meta must be an object' } } },
+    {
+      line: '{"jsonrpc":"2.0","id":8,"method":"ping","params":{"_meta":{"progressToken":1.5}}}',
+      expected: { jsonrpc: '2.0', id: 8, error: { code: -32602, message: 'Invalid params: _meta.progressToken must be a string or an integer' } },
+    },
+    {
+      line: '{"jsonrpc":"2.0","id":8,"method":"ping","params":{"_meta":{"progressToken":null}}}',
+      expected: { jsonrpc: '2.0', id: 8, error: { code: -32602, message: 'Invalid params: _meta.progressToken must be a string or an integer' } },
+    },
+    { line: '{"jsonrpc":"2.0","id":9,"method":"ping","result":{}}', expected: { jsonrpc: '2.0', id: 9, error: { code: -32600, message: 'Invalid Request: a request has no "result"' } } },
+    { line: '{"jsonrpc":"2.0","id":9,"method":"ping","x":1,"y":2}', expected: { jsonrpc: '2.0', id: 9, error: { code: -32600, message: 'Invalid Request: a request has no "x", "y"' } } },
+    { line: '{"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":null}}', expected: null },
+    { line: '{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}', expected: undefined },
     { line: '[1,2]', expected: { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request' } } },
     { line: '42', expected: { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request' } } },
     { line: '{"jsonrpc":"2.0","method":"notifications/x","params":[]}', expected: null },
@@ -49,6 +69,69 @@ describe('malformedReply', () => {
       else assert.deepEqual(read, { reply: expected });
     }
   });
+});
+
+describe('isJsonRpcMessage takes what the SDK takes, and nothing else', () => {
+  const sdkTakes = (message: unknown) => isJSONRPCRequest(message) || isJSONRPCNotification(message) || isJSONRPCResponse(message);
+  const request = { jsonrpc: '2.0', id: 1, method: 'resources/list' };
+  const messages: unknown[] = [
+    request,
+    { ...request, id: 'a' },
+    { ...request, id: 0 },
+    { ...request, id: -7 },
+    { ...request, id: 1.5 },
+    { ...request, id: 2 ** 53 },
+    { ...request, id: 2 ** 53 - 1 },
+    { ...request, id: null },
+    { ...request, id: true },
+    { ...request, params: {} },
+    { ...request, params: [] },
+    { ...request, params: null },
+    { ...request, params: { cursor: 'x', _meta: {} } },
+    { ...request, params: { _meta: null } },
+    { ...request, params: { _meta: 'x' } },
+    { ...request, params: { _meta: { progressToken: 'p', other: 1 } } },
+    { ...request, params: { _meta: { progressToken: 3 } } },
+    { ...request, params: { _meta: { progressToken: 1.5 } } },
+    { ...request, params: { _meta: { progressToken: {} } } },
+    { ...request, params: { _meta: { progressToken: true } } },
+    { ...request, params: { _meta: { 'io.modelcontextprotocol/related-task': { taskId: 't' } } } },
+    { ...request, params: { _meta: { 'io.modelcontextprotocol/related-task': null } } },
+    { ...request, params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } },
+    { ...request, result: {} },
+    { ...request, error: { code: 1, message: 'x' } },
+    { ...request, extra: 1 },
+    { ...request, jsonrpc: '1.0' },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', method: 'notifications/initialized', id: 1.5 },
+    { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } },
+    { jsonrpc: '2.0', method: 'notifications/x', params: { _meta: null } },
+    { jsonrpc: '2.0', method: 'notifications/x', params: [] },
+    { jsonrpc: '2.0', method: 'notifications/x', other: 1 },
+    { jsonrpc: '2.0', id: 1, result: {} },
+    { jsonrpc: '2.0', id: 1, result: { _meta: {} } },
+    { jsonrpc: '2.0', id: 1, result: { _meta: null } },
+    { jsonrpc: '2.0', id: 1, result: [] },
+    { jsonrpc: '2.0', id: 1, result: 5 },
+    { jsonrpc: '2.0', id: 1.5, result: {} },
+    { jsonrpc: '2.0', result: {} },
+    { jsonrpc: '2.0', id: 1, result: {}, extra: 1 },
+    { jsonrpc: '2.0', id: 1, error: { code: 1, message: 'x' } },
+    { jsonrpc: '2.0', id: 1, error: { code: 1, message: 'x', data: [1] } },
+    { jsonrpc: '2.0', error: { code: 1, message: 'x' } },
+    { jsonrpc: '2.0', id: 1, error: { code: 1.5, message: 'x' } },
+    { jsonrpc: '2.0', id: 1, error: { code: 1 } },
+    { jsonrpc: '2.0', id: 1, error: { code: 1, message: 'x', extra: 1 } },
+    { jsonrpc: '2.0', id: 1, error: 'x' },
+    { jsonrpc: '2.0', id: 1, result: {}, error: { code: 1, message: 'x' } },
+    { jsonrpc: '2.0', id: 1 },
+    [request],
+    'x',
+    null,
+  ];
+  for (const message of messages) {
+    test(JSON.stringify(message), () => assert.equal(isJsonRpcMessage(message), sdkTakes(message)));
+  }
 });
 
 describe('leadingRequestId', () => {
@@ -74,7 +157,13 @@ describe('lifecycleStep', () => {
   });
   const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' };
   const rows: Array<{ era: Era; message: Record<string, unknown>; next: Era; refused: boolean; why: string }> = [
-    { era: 'opening', message: request('initialize'), next: 'legacy', refused: false, why: 'initialize opens the legacy era' },
+    {
+      era: 'opening',
+      message: { ...request('initialize'), params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } } },
+      next: 'legacy',
+      refused: false,
+      why: 'initialize opens the legacy era',
+    },
     { era: 'opening', message: request('ping'), next: 'opening', refused: false, why: 'ping is allowed before initialize' },
     { era: 'opening', message: request('resources/list'), next: 'opening', refused: true, why: 'a request before initialize' },
     { era: 'opening', message: request('resources/list', envelope), next: 'modern', refused: false, why: 'the envelope opens the modern era' },
@@ -86,6 +175,23 @@ describe('lifecycleStep', () => {
     { era: 'modern', message: request('initialize'), next: 'modern', refused: false, why: 'the SDK answers a late initialize' },
     { era: 'opening', message: { jsonrpc: '2.0', method: 'notifications/initialized' }, next: 'opening', refused: false, why: 'notifications pass' },
   ];
+  const initialize = (params: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'initialize', ...(params === undefined ? {} : { params }) });
+  const good = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } };
+  const badParams: Array<[string, unknown]> = [
+    ['no params', undefined],
+    ['a protocolVersion that is a number', { ...good, protocolVersion: 5 }],
+    ['no capabilities', { protocolVersion: '2025-11-25', clientInfo: good.clientInfo }],
+    ['no clientInfo', { protocolVersion: '2025-11-25', capabilities: {} }],
+    ['a clientInfo with no version', { ...good, clientInfo: { name: 't' } }],
+  ];
+  for (const [why, params] of badParams) {
+    test(`initialize with ${why}: -32602, and the era stays open`, () => {
+      const step = lifecycleStep('opening', initialize(params));
+      assert.equal(step.era, 'opening');
+      assert.equal(step.refuse?.error.code, -32602);
+    });
+  }
+  test('initialize with every param it needs opens the legacy era', () => assert.deepEqual(lifecycleStep('opening', initialize(good)), { era: 'legacy' }));
   for (const row of rows) {
     test(row.why, () => {
       const step = lifecycleStep(row.era, row.message);

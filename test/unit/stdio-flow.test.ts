@@ -75,6 +75,47 @@ describe('stdio back-pressure', () => {
   });
 });
 
+describe('requests that will never be answered do not hold places in flight', () => {
+  const line = (message: Record<string, unknown>) => `${JSON.stringify(message)}\n`;
+
+  test('a request the client cancelled waits no more: 30 cancelled, then a request is still passed on at once', async () => {
+    const input = new PassThrough();
+    const { output } = readingOutput();
+    const transport = new StdioTransport(input, output);
+    const received: unknown[] = [];
+    // The server: never answers (a cancelled request gets no answer: the SDK sends nothing).
+    transport.onmessage = (message) => void received.push((message as { id?: unknown }).id);
+    await transport.start();
+    input.write(line({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } } }));
+    for (let id = 1; id <= 30; id++) {
+      input.write(ping(id));
+      input.write(line({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }));
+    }
+    input.write(ping(31));
+    // Held, the 16th uncancelled place paused stdin, and nothing past it was read.
+    await waitFor(() => received.includes(31), 30_000, 'the request after 30 cancelled ones');
+    await transport.close();
+  });
+
+  test('a request the SDK would drop is answered here and never passed on (16 of them stopped the server)', async () => {
+    const input = new PassThrough();
+    const { output, written } = readingOutput();
+    const transport = new StdioTransport(input, output);
+    const received: unknown[] = [];
+    transport.onmessage = (message) => void received.push((message as { id?: unknown }).id);
+    await transport.start();
+    input.write(line({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } } }));
+    for (let i = 1; i <= 20; i++) input.write(line({ jsonrpc: '2.0', id: i + 0.5, method: 'ping' }));
+    for (let i = 21; i <= 40; i++) input.write(line({ jsonrpc: '2.0', id: i, method: 'ping', params: { _meta: null } }));
+    input.write(ping(41));
+    await waitFor(() => received.includes(41) && linesOf(written).length >= 40, 30_000, 'the answers and the request after them');
+    assert.deepEqual(received, [0, 41]);
+    const codes = linesOf(written).map((text) => (JSON.parse(text) as { error: { code: number } }).error.code);
+    assert.deepEqual(codes, [...Array(20).fill(-32600), ...Array(20).fill(-32602)]);
+    await transport.close();
+  });
+});
+
 describe('an answer too long to be one string', () => {
   test('is an internal error for its id, and the transport goes on (a search answer of 630 MB was never sent, nor reported)', async () => {
     const input = new PassThrough();

@@ -212,6 +212,10 @@ export class StdioTransport implements Transport {
     this.era = step.era;
     if (step.refuse) return this.reply(step.refuse);
     if (typeof message.method !== 'string' && isRequestId(message.id) && this.awaitingClient.delete(idKey(message.id))) this.updateFlow();
+    // A request the client cancelled is never answered (the SDK sends nothing, as the spec asks): it waits no more.
+    // Held, 15 cancelled requests left one place of the 16, and every request then waited for the one before it.
+    const cancelled = message.method === 'notifications/cancelled' ? (message.params as { requestId?: unknown } | undefined)?.requestId : undefined;
+    if (isRequestId(cancelled) && this.inFlight.delete(idKey(cancelled))) this.updateFlow();
     const refused = this.options.onInbound?.(message, this.era);
     if (refused) return this.reply(refused);
     // A listen stream stays open for good: it is no request waiting for its answer.
