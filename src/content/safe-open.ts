@@ -15,6 +15,7 @@ import {
   kernelPathOf,
   KIND_TEXT,
   realOrNull,
+  realOrNullSoon,
   refuse as refuseWith,
   statOrNull,
   type Absence,
@@ -110,7 +111,7 @@ export async function openVerified(path: string, roots: readonly Root[]): Promis
   // Checked before opening as well, so a folder that is a symlink for good
   // never has anything outside opened (opening a FIFO or a device has effects
   // of its own). Racy alone; the check after opening is what holds.
-  refuse(judgePath(path, realOrNull(path, READ_ABSENCE), roots));
+  refuse(judgePath(path, await realOrNullSoon(path, READ_ABSENCE), roots));
   let handle: FileHandle;
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
