@@ -240,6 +240,32 @@ export function spelledOnDisk(path: string, root: Root, platform: NodeJS.Platfor
 }
 
 /** Where a write tool's path argument points: an absolute path, normalised, that may not exist yet. */
+/**
+ * A move's destination when it only changes the source's case or
+ * normalization (`readme.md` to `README.md`) where names fold (Windows,
+ * macOS): there the disk's spelling made `to` the source itself, and the
+ * move was refused as going nowhere. The last segment is then taken as
+ * typed. Any other `to` is returned as it is.
+ */
+export function caseRename(from: WritePath, to: WritePath, typed: string, flavour: Flavour = HOST_FLAVOUR, platform: NodeJS.Platform = process.platform): WritePath {
+  if (to.path !== from.path || !foldsNames(platform)) return to;
+  const name = typedName(typed, flavour);
+  const own = basename(from.path);
+  if (name === undefined || name === own || foldName(name) !== foldName(own) || !to.shown.endsWith(own)) return to;
+  return { path: join(dirname(from.path), name), shown: `${to.shown.slice(0, to.shown.length - own.length)}${name}` };
+}
+
+/** The last segment of a path as a tool was given it (a URI's decoded), before the disk's spelling; undefined for none. */
+export function typedName(text: string, flavour: Flavour = HOST_FLAVOUR): string | undefined {
+  if (isUriText(text)) {
+    const parsed = parseFileUri(text, flavour);
+    return parsed ? basename(parsed.path) || undefined : undefined;
+  }
+  const given = toolPath(text, flavour);
+  const path = (given.absolute ?? given.relative ?? '').replace(/\/+$/, '');
+  return basename(path) || undefined;
+}
+
 export interface WritePath {
   path: string;
   /** How tools print it back (`displayPath`'s form, for an entry that may not be indexed). */

@@ -15,7 +15,7 @@ import type { ServerContext } from '../protocol/context.ts';
 import { echo } from '../protocol/errors.ts';
 import { findRoot, pathToUri } from '../uri.ts';
 import { applyEditsAsync, DIFF_MAX_BYTES, editDiffAsync, LARGE_EDIT_BYTES } from './edit-text.ts';
-import { resolveWritePath, type WritePath } from './paths.ts';
+import { caseRename, resolveWritePath, type WritePath } from './paths.ts';
 import { formatSize, resourceLink, ToolFailure, type ContentBlock, type ToolDefinition, type ToolResult } from './tool.ts';
 
 /** At most this many replacements in one edit call. */
@@ -470,7 +470,7 @@ export const moveTool: ToolDefinition<z.infer<typeof moveInput>> = {
     const { ctx } = tc;
     writable(ctx);
     const from = target(ctx, args.from);
-    const to = target(ctx, args.to);
+    const to = caseRename(from, target(ctx, args.to), args.to);
     const moved = await changing(
       ctx,
       // A problem of the destination names the destination (moveSafely says which end).

@@ -62,15 +62,59 @@ export async function lockFiles(paths: readonly string[], deadline: number, fold
     for (const file of files) {
       // Security: a folder reached through a symlink is not locked in: the change itself refuses such a path
       // (safe-write.ts), and its lock would have been made, and maybe left, wherever the link pointed.
-      if (!isRealFolder(dirname(file), folds)) continue;
-      const lock = await lockFile(file, deadline);
-      if (lock) held.push(lock);
+      const folder = pinFolder(dirname(file), folds);
+      if (!folder) continue;
+      let lock: HeldFileLock | null;
+      try {
+        lock = await lockFile(folder.at + basename(file), deadline);
+      } catch (error) {
+        folder.close();
+        throw error;
+      }
+      if (!lock) folder.close();
+      else held.push({ release: () => (lock.release(), folder.close()) });
     }
   } catch (error) {
     for (const lock of held) lock.release();
     throw error;
   }
   return { release: () => held.forEach((lock) => lock.release()) };
+}
+
+/** A folder a lock is made in: the path its entries are reached by (`at`, ending in a separator), held until closed. */
+interface LockFolder {
+  at: string;
+  close(): void;
+}
+
+/**
+ * `dir`, when it is its own real path (no symlink on the way), held for
+ * the lock's life; null otherwise (or absent: then nothing is locked in it
+ * either). On Linux its entries are reached through the descriptor
+ * (`/proc/self/fd/N/`), so a swap of the folder for a link after the check
+ * cannot move the lock: a red-team pass swapping it 540,000 times had locks
+ * made (50 files in a folder outside), touched and left there, and the ones
+ * inside left for the next write to wait 30 s on. Elsewhere by its path,
+ * checked just before (docs/security.md: the window left).
+ */
+function pinFolder(dir: string, folds: boolean): LockFolder | null {
+  const byPath = () => (isRealFolder(dir, folds) ? { at: childPrefix(dir), close() {} } : null);
+  if (process.platform !== 'linux') return byPath();
+  let fd: number;
+  try {
+    fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch {
+    return null;
+  }
+  let kernelName: string | null = null;
+  try {
+    kernelName = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    // no /proc (a sandbox): by the path, as elsewhere
+  }
+  if (kernelName === dir) return { at: `/proc/self/fd/${fd}/`, close: () => closeSync(fd) };
+  closeSync(fd);
+  return kernelName === null ? byPath() : null;
 }
 
 /** Whether `dir` is its own real path (no symlink on the way), or absent (then nothing is locked in it either). */
@@ -153,8 +197,13 @@ export const BREAKER_STALE_MS = 5_000;
 /** A breaker whose mtime is this old is a dead taker's whatever this process has seen of it (clocks a minute apart are broken anyway). */
 export const BREAKER_LEFT_MS = 60_000;
 
-/** Breakers found held, and since when (performance.now()), by path: one seen unchanged for BREAKER_STALE_MS is a dead taker's. */
-const breakersSeen = new Map<string, { identity: string; since: number }>();
+/**
+ * Breakers found held, by identity (device, inode, mtime), and since when
+ * (performance.now()): one seen unchanged for BREAKER_STALE_MS is a dead
+ * taker's. Not by path: a lock's path goes through its folder's descriptor
+ * (/proc/self/fd/N/), and N names another folder once it is closed.
+ */
+const breakersSeen = new Map<string, number>();
 
 /**
  * A dead holder's lock, removed so that the next try takes it. One taker at
@@ -187,7 +236,6 @@ function takeOverDead(file: string): boolean {
     removeDeadBreaker(breaker);
     return false; // another taker is at it: its lock, or its breaker's end, is seen at the next try
   }
-  breakersSeen.delete(breaker);
   try {
     if (!isDead(file, readFileSync(file, 'utf8'))) return false; // taken by another taker meanwhile
     unlinkSync(file);
@@ -209,11 +257,14 @@ function removeDeadBreaker(breaker: string): void {
     return; // gone meanwhile: its taker finished
   }
   const identity = `${stats.dev}:${stats.ino}:${stats.mtimeMs}`;
-  const seen = breakersSeen.get(breaker);
-  if (seen?.identity !== identity) breakersSeen.set(breaker, { identity, since: performance.now() });
-  const dead = (seen?.identity === identity && performance.now() - seen.since >= BREAKER_STALE_MS) || Date.now() - stats.mtimeMs >= BREAKER_LEFT_MS;
+  const now = performance.now();
+  // Those seen long ago ended with their taker (or were removed): forgotten, so the map stays small.
+  for (const [old, since] of breakersSeen) if (now - since >= BREAKER_LEFT_MS) breakersSeen.delete(old);
+  const since = breakersSeen.get(identity);
+  if (since === undefined) breakersSeen.set(identity, now);
+  const dead = (since !== undefined && now - since >= BREAKER_STALE_MS) || Date.now() - stats.mtimeMs >= BREAKER_LEFT_MS;
   if (!dead) return;
-  breakersSeen.delete(breaker);
+  breakersSeen.delete(identity);
   // The one judged, not one a taker has made since (another remover was first).
   removeIf(breaker, (now) => now.ino === stats.ino && now.mtimeMs === stats.mtimeMs);
 }

@@ -19,6 +19,7 @@ import { chmod, link, mkdir, open, rename, unlink, type FileHandle } from 'node:
 import { basename, below, childPrefix, dirname, foldName, foldsNames, HOST_FLAVOUR, type Flavour } from '../fs-path.ts';
 import { findRoot, isForbiddenWin32Segment, type Root } from '../uri.ts';
 import { errnoCode } from '../errno.ts';
+import { LOCK_FILE_PREFIX } from './file-locks.ts';
 import {
   kernelPathOf,
   KIND_TEXT,
@@ -75,7 +76,8 @@ export type Verdict = VerdictOf<WriteReason, { root: Root }>;
 /**
  * May `path` (absolute) be created, replaced or moved? Lexical and pure: it
  * must be normalised, inside a served root and not the root itself, and no
- * segment below the root may be one of NEVER_WRITTEN. Outside is not-found,
+ * segment below the root may be one of NEVER_WRITTEN or a lock file's name
+ * (LOCK_FILE_PREFIX). Outside is not-found,
  * as for reads: never tell a client what lies outside the roots.
  */
 export function judgeTarget(path: string, roots: readonly Root[], flavour: Flavour = HOST_FLAVOUR): Verdict {
@@ -85,6 +87,10 @@ export function judgeTarget(path: string, roots: readonly Root[], flavour: Flavo
   const segments = below(root.path, path).split('/');
   const never = segments.find((segment) => NEVER_WRITTEN.has(segment));
   if (never !== undefined) return { ok: false, reason: 'refused', message: `writes never go into ${never}/` };
+  // A name of folder-mcp's own lock files: never listed, and removed as a dead writer's lock once 30 s old (a red-team
+  // pass moved notes.txt to one; the next edit of the file it named waited 30 s, then deleted it).
+  const lockName = segments.find((segment) => segment.toLowerCase().startsWith(LOCK_FILE_PREFIX));
+  if (lockName !== undefined) return { ok: false, reason: 'refused', message: `${JSON.stringify(lockName)} is a name folder-mcp keeps for its lock files` };
   // Security: Windows would write `a.txt:s` into a hidden stream of a.txt, `a.txt.` as a.txt, `nul.txt` nowhere.
   const bad = flavour === 'win32' ? segments.find(isForbiddenWin32Segment) : undefined;
   if (bad !== undefined) {
@@ -735,6 +741,8 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
     }
     const fromName = basename(from);
     const toName = basename(to);
+    // Only the name's case or normalization changes (where names fold): the file at `to` is the one moving.
+    const respelled = foldsNames() && dirname(from) === dirname(to) && foldName(fromName) === foldName(toName);
     const moving = await lstatOrNull(source.at(fromName));
     if (!moving) throw new WriteError('not-found', 'it does not exist');
     const kind = kindOf(moving);
@@ -742,7 +750,7 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
     refuseOtherName(source, fromName);
     const judgeDestination = async () => {
       const existing = await lstatOrNull(target!.at(toName));
-      if (!existing) return false;
+      if (!existing || (respelled && existing.ino === moving.ino && existing.dev === moving.dev)) return false;
       if (!options.overwrite) throw new WriteError('exists', 'the destination exists (pass overwrite: true to replace a file)');
       if (kind !== 'file') throw new WriteError('refused', 'a folder never replaces anything');
       refuse(judgeReplace({ kind: kindOf(existing), nlink: Number(existing.nlink) }), 'the destination: ');
@@ -757,7 +765,11 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
     const again = await lstatOrNull(source.at(fromName));
     if (!again || again.ino !== moving.ino || again.dev !== moving.dev) throw new WriteError('changed', 'it was replaced while it was moved; nothing was changed');
     await judgeDestination();
-    if (kind === 'file' && !options.overwrite) {
+    if (kind === 'file' && !options.overwrite && !respelled) {
+      // Windows: a program holding the file open without FILE_SHARE_DELETE (Word, and most programs) lets a link
+      // be made, then keeps the old name from going, and the new one too: the move failed with two names left.
+      // A rename of the file to its own name asks for the same access: it fails while the file is held (retried).
+      if (!POSIX_FILES) await renameOverRetrying(source.at(fromName), source.at(fromName));
       // link(2) refuses a taken name atomically; then the old name goes.
       try {
         await link(source.at(fromName), target.at(toName));
@@ -769,7 +781,9 @@ export async function moveSafely(from: string, to: string, roots: readonly Root[
       }
       // Only the name that still is the file moved: a file put there meanwhile stays.
       const left = await lstatOrNull(source.at(fromName));
-      if (left && left.ino === moving.ino && left.dev === moving.dev) await unlink(source.at(fromName));
+      if (left && left.ino === moving.ino && left.dev === moving.dev) await unlinkOldName(source.at(fromName), target.at(toName), moving);
+    } else if (respelled) {
+      await respell(source, fromName, toName);
     } else {
       await renameChecked(source.at(fromName), target.at(toName));
     }
@@ -794,6 +808,47 @@ export function judgeMoveSource(from: string, roots: readonly Root[]): Refusal |
   if (!served) return null;
   if (served.path === from) return { ok: false, reason: 'refused', message: 'it is a served folder itself' };
   return { ok: false, reason: 'refused', message: `it holds another served folder (${served.path}), which would move with it` };
+}
+
+/**
+ * The old name of a file moved by link(2), once the new one is made. When
+ * it cannot go (held open since the check above, on Windows: retried), the
+ * new name goes again and nothing moved; when that fails too, the error
+ * names both.
+ */
+async function unlinkOldName(from: string, to: string, moving: BigIntStats): Promise<void> {
+  try {
+    await retriedWhileHeld(() => unlink(from));
+  } catch (error) {
+    const made = await lstatOrNull(to);
+    if (made && made.ino === moving.ino && made.dev === moving.dev) {
+      try {
+        await retriedWhileHeld(() => unlink(to));
+      } catch {
+        throw new WriteError('changed', `${error instanceof Error ? error.message : String(error)}; the file now also has the new name, which could not be removed either: remove one of the two once it is let go`);
+      }
+    }
+    throw error instanceof WriteError ? error : moveError(error);
+  }
+}
+
+/**
+ * Renames `fromName` to `toName`, the same name but for its case or
+ * normalization (where names fold). NTFS and APFS take that in one rename;
+ * a file system that keeps the old spelling (Wine's drives) gets it by way
+ * of a temporary name, and the old name back if the second rename fails.
+ */
+async function respell(dir: PinnedDir, fromName: string, toName: string): Promise<void> {
+  await renameChecked(dir.at(fromName), dir.at(toName));
+  if (basename(realOrNull(dir.at(toName)) ?? toName) === toName) return;
+  const temp = `.folder-mcp-${randomBytes(8).toString('hex')}.tmp`;
+  await renameChecked(dir.at(fromName), dir.at(temp));
+  try {
+    await renameChecked(dir.at(temp), dir.at(toName));
+  } catch (error) {
+    await rename(dir.at(temp), dir.at(fromName)).catch(() => {});
+    throw error;
+  }
 }
 
 async function renameChecked(from: string, to: string): Promise<void> {
@@ -843,10 +898,15 @@ const POSIX_FILES = process.platform !== 'win32';
 export const RENAME_RETRY_MS = 2_000;
 
 async function renameOverRetrying(from: string, to: string): Promise<void> {
+  return retriedWhileHeld(() => rename(from, to));
+}
+
+/** `change` (a rename or an unlink), tried again while another program holds the file open on Windows: see renameOverRetrying. */
+async function retriedWhileHeld(change: () => Promise<void>): Promise<void> {
   const started = performance.now();
   for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
     try {
-      return await rename(from, to);
+      return await change();
     } catch (error) {
       const code = errnoCode(error);
       if (POSIX_FILES || (code !== 'EPERM' && code !== 'EBUSY' && code !== 'EACCES')) throw error;

@@ -1,5 +1,6 @@
 import type { Stats } from 'node:fs';
-import { lstat as lstatCallback } from 'node:fs';
+import { lstat as lstatCallback, realpath as realpathCallback } from 'node:fs';
+import { basename, toSlashPath } from '../fs-path.ts';
 import { errnoCode } from '../errno.ts';
 
 /**
@@ -24,6 +25,22 @@ export function isDenied(error: unknown): boolean {
 /** lstatOrNull, with a refusal for want of permission told apart from "not there". */
 export function lstatOrDenied(path: string): Promise<LstatResult> {
   return new Promise((resolve) => lstatCallback(path, (error, stats) => resolve(error ? (isDenied(error) ? DENIED : null) : stats)));
+}
+
+/**
+ * lstatOrDenied where names fold (Windows, macOS), for a path a look was
+ * given: there an lstat finds an entry by any spelling of its name, and a
+ * look at `Docs` after it was renamed `docs` found it still, so both were
+ * listed (a red-team pass). A file or folder whose name is spelled otherwise
+ * on disk (realpath(3) spells it as the disk does) is not there by this name.
+ */
+export async function lstatSpelledOrDenied(path: string): Promise<LstatResult> {
+  const st = await lstatOrDenied(path);
+  if (st === null || st === DENIED || !(st.isFile() || st.isDirectory())) return st;
+  return new Promise((resolve) =>
+    // A path realpath cannot spell (a long one under Wine) is taken as the lstat found it.
+    realpathCallback.native(path, (error, real) => resolve(error || basename(toSlashPath(real)) === basename(path) ? st : null)),
+  );
 }
 
 /** lstatEntry (the scan's), with a refusal for want of permission told apart. */

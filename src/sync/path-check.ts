@@ -1,13 +1,13 @@
 import type { Stats } from 'node:fs';
 import type { EntryRow } from '../entry.ts';
-import { basename, dirname } from '../fs-path.ts';
+import { basename, dirname, foldsNames } from '../fs-path.ts';
 import type { FolderIndex } from '../index/folder-index.ts';
 import { entryRow, rootRow } from '../index/scan.ts';
 import { findRoot, pathToUri, type Root } from '../uri.ts';
 import { addOtherNames } from './hard-links.ts';
 import { highestUnindexedAncestor, rootGone } from './indexed.ts';
 import type { LockedFolders } from './locked-folders.ts';
-import { DENIED, lstatOrDenied, mapLimited, type LstatResult } from './look.ts';
+import { DENIED, lstatOrDenied, lstatSpelledOrDenied, mapLimited, type LstatResult } from './look.ts';
 import { sameIdentity, type PendingChange } from './pending-change.ts';
 import type { Logger } from '../log.ts';
 
@@ -52,7 +52,7 @@ export class NamedPaths {
   async look(change: PendingChange, paths: Iterable<string>, otherNames: boolean): Promise<PathCheck | undefined> {
     const check = this.pathsToLook(paths, otherNames);
     const files = [...check.looked];
-    const stats = await mapLimited(files, lstatOrDenied);
+    const stats = await mapLimited(files, foldsNames() ? lstatSpelledOrDenied : lstatOrDenied);
     const statOf = new Map(files.map((path, i) => [path, stats[i]!]));
     for (let i = 0; i < files.length; i++) {
       if (this.signal.aborted) return undefined;

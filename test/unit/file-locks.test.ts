@@ -1,7 +1,7 @@
 // The lock files that order changes across processes (src/content/file-locks.ts).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { spawnSync } from 'node:child_process';
 import { BREAKER_LEFT_MS, BREAKER_STALE_MS, breakerOf, FileLockTimeout, holderGone, LOCK_FILE_PREFIX, LOCK_STALE_MS, lockFileOf, lockFiles, PID_SCOPE } from '../../src/content/file-locks.ts';
@@ -127,6 +127,29 @@ describe('file locks', () => {
       assert.deepEqual(readdirSync(outside), []);
       assert.equal(readdirSync(real).filter((name) => name.startsWith(LOCK_FILE_PREFIX)).length, 1, 'the real folder is locked in');
       held.release();
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  test('a folder swapped for a link while its lock is held: the lock is released where it was made, nothing outside touched', async (t) => {
+    // Linux reaches a lock through its folder's descriptor; elsewhere by its path (docs/security.md: the window left).
+    if (process.platform !== 'linux') return t.skip('the folder is pinned by /proc/self/fd on Linux only');
+    const dir = tempDir('folder-mcp-file-locks-');
+    try {
+      const real = realpathSync(dir.path);
+      const folder = join(real, 'd');
+      const outside = join(real, 'outside');
+      mkdirSync(folder);
+      mkdirSync(outside);
+      const held = await lockFiles([join(folder, 'x.txt')], performance.now() + 1000, false);
+      // Swapped as a checkout or another program could: the folder moved away, a link to outside in its place.
+      renameSync(folder, join(real, 'moved'));
+      symlinkSync(outside, folder);
+      writeFileSync(join(outside, basename(lockFileOf(join(folder, 'x.txt'), false))), 'not ours\n');
+      held.release();
+      assert.deepEqual(readdirSync(join(real, 'moved')), [], 'its own lock released (by path, it was left for the next write to wait 30 s on)');
+      assert.deepEqual(readdirSync(outside).map((name) => readFileSync(join(outside, name), 'utf8')), ['not ours\n'], 'nothing outside removed');
     } finally {
       dir.cleanup();
     }

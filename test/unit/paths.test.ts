@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { displayPath, prefixUris, relativeGlobs, resolveWritePath, rootLabels } from '../../src/catalog/paths.ts';
+import { caseRename, displayPath, prefixUris, relativeGlobs, resolveWritePath, rootLabels } from '../../src/catalog/paths.ts';
 import { scopeQuery } from '../../src/catalog/scope.ts';
 import { matchesQuery } from '../../src/query/plan.ts';
 import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -153,5 +153,25 @@ describe('resolveWritePath', () => {
     } finally {
       dir.cleanup();
     }
+  });
+});
+
+describe('caseRename: a move that only changes the name\'s case, where names fold', () => {
+  const from = { path: '/w/proj/docs/readme.md', shown: 'docs/readme.md' };
+  // Where names fold, `to` was spelled as on disk: the source itself.
+  const rows: Array<[string, NodeJS.Platform, 'posix' | 'win32', string, string, string]> = [
+    ['the typed spelling is kept', 'darwin', 'posix', 'docs/README.md', '/w/proj/docs/README.md', 'docs/README.md'],
+    ['on Windows too, with backslashes', 'win32', 'win32', 'docs\\Readme.md', '/w/proj/docs/Readme.md', 'docs/Readme.md'],
+    ['a URI: its decoded last segment', 'darwin', 'posix', 'file:///w/proj/docs/READ%4DE.md', '/w/proj/docs/README.md', 'docs/README.md'],
+    ['another name altogether: not a respelling', 'darwin', 'posix', 'docs/readme.txt', '/w/proj/docs/readme.md', 'docs/readme.md'],
+    ['the same spelling: nothing to do', 'darwin', 'posix', 'docs/readme.md', '/w/proj/docs/readme.md', 'docs/readme.md'],
+    ['where names do not fold, never', 'linux', 'posix', 'docs/README.md', '/w/proj/docs/readme.md', 'docs/readme.md'],
+  ];
+  for (const [why, platform, flavour, typed, path, shown] of rows) {
+    test(why, () => assert.deepEqual(caseRename(from, { ...from }, typed, flavour, platform), { path, shown }));
+  }
+  test('a destination that is another entry is returned as it is', () => {
+    const other = { path: '/w/proj/docs/other.md', shown: 'docs/other.md' };
+    assert.equal(caseRename(from, other, 'docs/OTHER.md', 'posix', 'darwin'), other);
   });
 });

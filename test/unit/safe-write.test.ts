@@ -35,6 +35,10 @@ describe('judgeTarget: may this path be written', () => {
     ['a name that only starts like them', '/srv/app/.gitignore', 'ok'],
     ['node_modules_old is another name', '/srv/app/node_modules_old/a', 'ok'],
     ['a name with a newline', '/srv/app/a\nb.txt', 'ok'],
+    ['a lock file\'s name (never listed, removed once 30 s old)', '/srv/app/d/.folder-mcp-lock-0123456789abcdef01234567', 'refused'],
+    ['a lock breaker\'s name', '/srv/app/.folder-mcp-lock-0123-break', 'refused'],
+    ['a folder of such a name', '/srv/app/.Folder-MCP-Lock-x/a.txt', 'refused'],
+    ['a name that only contains it', '/srv/app/my.folder-mcp-lock-notes.txt', 'ok'],
   ];
   for (const [why, path, want] of rows) {
     test(why, () => {

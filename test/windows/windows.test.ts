@@ -9,7 +9,7 @@
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import assert from 'node:assert/strict';
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, constants, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -179,6 +179,45 @@ describe('Windows: node.exe dist/cli.js C:\\...', () => {
     const again = await callTool(served.client, 'write', { path: 'src/held.txt', content: 'after\n' });
     assert.equal(again.isError, false, again.text);
     assert.equal(readFileSync(held, 'utf8'), 'after\n');
+  });
+
+  test('a move of a file held open without FILE_SHARE_DELETE (as Word holds a .docx): one clear error, one name, and it moves once let go', async () => {
+    const held = join(dir, 'src', 'report.docx');
+    writeFileSync(held, 'numbers\n');
+    mkdirSync(join(dir, 'src', 'archive'), { recursive: true });
+    // libuv's UV_FS_O_EXLOCK: share mode 0. A link could still be made to it, and then neither name removed.
+    const fd = openSync(held, constants.O_RDONLY | ((constants as { UV_FS_O_EXLOCK?: number }).UV_FS_O_EXLOCK ?? 0x10000000));
+    try {
+      const moved = await callTool(served.client, 'move', { from: 'src\\report.docx', to: 'src\\archive\\report.docx' });
+      assert.equal(moved.isError, true, moved.text);
+      assert.match(moved.text, /another program holds it open \((EPERM|EBUSY|EACCES)/);
+    } finally {
+      closeSync(fd);
+    }
+    assert.deepEqual(readdirSync(join(dir, 'src', 'archive')), [], 'no second name');
+    assert.equal(statSync(held).nlink, 1);
+    const again = await callTool(served.client, 'move', { from: 'src\\report.docx', to: 'src\\archive\\report.docx' });
+    assert.equal(again.isError, false, again.text);
+    assert.equal(readFileSync(join(dir, 'src', 'archive', 'report.docx'), 'utf8'), 'numbers\n');
+  });
+
+  // Wine's MoveFileEx keeps the old spelling in a rename that only changes the case (the server then goes by a
+  // temporary name), so another program's such rename cannot be made here: NTFS makes it in one.
+  test('a move that only changes the case renames the file and the folder in place', async () => {
+    mkdirSync(join(dir, 'src', 'Cased'), { recursive: true });
+    writeFileSync(join(dir, 'src', 'Cased', 'readme.md'), 'r\n');
+    const file = await callTool(served.client, 'move', { from: 'src/Cased/readme.md', to: 'src/Cased/README.md' });
+    assert.equal(file.isError, false, file.text);
+    assert.deepEqual(readdirSync(join(dir, 'src', 'Cased')), ['README.md']);
+    const folder = await callTool(served.client, 'move', { from: 'src\\Cased', to: 'src\\cased' });
+    assert.equal(folder.isError, false, folder.text);
+    assert.equal(readdirSync(join(dir, 'src')).includes('cased'), true);
+    assert.equal(readFileSync(join(dir, 'src', 'cased', 'README.md'), 'utf8'), 'r\n');
+    // One name listed, as the disk spells it (an lstat finds `Cased` still: the look checks the spelling).
+    await eventually('only the new spelling listed', async () => {
+      const uris = await listUris(served.client);
+      return uris.includes(`${served.uri}src/cased/README.md`) && !uris.some((uri) => uri.startsWith(`${served.uri}src/Cased/`));
+    });
   });
 
   test('a read-only file: refused without force; with force replaced, and still read-only', async () => {
