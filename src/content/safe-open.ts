@@ -119,7 +119,8 @@ export async function openVerified(path: string, roots: readonly Root[]): Promis
     const code = errnoCode(error);
     const locatedPath = code !== undefined && GONE_CODES.has(code) ? null : realOrNull(path, READ_ABSENCE);
     const located = locatedPath === null ? null : await statFactsOrNull(locatedPath);
-    refuse(judgeOpen({ path, opened: null, openError: code ?? (error as Error).message, locatedPath, located }, roots));
+    // With the open's errno: a file another program holds (EBUSY) is read again later by the content index.
+    refuse(judgeOpen({ path, opened: null, openError: code ?? (error as Error).message, locatedPath, located }, roots), code);
     throw unreadable(error); // not reached: a failed open never judges ok
   }
   try {
@@ -155,8 +156,8 @@ export async function verifyDescriptor(handle: FileHandle, path: string, roots: 
   }
 }
 
-function refuse(verdict: Verdict): void {
-  refuseWith(verdict, (refusal: Refusal<'not-found' | 'unreadable'>) => new ContentError(refusal.reason, refusal.message));
+function refuse(verdict: Verdict, code?: string): void {
+  refuseWith(verdict, (refusal: Refusal<'not-found' | 'unreadable'>) => new ContentError(refusal.reason, refusal.message, code === undefined ? {} : { code }));
 }
 
 /**

@@ -14,7 +14,7 @@ import type { FolderIndex } from '../index/folder-index.ts';
 import type { Logger } from '../log.ts';
 import { BuildProgress } from './build-progress.ts';
 import type { ContentStore, IndexedText } from './content-store.ts';
-import type { DocumentTexts } from './document-texts.ts';
+import { HELD, type DocumentTexts } from './document-texts.ts';
 
 /** Text written per transaction, so that one batch blocks the event loop for tens of milliseconds at most. */
 const BATCH_BYTES = 2 * 1024 * 1024;
@@ -33,6 +33,9 @@ const CHECK_SLICE_ROWS = 1000;
 // operation of the server: more would make a resources/read wait behind the
 // build, for little gain (20,000 small files: 8 -> 2.1 s, 32 -> 1.9 s).
 const READ_CONCURRENCY = 8;
+/** A document that could not be read for now is tried again after this, then twice as long each time, up to the most. */
+const HELD_RETRY_MS = 5_000;
+const HELD_RETRY_MAX_MS = 5 * 60_000;
 
 /** The `meta` row that says a content build once walked every document (kept across restarts, not across a cold scan). */
 const BUILD_COMPLETE_KEY = 'search_complete';
@@ -83,6 +86,12 @@ class PendingChanges {
     return this.upserts.size > 0;
   }
 
+  /** A document to read again (ContentIndexBuilder.tryLater). */
+  retry(uri: string): void {
+    this.upserts.add(uri);
+    this.wakeUp();
+  }
+
   takeRemovals(): string[] {
     return this.removals.splice(0);
   }
@@ -119,6 +128,8 @@ export class ContentIndexBuilder {
   private applying = false;
   /** True once every document has been checked since start (progress.complete may come first: a warm start). */
   private walked = false;
+  /** Documents that could not be read for now, and their retry (tryLater). */
+  private readonly held = new Map<string, { tries: number; timer: NodeJS.Timeout }>();
   /** Documents taken from the pending changes whose rows are not written yet. */
   private inFlight = 0;
 
@@ -338,6 +349,23 @@ export class ContentIndexBuilder {
     await this.convertAll(converted, counting);
   }
 
+  /**
+   * A document that could not be read for now (HELD): nothing is recorded
+   * for it (a warm start tries it again), and it is tried again here after
+   * HELD_RETRY_MS, doubling up to HELD_RETRY_MAX_MS: a lock going away (on
+   * Windows) or a permission given back (chmod) tells no watcher.
+   */
+  private tryLater(uri: string, counting: boolean): void {
+    if (counting) this.progress.checked();
+    const tries = (this.held.get(uri)?.tries ?? 0) + 1;
+    clearTimeout(this.held.get(uri)?.timer);
+    const timer = setTimeout(() => {
+      if (!this.closed) this.changes.retry(uri);
+    }, Math.min(HELD_RETRY_MS * 2 ** (tries - 1), HELD_RETRY_MAX_MS));
+    timer.unref();
+    this.held.set(uri, { tries, timer });
+  }
+
   /** Text files, READ_CONCURRENCY reads at a time, written in transactions of bounded size. */
   private async readTexts(rows: Candidate[], counting: boolean): Promise<void> {
     let batch: { file: Candidate; text: IndexedText | undefined }[] = [];
@@ -356,6 +384,8 @@ export class ContentIndexBuilder {
       if (this.closed) return;
       group.forEach((row, j) => {
         const text = texts[j];
+        if (text === HELD) return this.tryLater(row.uri, counting);
+        this.held.delete(row.uri);
         batch.push({ file: row, text: text === undefined ? undefined : { text, form: null, places: [] } });
         bytes += row.size;
       });
@@ -373,8 +403,12 @@ export class ContentIndexBuilder {
       if (this.closed) return;
       const text = await this.texts.convert(row);
       if (this.closed) return;
-      this.store.writeAll([{ file: row, text }]);
-      if (counting) this.progress.checked();
+      if (text === HELD) this.tryLater(row.uri, counting);
+      else {
+        this.held.delete(row.uri);
+        this.store.writeAll([{ file: row, text }]);
+        if (counting) this.progress.checked();
+      }
       // A file edited meanwhile waits for one conversion, not for the whole build.
       if (!this.applying && !this.changes.empty) await this.applyPending();
       await this.pause(counting);

@@ -3,7 +3,9 @@
 // notebooks) as the text a read shows of it, anything else left out.
 import type { SearchText } from '../content/formats.ts';
 import { textKind } from '../content/mime.ts';
+import { ContentError } from '../content/content-error.ts';
 import { readFileContent, readSmallText, type FileContent } from '../content/read.ts';
+import { errnoCode } from '../errno.ts';
 import type { EntryRow } from '../entry.ts';
 import type { Logger } from '../log.ts';
 import { uriToPath, type Root } from '../uri.ts';
@@ -44,24 +46,24 @@ export class DocumentTexts {
     return doc.size <= this.maxFileBytes && isTextMime(doc.mime) ? 'text' : null;
   }
 
-  /** A text file's text; undefined when it cannot be read now. */
-  async read(row: EntryRow): Promise<string | undefined> {
+  /** A text file's text; undefined when it has none now; HELD when it could not be read for a while (isHeld). */
+  async read(row: EntryRow): Promise<string | undefined | typeof HELD> {
     try {
       return await readSmallText(uriToPath(row.uri), this.maxFileBytes, this.roots);
-    } catch {
-      // Vanished, grew past the cap, or unreadable since it was indexed: no
-      // text now; the watcher's next event for it brings it back.
-      return undefined;
+    } catch (error) {
+      // Vanished or grew past the cap since it was indexed: no text now; the
+      // watcher's next event for it brings it back.
+      return isHeld(error) ? HELD : undefined;
     }
   }
 
   /** The text a read shows of a converted document; undefined when there is none (logged at debug: nobody asked for this file). */
-  async convert(row: EntryRow): Promise<IndexedText | undefined> {
+  async convert(row: EntryRow): Promise<IndexedText | undefined | typeof HELD> {
     let content: FileContent;
     try {
       content = await readFileContent(uriToPath(row.uri), this.maxConvertBytes, this.roots);
-    } catch {
-      return undefined; // as read()
+    } catch (error) {
+      return isHeld(error) ? HELD : undefined; // as read()
     }
     const result = await this.converter!.searchText(row, content);
     if ('skipped' in result) {
@@ -70,4 +72,22 @@ export class DocumentTexts {
     }
     return { text: result.text, form: result.mimeType, places: result.places };
   }
+}
+
+/** A document that could not be read for now: the content index tries it again later, and records nothing meanwhile. */
+export const HELD = Symbol('held');
+
+/**
+ * Errors that pass without the file changing: another program holding it
+ * (Windows: EBUSY, EPERM), permissions given back (chmod moves no mtime), no
+ * descriptors left. Recorded as "no text" at the file's mtime and size, such a
+ * file was never read again until it changed: a file locked while the index
+ * read it stayed unsearchable after the lock went, restarts included (a
+ * red-team pass on Windows).
+ */
+const HELD_CODES = new Set(['EBUSY', 'EAGAIN', 'EACCES', 'EPERM', 'EMFILE', 'ENFILE', 'ETXTBSY']);
+
+function isHeld(error: unknown): boolean {
+  const code = error instanceof ContentError ? error.details.code : errnoCode(error);
+  return typeof code === 'string' && HELD_CODES.has(code);
 }

@@ -220,6 +220,21 @@ describe('Windows: node.exe dist/cli.js C:\\...', () => {
     });
   });
 
+  test('a file held open while the content index reads it is searchable once let go', async () => {
+    const held = join(dir, 'src', 'held-at-index.txt');
+    writeFileSync(held, 'quokkaheld\n');
+    const fd = openSync(held, constants.O_RDONLY | ((constants as { UV_FS_O_EXLOCK?: number }).UV_FS_O_EXLOCK ?? 0x10000000));
+    try {
+      // Written after it: once this is found, the index has been at the held one (recorded as "no text" before).
+      writeFileSync(join(dir, 'src', 'control-at-index.txt'), 'quokkacontrol\n');
+      await eventually('the control found', async () => (await callTool(served.client, 'search', { query: 'quokkacontrol' })).text.includes('control-at-index.txt'));
+    } finally {
+      closeSync(fd);
+    }
+    // No watcher hears a lock go: the content index tries again by itself.
+    await eventually('the held file found', async () => (await callTool(served.client, 'search', { query: 'quokkaheld' })).text.includes('held-at-index.txt'));
+  });
+
   test('a read-only file: refused without force; with force replaced, and still read-only', async () => {
     const file = join(dir, 'src', 'locked.txt');
     writeFileSync(file, 'v1\n');
