@@ -82,7 +82,7 @@ export class Live {
     const { signal } = this.lifetime;
     const clock = options.clock ?? realClock;
     this.queue = new WriteQueue({ ready: () => index.readiness.reached('scanned'), signal, log });
-    this.reconciler = new Reconciler(index, log, signal);
+    this.reconciler = new Reconciler(index, log, signal, (dir) => this.batcher.add(dir));
     this.batcher = new EventBatcher({
       queue: this.queue,
       apply: (paths) => this.lookAt(paths),
