@@ -145,6 +145,13 @@ export class NodeServer {
   private readonly overCap = new WeakSet<Socket>();
   /** Connections waiting for a request head (ServerLimits.maxPendingConnections), oldest first (a Map keeps insertion order). */
   private readonly pending = new Map<Socket, Waiting>();
+  /**
+   * Keep-alive connections between requests that have sent nothing of the
+   * next, and the bytes they had sent: not counted among the pending (a
+   * client's pool of idle connections would crowd out a new client whose
+   * head came in two pieces), until they send part of a head (countStarted).
+   */
+  private readonly idle = new Map<Socket, Waiting>();
   /** Of each connection, its requests whose response has not ended (Node queues pipelined ones behind the first). */
   private readonly answering = new Map<Socket, number>();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -260,6 +267,7 @@ export class NodeServer {
     socket.once('close', () => {
       this.open.delete(socket);
       this.pending.delete(socket);
+      this.idle.delete(socket);
       this.answering.delete(socket);
     });
     this.wait(socket, 0);
@@ -267,8 +275,20 @@ export class NodeServer {
 
   /** `socket` waits for a request head (again), from `sent`, the bytes it had sent by then. */
   private wait(socket: Socket, sent: number): void {
-    this.pending.set(socket, { since: performance.now(), sent });
+    // Idle between requests: not counted until it sends part of a head (countStarted); Node closes it after keepAliveTimeout.
+    if (sent > 0) this.idle.set(socket, { since: performance.now(), sent });
+    else this.pending.set(socket, { since: performance.now(), sent });
+    if (this.pending.size + this.idle.size > this.limits.maxPendingConnections) this.countStarted();
     if (this.pending.size > this.limits.maxPendingConnections) this.evictHalfSent();
+  }
+
+  /** The idle keep-alive connections that have sent part of their next head since: pending from now. */
+  private countStarted(): void {
+    for (const [socket, waiting] of this.idle) {
+      if (socket.bytesRead === waiting.sent) continue;
+      this.idle.delete(socket);
+      this.pending.set(socket, waiting);
+    }
   }
 
   /**
@@ -281,6 +301,7 @@ export class NodeServer {
   private started(req: IncomingMessage, res: ServerResponse): void {
     const socket = req.socket;
     this.pending.delete(socket);
+    this.idle.delete(socket);
     this.answering.set(socket, (this.answering.get(socket) ?? 0) + 1);
     res.once('close', () => {
       const left = (this.answering.get(socket) ?? 1) - 1;
@@ -295,14 +316,14 @@ export class NodeServer {
   /** A request may be on its way that no one has read yet: a new connection, or one that has sent part of its next head. */
   private requestsComing(): boolean {
     for (const [socket, { sent }] of this.pending) if (sent === 0 || (sent > 0 && socket.bytesRead > sent)) return true;
+    for (const [socket, { sent }] of this.idle) if (socket.bytesRead > sent) return true;
     return false;
   }
 
   /**
    * Tells `socket` 503 (Retry-After, Connection: close), and closes it a
-   * moment later whatever it does. One with nothing unanswered (idle between
-   * requests, or answered with its body still coming) is closed at once, as
-   * Node closes an idle keep-alive connection: a 503 would answer no request.
+   * moment later whatever it does. One answered with its body still coming
+   * is closed at once: it has its answer, and a 503 would answer no request.
    */
   private evict(socket: Socket): void {
     const waiting = this.pending.get(socket);
@@ -310,7 +331,7 @@ export class NodeServer {
     this.pending.delete(socket);
     this.open.delete(socket);
     this.evicted.add(socket);
-    if (waiting !== undefined && (waiting.sent === ANSWERED || (waiting.sent > 0 && socket.bytesRead === waiting.sent))) return void socket.destroy();
+    if (waiting?.sent === ANSWERED) return void socket.destroy();
     this.lingering.add(socket);
     socket.once('close', () => this.lingering.delete(socket));
     socket.end(SERVICE_UNAVAILABLE_RAW);

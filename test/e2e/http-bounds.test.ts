@@ -143,6 +143,35 @@ describe('a keep-alive connection between requests counts as pending', () => {
   });
 });
 
+describe('idle keep-alive connections are not counted among the pending', () => {
+  const served = serveInProcess({ maxPendingConnections: 3, headersTimeoutMs: 60_000, requestTimeoutMs: 120_000 });
+
+  test('a pool of idle connections crowds out no new client whose head comes in two pieces', async () => {
+    const probe = 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+    const pool: Awaited<ReturnType<typeof sending>>[] = [];
+    try {
+      for (let i = 0; i < 5; i++) {
+        const socket = await sending(served.port, probe);
+        await waitFor(() => socket.told.includes('"status":"ok"'), 30_000, 'the probe\'s answer');
+        pool.push(socket);
+      }
+      const client = await sending(served.port, 'GET /healthz HTTP/1.1\r\n');
+      pool.push(client);
+      // A request on another connection: by its answer the server has read the client's first piece.
+      assert.equal((await rawPost(served.endpoint.url, {})).status, 200);
+      // Another connection comes meanwhile: with the pool counted, the client was the oldest half-sent one.
+      pool.push(await sending(served.port, ''));
+      await new Promise((resolve) => setImmediate(resolve));
+      client.write('Host: 127.0.0.1\r\n\r\n');
+      await waitFor(() => client.told.includes('\r\n\r\n') || client.gone, 30_000, 'an answer');
+      assert.match(client.told, /^HTTP\/1\.1 200 /);
+      assert.deepEqual(pool.slice(0, 5).map((s) => s.gone), [false, false, false, false, false], 'the pool kept');
+    } finally {
+      for (const socket of pool) socket.destroy();
+    }
+  });
+});
+
 describe('Expect: 100-continue is answered after the request is checked', () => {
   const served = serveInProcess({});
 
