@@ -8,6 +8,7 @@ import { EventBatcher } from './batcher.ts';
 import { Rechecks } from './rechecks.ts';
 import type { ReconcileReport } from './pending-change.ts';
 import { Reconciler } from './reconcile.ts';
+import { RelistPace } from './relist-pace.ts';
 import { WriteQueue } from './write-queue.ts';
 
 /**
@@ -82,7 +83,8 @@ export class Live {
     const { signal } = this.lifetime;
     const clock = options.clock ?? realClock;
     this.queue = new WriteQueue({ ready: () => index.readiness.reached('scanned'), signal, log });
-    this.reconciler = new Reconciler(index, log, signal, (dir) => this.batcher.add(dir));
+    const pace = new RelistPace((dir) => void this.queue.run(() => this.relistTree(dir)).catch(() => {}), signal);
+    this.reconciler = new Reconciler(index, log, signal, pace);
     this.batcher = new EventBatcher({
       queue: this.queue,
       apply: (paths) => this.lookAt(paths),
@@ -265,6 +267,11 @@ export class Live {
   /** Looks at `paths` (on the queue) and hands on what the look asks for. */
   private async lookAt(paths: Iterable<string>): Promise<void> {
     this.handOn(await this.reconciler.paths(paths));
+  }
+
+  /** Lists the folder `dir` again (on the queue: a wide folder's paced relist) and hands on what it asks for. */
+  private async relistTree(dir: string): Promise<void> {
+    this.handOn(await this.reconciler.relist(dir));
   }
 
   /** Diffs the subtree `dir` (on the queue) and hands on what the diff asks for. */

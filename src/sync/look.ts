@@ -37,6 +37,8 @@ export function lstatOrDenied(path: string): Promise<LstatResult> {
 export async function lstatSpelledOrDenied(path: string): Promise<LstatResult> {
   const st = await lstatOrDenied(path);
   if (st === null || st === DENIED || !(st.isFile() || st.isDirectory())) return st;
+  // macOS's realpath(3) may spell a hard-linked file by another of its names (the last one looked up).
+  if (st.isFile() && st.nlink > 1) return st;
   return new Promise((resolve) =>
     // A path realpath cannot spell (a long one under Wine) is taken as the lstat found it.
     realpathCallback.native(path, (error, real) => resolve(error || basename(toSlashPath(real)) === basename(path) ? st : null)),

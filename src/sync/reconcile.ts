@@ -5,7 +5,7 @@ import type { RewatchReason } from '../watching.ts';
 import { LockedFolders } from './locked-folders.ts';
 import { NamedPaths, type PathCheck } from './path-check.ts';
 import { PendingChange, type ReconcileReport } from './pending-change.ts';
-import { RelistPace } from './relist-pace.ts';
+import type { RelistPace } from './relist-pace.ts';
 import { RootWalk } from './root-walk.ts';
 import { TreeDiff } from './tree-diff.ts';
 
@@ -31,18 +31,19 @@ export class Reconciler {
   private readonly named: NamedPaths;
   private readonly diff: TreeDiff;
 
-  /** How often a wide folder is listed again when events move its mtime (none: at every batch). */
-  private readonly pace: RelistPace | undefined;
-
   constructor(
     private readonly index: FolderIndex,
     log: Logger,
     /** Live's lifetime: once aborted, a walk or batch under way stops between steps, and writes nothing more. */
     private readonly signal: AbortSignal,
-    /** Looks at a path again later, as an event would (Live's batcher): a wide folder's relist is paced with it. */
-    later?: (dir: string) => void,
+    /**
+     * How often a wide folder is listed again when events move its mtime (none: at every batch). Its `later`
+     * lists the folder on Live's queue (relist()), not a look: the look that deferred the relist committed
+     * the folder's new mtime, so a later look found nothing moved (the review of the first version lost a
+     * file no event named that way).
+     */
+    private readonly pace?: RelistPace,
   ) {
-    this.pace = later && new RelistPace(later, signal);
     this.locked = new LockedFolders(log);
     this.named = new NamedPaths(index, log, this.locked, signal);
     this.diff = new TreeDiff(index, log, this.locked, new RootWalk(index, log, this.locked, signal), signal);
@@ -121,7 +122,9 @@ export class Reconciler {
   }
 
   private async relistInto(change: PendingChange, dir: string): Promise<void> {
+    const started = performance.now();
     const walkWhole = await this.diff.relist(change, dir);
+    this.pace?.took(dir, performance.now() - started);
     if (!walkWhole) return;
     await this.otherNames(change);
     for (const tree of outermostDirs(walkWhole)) {
@@ -137,9 +140,7 @@ export class Reconciler {
       if (this.signal.aborted) return false;
       if ([...check.trees].some((tree) => dir === tree || dir.startsWith(childPrefix(tree)))) continue;
       if (this.pace?.defer(dir)) continue;
-      const started = performance.now();
       await this.relistInto(change, dir);
-      this.pace?.took(dir, performance.now() - started);
     }
     return true;
   }

@@ -6,7 +6,7 @@
 // as long again has passed, so such a folder is listed at most a tenth of
 // the time; meanwhile the paths events name in it are looked at as ever
 // (new and removed files show at once), and once the wait is over the
-// folder is looked at again, unasked, so what no event named is found then.
+// folder is listed again, unasked, so what no event named is found then.
 
 /** A relist at least this long paces the next one (a folder of some 50,000 entries here; none a test makes). */
 export const WIDE_RELIST_MS = 200;
@@ -20,13 +20,13 @@ export class RelistPace {
   private readonly scheduled = new Map<string, NodeJS.Timeout>();
 
   constructor(
-    /** Looks at `dir` again (as a watcher's event for it would): its relist then runs. */
+    /** Lists `dir` again (Reconciler.relist, on Live's queue). */
     private readonly later: (dir: string) => void,
     /** Live's lifetime: nothing is looked at once it ends. */
     private readonly signal: AbortSignal,
   ) {}
 
-  /** Whether `dir`'s relist waits now; then a look at it is scheduled for when the wait is over. */
+  /** Whether `dir`'s relist waits now; then its relist is scheduled for when the wait is over. */
   defer(dir: string): boolean {
     const until = this.until.get(dir);
     if (until === undefined) return false;

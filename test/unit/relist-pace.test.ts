@@ -1,8 +1,14 @@
 // How often a wide folder is listed again (src/sync/relist-pace.ts).
 import assert from 'node:assert/strict';
+import { utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { FolderIndex } from '../../src/index/folder-index.ts';
+import { silentLogger } from '../../src/log.ts';
+import { Reconciler } from '../../src/sync/reconcile.ts';
 import { RelistPace, WIDE_RELIST_MS } from '../../src/sync/relist-pace.ts';
-import { waitFor } from '../basics.ts';
+import { makeRoot } from '../../src/uri.ts';
+import { tempDir, waitFor, writeTree } from '../basics.ts';
 
 test('a relist that took long makes the next wait, and the folder is looked at again once the wait is over', async () => {
   const looked: string[] = [];
@@ -30,4 +36,34 @@ test('once Live has ended, nothing is looked at', async () => {
   // The scheduled look was due when the wait ended: a timer due then has run by the next one.
   await new Promise((resolve) => setTimeout(resolve, 1));
   assert.deepEqual(looked, []);
+});
+
+test('a wide folder\'s deferred relist runs when the wait is over, and finds what no event named', async () => {
+  const dir = tempDir();
+  const root = join(dir.path, 'served');
+  writeTree(root, { 'wide/a.txt': 'a' });
+  const index = new FolderIndex({ roots: [makeRoot(root)], dbFile: ':memory:', log: silentLogger, gitignore: true, exclude: [] });
+  const lifetime = new AbortController();
+  try {
+    await index.readiness.reached('scanned');
+    // As Live wires it: the later relist on the reconciler itself (Live runs it on its queue).
+    const pace: RelistPace = new RelistPace((later) => void reconciler.relist(later), lifetime.signal);
+    const reconciler = new Reconciler(index, silentLogger, lifetime.signal, pace);
+    const wide = join(root, 'wide');
+    const listed = () => (index.db.prepare('SELECT uri FROM entries').all() as { uri: string }[]).map((row) => row.uri.split('/').pop()).sort();
+    // As if its last relist had taken WIDE_RELIST_MS: the next waits nine times as long.
+    pace.took(wide, WIDE_RELIST_MS);
+    writeFileSync(join(wide, 'c.txt'), 'c');
+    writeFileSync(join(wide, 'd.txt'), 'd');
+    utimesSync(wide, new Date(), new Date(Date.now() + 2000));
+    await reconciler.paths([join(wide, 'c.txt')]); // an event names c.txt only: the folder's relist waits
+    assert.equal(listed().includes('c.txt'), true, 'the path an event named, at once');
+    assert.equal(listed().includes('d.txt'), false, 'the relist waits');
+    // The look that deferred it committed the folder's new mtime: a later look would find nothing moved.
+    await waitFor(() => listed().includes('d.txt'), 30_000, 'd.txt, found by the relist after the wait');
+  } finally {
+    lifetime.abort();
+    index.close();
+    dir.cleanup();
+  }
 });
