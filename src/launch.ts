@@ -227,6 +227,7 @@ export function serveStdioStreams(
   };
   const transport = new StdioTransport(input, output, { onInbound, onEnd, onAnswered: answered });
   session.connection.outputFull = () => transport.whenWritable();
+  session.connection.handlerSettled = (id) => transport.settled(id);
   const build = () => {
     const server = session.createServer();
     roots?.serverBuilt(server);

@@ -44,6 +44,7 @@ export function instructionsFor(write: boolean): string {
 export function createServer(services: () => HandlerServices | Promise<HandlerServices>, connection: Connection, info: ServerInfo, observe?: RequestObserver): Server {
   const { write = false, ...identity } = info;
   const server = new ObservedServer(observe, identity, { capabilities: SERVER_CAPABILITIES, instructions: instructionsFor(write), cacheHints: CACHE_HINTS });
+  server.settled = (id) => connection.handlerSettled?.(id);
   for (const [method, handler] of Object.entries(REQUEST_HANDLERS)) {
     // Three-argument form with loose params: the proposals' params reach the handler (src/protocol/sdk/loose-params.ts).
     server.setRequestHandler(method, { params: LOOSE_PARAMS }, async (params, request) => {

@@ -45,8 +45,22 @@ export class ObservedServer extends FolderServer {
     }
   }
 
+  /** Told when each request's handler ends, answered or not (Connection.handlerSettled). */
+  settled: ((id: string | number) => void) | undefined;
+
   protected override _wrapHandler(method: string, handler: Handler): Handler {
-    const wrapped = super._wrapHandler(method, handler);
+    const observed = this.observed(method, super._wrapHandler(method, handler));
+    return async (request, ctx) => {
+      try {
+        return await observed(request, ctx);
+      } finally {
+        this.settled?.(request.id);
+      }
+    };
+  }
+
+  /** `wrapped`, timed and told to the observer. */
+  private observed(method: string, wrapped: Handler): Handler {
     return async (request, ctx) => {
       const observer = this.observer;
       if (!observer) return wrapped(request, ctx);

@@ -78,13 +78,17 @@ describe('stdio back-pressure', () => {
 describe('requests that will never be answered do not hold places in flight', () => {
   const line = (message: Record<string, unknown>) => `${JSON.stringify(message)}\n`;
 
-  test('a request the client cancelled waits no more: 30 cancelled, then a request is still passed on at once', async () => {
+  test('a request the client cancelled leaves its place once its handler ends: 30 cancelled, then a request passes', async () => {
     const input = new PassThrough();
     const { output } = readingOutput();
     const transport = new StdioTransport(input, output);
     const received: unknown[] = [];
-    // The server: never answers (a cancelled request gets no answer: the SDK sends nothing).
-    transport.onmessage = (message) => void received.push((message as { id?: unknown }).id);
+    // The server: never answers (a cancelled request gets no answer: the SDK sends nothing); a cancelled handler ends.
+    transport.onmessage = (message) => {
+      const { id, method, params } = message as { id?: number; method?: string; params?: { requestId?: number } };
+      received.push(id);
+      if (method === 'notifications/cancelled') transport.settled(params!.requestId!);
+    };
     await transport.start();
     input.write(line({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } } }));
     for (let id = 1; id <= 30; id++) {
@@ -92,8 +96,28 @@ describe('requests that will never be answered do not hold places in flight', ()
       input.write(line({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }));
     }
     input.write(ping(31));
-    // Held, the 16th uncancelled place paused stdin, and nothing past it was read.
+    // Held for good, the 16th cancelled place paused stdin, and nothing past it was read.
     await waitFor(() => received.includes(31), 30_000, 'the request after 30 cancelled ones');
+    await transport.close();
+  });
+
+  test('a cancelled request whose handler still runs keeps its place: cancelling bounds no work', async () => {
+    const input = new PassThrough();
+    const { output } = readingOutput();
+    const transport = new StdioTransport(input, output);
+    const received: unknown[] = [];
+    transport.onmessage = (message) => void received.push((message as { id?: unknown }).id);
+    await transport.start();
+    for (let id = 1; id <= MAX_REQUESTS_IN_FLIGHT; id++) {
+      input.write(ping(id));
+      input.write(line({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }));
+    }
+    input.write(ping(100));
+    await waitFor(() => received.includes(MAX_REQUESTS_IN_FLIGHT), 30_000, 'the first requests');
+    for (let i = 0; i < 50; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(received.includes(100), false, 'held while 16 cancelled handlers run');
+    for (let id = 1; id <= MAX_REQUESTS_IN_FLIGHT; id++) transport.settled(id);
+    await waitFor(() => received.includes(100), 30_000, 'the request once they ended');
     await transport.close();
   });
 

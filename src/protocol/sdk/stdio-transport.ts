@@ -77,6 +77,8 @@ export class StdioTransport implements Transport {
   private closed = false;
   /** Ids (typed: 1 and "1" differ) of requests passed on and not yet answered; listen streams are not counted. */
   private readonly inFlight = new Set<string>();
+  /** Of those, the ones the client cancelled: never answered, they leave when their handler ends (settled). */
+  private readonly cancelled = new Set<string>();
   /**
    * Ids of the server's own requests to the client (roots/list) not yet answered. While there are any, requests in
    * flight do not pause stdin: the answer may be queued behind them, and they may be waiting for it (the roots).
@@ -123,10 +125,19 @@ export class StdioTransport implements Transport {
     } finally {
       if (answer !== undefined) {
         this.inFlight.delete(idKey(answer));
+        this.cancelled.delete(idKey(answer));
         this.updateFlow();
         if (this.inputEnded && this.inFlight.size === 0) this.end('stdin closed');
       }
     }
+  }
+
+  /** A request's handler has ended, answered or not: a cancelled one (never answered) frees its place now. */
+  settled(id: string | number): void {
+    const key = idKey(id);
+    if (!this.cancelled.delete(key) || !this.inFlight.delete(key)) return;
+    this.updateFlow();
+    if (this.inputEnded && this.inFlight.size === 0) this.end('stdin closed');
   }
 
   /** While stdout is full, a promise of when it takes more; null while it takes what it is given. */
@@ -212,10 +223,12 @@ export class StdioTransport implements Transport {
     this.era = step.era;
     if (step.refuse) return this.reply(step.refuse);
     if (typeof message.method !== 'string' && isRequestId(message.id) && this.awaitingClient.delete(idKey(message.id))) this.updateFlow();
-    // A request the client cancelled is never answered (the SDK sends nothing, as the spec asks): it waits no more.
-    // Held, 15 cancelled requests left one place of the 16, and every request then waited for the one before it.
+    // A request the client cancelled is never answered (the SDK sends nothing, as the spec asks): its place is
+    // freed once its handler ends (settled). Held for good, 15 cancelled requests left one place of the 16, and
+    // every request then waited for the one before it; freed at the cancel, request and cancel pairs ran any
+    // number of handlers at once (the handlers run on: only their answers are dropped).
     const cancelled = message.method === 'notifications/cancelled' ? (message.params as { requestId?: unknown } | undefined)?.requestId : undefined;
-    if (isRequestId(cancelled) && this.inFlight.delete(idKey(cancelled))) this.updateFlow();
+    if (isRequestId(cancelled) && this.inFlight.has(idKey(cancelled))) this.cancelled.add(idKey(cancelled));
     const refused = this.options.onInbound?.(message, this.era);
     if (refused) return this.reply(refused);
     // A listen stream stays open for good: it is no request waiting for its answer.
