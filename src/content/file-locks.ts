@@ -103,8 +103,11 @@ function pinFolder(dir: string, folds: boolean): LockFolder | null {
   let fd: number;
   try {
     fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  } catch {
-    return null;
+  } catch (error) {
+    const code = errnoCode(error);
+    // Not a folder of its own (gone, a link, a file): no lock. Any other failure (no descriptors left, a folder
+    // that may be entered but not listed) is judged by the path, as before: a change never goes unlocked for it.
+    return code === 'ENOENT' || code === 'ELOOP' || code === 'ENOTDIR' ? null : byPath();
   }
   let kernelName: string | null = null;
   try {

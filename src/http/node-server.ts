@@ -191,8 +191,8 @@ export class NodeServer {
     // `Expect: 100-continue`: Node would send 100 before any check, and a client with no token then sent its body.
     // The request is checked first; only one that is being served is told to go on.
     this.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-      this.started(req, res);
-      this.admit(req, res);
+      // As Node would have it without this listener ('request': admitted, counted, the metrics told), then 100.
+      this.server.emit('request', req, res);
       if (!res.headersSent && !res.writableEnded && !this.evicted.has(req.socket)) res.writeContinue();
     });
     metrics?.followServer(this.server);
@@ -309,7 +309,14 @@ export class NodeServer {
       this.answering.delete(socket);
       if (socket.destroyed || this.closing || this.evicted.has(socket)) return;
       this.wait(socket, req.complete ? socket.bytesRead : ANSWERED);
-      if (!req.complete) setTimeout(() => req.complete || socket.destroy(), ANSWERED_BODY_MS).unref();
+      if (req.complete) return;
+      setTimeout(() => req.complete || socket.destroy(), ANSWERED_BODY_MS).unref();
+      // Its body all in after all: an idle keep-alive connection, counted no more (wait).
+      req.once('end', () => {
+        if (this.pending.get(socket)?.sent !== ANSWERED) return;
+        this.pending.delete(socket);
+        this.wait(socket, socket.bytesRead);
+      });
     });
   }
 

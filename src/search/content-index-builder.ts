@@ -203,6 +203,8 @@ export class ContentIndexBuilder {
 
   async close(): Promise<void> {
     this.stop.abort();
+    for (const { timer } of this.held.values()) clearTimeout(timer);
+    this.held.clear();
     this.progress.close();
     this.unsubscribe?.();
     this.changes.wakeUp();
@@ -317,6 +319,7 @@ export class ContentIndexBuilder {
         }
       }
       if (gone.length > 0) this.store.removeUris(gone);
+      for (const uri of gone) this.forgetHeld(uri);
       this.inFlight = rows.length;
       try {
         await this.indexRows(rows, false);
@@ -336,6 +339,7 @@ export class ContentIndexBuilder {
       const how = this.texts.how(row);
       if (how === null) {
         if (row.docId !== null) dropped.push(row.docId);
+        this.forgetHeld(row.uri);
         continue;
       }
       if (row.docId !== null && row.docMtime === row.mtime && row.docSize === row.size) {
@@ -366,6 +370,12 @@ export class ContentIndexBuilder {
     this.held.set(uri, { tries, timer });
   }
 
+  /** A document read, gone or no longer indexed: no retry for it. */
+  private forgetHeld(uri: string): void {
+    clearTimeout(this.held.get(uri)?.timer);
+    this.held.delete(uri);
+  }
+
   /** Text files, READ_CONCURRENCY reads at a time, written in transactions of bounded size. */
   private async readTexts(rows: Candidate[], counting: boolean): Promise<void> {
     let batch: { file: Candidate; text: IndexedText | undefined }[] = [];
@@ -385,7 +395,7 @@ export class ContentIndexBuilder {
       group.forEach((row, j) => {
         const text = texts[j];
         if (text === HELD) return this.tryLater(row.uri, counting);
-        this.held.delete(row.uri);
+        this.forgetHeld(row.uri);
         batch.push({ file: row, text: text === undefined ? undefined : { text, form: null, places: [] } });
         bytes += row.size;
       });
@@ -405,7 +415,7 @@ export class ContentIndexBuilder {
       if (this.closed) return;
       if (text === HELD) this.tryLater(row.uri, counting);
       else {
-        this.held.delete(row.uri);
+        this.forgetHeld(row.uri);
         this.store.writeAll([{ file: row, text }]);
         if (counting) this.progress.checked();
       }
