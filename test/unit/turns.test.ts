@@ -181,6 +181,42 @@ test('Foreground: under a steady load, background still gets a slice every 104 m
   await waiting;
 });
 
+test('Foreground: once a client has left no quiet moment for 2 s, background gets a slice every 24 ms, not every 104', async () => {
+  // A client sending a cheap request every 5 ms held the content index build to about 4% of the thread.
+  const { clock, foreground } = foregroundAt();
+  const slices: number[] = [];
+  let stop = false;
+  const background = (async () => {
+    while (!stop) {
+      await foreground.turn(true);
+      slices.push(clock.now());
+    }
+  })();
+  /** `ms` of a request every 5 ms, the event loop turning between two. */
+  const load = async (ms: number) => {
+    for (let at = 0; at < ms; at += 5) {
+      foreground.arrived();
+      clock.advance(5);
+      for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+  await load(3_000);
+  const gaps = slices.slice(1).map((at, i) => at - slices[i]!);
+  const early = gaps.filter((_, i) => slices[i + 1]! - 1000 < 1_900);
+  const late = gaps.filter((_, i) => slices[i]! - 1000 > 2_200);
+  assert.ok(early.length > 5 && early.every((gap) => gap >= 100), `the first 2 s: a slice every 104 ms (${early.join(', ')})`);
+  assert.ok(late.length > 20 && late.every((gap) => gap <= 25), `then every 24 ms (${late.join(', ')})`);
+  // A quiet moment: back to the 104 ms bound.
+  clock.advance(25);
+  await new Promise((resolve) => setImmediate(resolve));
+  const before = slices.length;
+  await load(60);
+  assert.equal(slices.length - before <= 1, true, 'the client was quiet lately: a slice every 104 ms again');
+  stop = true;
+  clock.advance(25);
+  await background;
+});
+
 test('Foreground: a slice of background work runs 4 ms before it asks again; a fresh task always asks', async () => {
   const { clock, foreground } = foregroundAt();
   clock.advance(100); // quiet: nobody came
