@@ -22,6 +22,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readlinkSync, realpathSync, statSync, unlinkSync, utimesSync, writeSync, type Stats } from 'node:fs';
 import { basename, childPrefix, dirname, foldName, toSlashPath } from '../fs-path.ts';
 import { errnoCode, pidRuns } from '../errno.ts';
+import { kernelPathOf } from './file-facts.ts';
 
 /** A lock file's name starts so (index/ignore.ts leaves such names out of the index). */
 export const LOCK_FILE_PREFIX = '.folder-mcp-lock-';
@@ -109,12 +110,8 @@ function pinFolder(dir: string, folds: boolean): LockFolder | null {
     // that may be entered but not listed) is judged by the path, as before: a change never goes unlocked for it.
     return code === 'ENOENT' || code === 'ELOOP' || code === 'ENOTDIR' ? null : byPath();
   }
-  let kernelName: string | null = null;
-  try {
-    kernelName = readlinkSync(`/proc/self/fd/${fd}`);
-  } catch {
-    // no /proc (a sandbox): by the path, as elsewhere
-  }
+  // null: no /proc (a sandbox): by the path, as elsewhere.
+  const kernelName = kernelPathOf(fd);
   if (kernelName === dir) return { at: `/proc/self/fd/${fd}/`, close: () => closeSync(fd) };
   closeSync(fd);
   return kernelName === null ? byPath() : null;

@@ -293,7 +293,7 @@ export async function writeFileSafely(path: string, data: Uint8Array, roots: rea
   }
   const name = basename(path);
   const dir = await PinnedDir.open(dirname(path), roots);
-  const tempName = `.folder-mcp-${randomBytes(8).toString('hex')}.tmp`;
+  const tempName = newTempName();
   const tempPath = childPrefix(dir.path) + tempName;
   let tempCreated = false;
   try {
@@ -841,7 +841,7 @@ async function unlinkOldName(from: string, to: string, moving: BigIntStats): Pro
 async function respell(dir: PinnedDir, fromName: string, toName: string): Promise<void> {
   await renameChecked(dir.at(fromName), dir.at(toName));
   if (basename(realOrNull(dir.at(toName)) ?? toName) === toName) return;
-  const temp = `.folder-mcp-${randomBytes(8).toString('hex')}.tmp`;
+  const temp = newTempName();
   await renameChecked(dir.at(fromName), dir.at(temp));
   try {
     await renameChecked(dir.at(temp), dir.at(toName));
@@ -849,6 +849,11 @@ async function respell(dir: PinnedDir, fromName: string, toName: string): Promis
     await rename(dir.at(temp), dir.at(fromName)).catch(() => {});
     throw error;
   }
+}
+
+/** A name for a file made on the way to another (a write's new content, a respelling's step): hidden, random. */
+function newTempName(): string {
+  return `.folder-mcp-${randomBytes(8).toString('hex')}.tmp`;
 }
 
 async function renameChecked(from: string, to: string): Promise<void> {

@@ -30,8 +30,9 @@ export interface ServerLimits {
   maxConnections: number;
   /**
    * Connections waiting for a request head at once: new ones, keep-alive ones
-   * between requests, and answered ones whose request body is still coming
-   * (a refusal answered before the body). Past it the oldest that has sent
+   * that have sent part of their next head (idle ones are not counted), and
+   * answered ones whose request body is still coming (a refusal answered
+   * before the body). Past it the oldest that has sent
    * part of a head (or of an answered request's body) is told 503
    * (Retry-After) and closed at once; one that has sent nothing yet (Node
    * reads a burst after accepting it) only after PENDING_GRACE_MS. Half-sent
@@ -293,10 +294,10 @@ export class NodeServer {
 
   /**
    * A request head is in: the connection is being answered. Once every
-   * request on it is answered it waits for a head again, and counts as pending
-   * (a keep-alive client that trickles its next head, or the rest of a
-   * refused request's body, is evicted as a half-sent one is). A body still
-   * coming ANSWERED_BODY_MS after its answer ends the connection.
+   * request on it is answered it waits for a head again (wait): idle, or
+   * pending at once when its body is still coming (the rest of a refused
+   * request's body is evicted as a half-sent head is). A body still coming
+   * ANSWERED_BODY_MS after its answer ends the connection.
    */
   private started(req: IncomingMessage, res: ServerResponse): void {
     const socket = req.socket;
@@ -322,7 +323,8 @@ export class NodeServer {
 
   /** A request may be on its way that no one has read yet: a new connection, or one that has sent part of its next head. */
   private requestsComing(): boolean {
-    for (const [socket, { sent }] of this.pending) if (sent === 0 || (sent > 0 && socket.bytesRead > sent)) return true;
+    // Pending: new, or promoted from idle by part of a head (countStarted); not a refused body's rest.
+    for (const { sent } of this.pending.values()) if (sent !== ANSWERED) return true;
     for (const [socket, { sent }] of this.idle) if (socket.bytesRead > sent) return true;
     return false;
   }

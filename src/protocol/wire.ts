@@ -40,6 +40,9 @@ function paramsProblem(message: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
+/** The keys a request (or a notification, without the id) may have. */
+const REQUEST_KEYS: readonly string[] = ['jsonrpc', 'id', 'method', 'params'];
+
 /** Every key is one of `keys` (the SDK's envelope schemas are strict: a message with another key is dropped). */
 function onlyKeys(message: Record<string, unknown>, keys: readonly string[]): boolean {
   return Object.keys(message).every((key) => keys.includes(key));
@@ -55,7 +58,7 @@ function onlyKeys(message: Record<string, unknown>, keys: readonly string[]): bo
 export function isJsonRpcMessage(message: unknown): message is Record<string, unknown> {
   if (!isObject(message) || message.jsonrpc !== '2.0') return false;
   if (typeof message.method === 'string') {
-    if (!onlyKeys(message, ['jsonrpc', 'id', 'method', 'params']) || paramsProblem(message) !== undefined) return false;
+    if (!onlyKeys(message, REQUEST_KEYS) || paramsProblem(message) !== undefined) return false;
     return !('id' in message) || isId(message.id);
   }
   if ('result' in message) return onlyKeys(message, ['jsonrpc', 'id', 'result']) && isId(message.id) && isObject(message.result) && isMetaFine(message.result);
@@ -102,7 +105,7 @@ export function readLine(line: string): LineRead | undefined {
   if (object.jsonrpc !== '2.0') return { reply: errorResponse(id, ErrorCode.InvalidRequest, 'Invalid Request') };
   const problem = paramsProblem(object);
   if (problem !== undefined) return { reply: errorResponse(id, ErrorCode.InvalidParams, `Invalid params: ${problem}`) };
-  const others = Object.keys(object).filter((key) => !['jsonrpc', 'id', 'method', 'params'].includes(key));
+  const others = Object.keys(object).filter((key) => !REQUEST_KEYS.includes(key));
   return { reply: errorResponse(id, ErrorCode.InvalidRequest, `Invalid Request: a request has no ${others.map((key) => JSON.stringify(key)).join(', ')}`) };
 }
 
