@@ -52,6 +52,8 @@ export interface ClientSession {
    * send instead of passing the message on (a listen over its bound).
    */
   onInbound(message: Record<string, unknown>, era?: Era): ErrorResponse | undefined;
+  /** An answer starts going out (stdio): start-up work waits until it is out (src/turns.ts Foreground). */
+  answering(): void;
   /**
    * The answer to request `id` was written (stdio). An answer to a listen is
    * its end (the SDK's refusal, or its close): what it was tracked for goes.
@@ -163,7 +165,11 @@ export function createApp(
           listens ??= trackListens(ctx, connection.subscriptions);
           return listens(message);
         },
+        answering() {
+          foreground.answering();
+        },
         answered(id: string | number) {
+          foreground.answered();
           connection.subscriptions.release({ listen: id });
         },
         // The index's committed changes, as this client's notifications; on a move to other folders, the new index's.

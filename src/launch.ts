@@ -225,7 +225,7 @@ export function serveStdioStreams(
     holds.answered(id);
     session.answered(id);
   };
-  const transport = new StdioTransport(input, output, { onInbound, onEnd, onAnswered: answered });
+  const transport = new StdioTransport(input, output, { onInbound, onEnd, onAnswering: () => session.answering(), onAnswered: answered });
   session.connection.outputFull = () => transport.whenWritable();
   session.connection.handlerSettled = (id) => transport.settled(id);
   const build = () => {

@@ -211,6 +211,8 @@ export class Foreground {
   private urgent = 0;
   /** When the client was last found quiet (FOREGROUND_QUIET_MS without a message): LONG_BUSY_MS after, slices come oftener. */
   private lastQuiet: number;
+  /** Answers going out and not yet handed to the OS (see answering). */
+  private sending = 0;
 
   constructor(private readonly clock: Clock = realClock) {
     this.sliceStarted = clock.now();
@@ -224,6 +226,26 @@ export class Foreground {
   /** A client's message came in (a request or a notification). */
   arrived(): void {
     this.lastActivity = this.now();
+  }
+
+  /**
+   * An answer starts going out to a client (stdio: the SDK's own, such as
+   * initialize's, included). A large page goes out only as fast as the client
+   * reads it; background work waits until it is out (`answered`).
+   */
+  answering(): void {
+    this.sending++;
+    this.lastActivity = this.now();
+  }
+
+  /** That answer is out (handed to the OS) or failed: the client's next request is likely on its way. */
+  answered(): void {
+    if (this.sending > 0) this.sending--;
+    this.lastActivity = this.now();
+    // The wait set while it went out was for the starvation bound; the quiet moment may now come first.
+    this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.wake();
   }
 
   /** A request starts: call the function returned once its answer is built. */
@@ -280,7 +302,7 @@ export class Foreground {
 
   private mayRun(): boolean {
     const now = this.now();
-    const quiet = now - this.lastActivity >= FOREGROUND_QUIET_MS;
+    const quiet = this.sending === 0 && now - this.lastActivity >= FOREGROUND_QUIET_MS;
     if (quiet) this.lastQuiet = now;
     return this.urgent > 0 || quiet || now - this.sliceStarted >= this.starveMs(now) + BACKGROUND_SLICE_MS;
   }
@@ -294,7 +316,8 @@ export class Foreground {
   private wake(): void {
     if (this.waiting.length === 0 || this.timer) return;
     const now = this.now();
-    const quietIn = FOREGROUND_QUIET_MS - (now - this.lastActivity);
+    // While an answer goes out, its end (answered) wakes the waiting work again.
+    const quietIn = this.sending > 0 ? Infinity : FOREGROUND_QUIET_MS - (now - this.lastActivity);
     const starveIn = this.starveMs(now) + BACKGROUND_SLICE_MS - (now - this.sliceStarted);
     this.timer = this.clock.setTimeout(
       () => {

@@ -75,6 +75,29 @@ describe('stdio back-pressure', () => {
   });
 });
 
+describe('an answer going out', () => {
+  test('is told as it starts (onAnswering) and again once the client has taken it (onAnswered), not when it is built', async () => {
+    // Start-up work waits while an answer goes out (src/turns.ts Foreground): a large page goes as the client reads.
+    const input = new PassThrough();
+    const out = stalledOutput();
+    const told: string[] = [];
+    const transport = new StdioTransport(input, out.output, { onAnswering: (id) => told.push(`answering ${id}`), onAnswered: (id) => told.push(`answered ${id}`) });
+    transport.onmessage = (message) => void transport.send({ jsonrpc: '2.0', id: (message as { id: number }).id, result: { pad: 'x'.repeat(4096) } });
+    await transport.start();
+    input.write(ping(7));
+    await waitFor(() => told.length > 0, 30_000, 'the answer starting out');
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(told, ['answering 7'], 'the client has read nothing yet');
+    out.read();
+    await waitFor(() => told.length > 1, 30_000, 'the answer out');
+    assert.deepEqual(told, ['answering 7', 'answered 7']);
+    // A notification is no answer: neither is told.
+    await transport.send({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
+    assert.deepEqual(told, ['answering 7', 'answered 7']);
+    await transport.close();
+  });
+});
+
 describe('requests that will never be answered do not hold places in flight', () => {
   const line = (message: Record<string, unknown>) => `${JSON.stringify(message)}\n`;
 

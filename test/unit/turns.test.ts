@@ -168,6 +168,44 @@ test('Foreground: start-up work waits while a client is busy, and goes once it h
   await first;
 });
 
+test('Foreground: while an answer goes out (a large page the client reads as it comes), start-up work waits; after, 20 ms more', async () => {
+  // A warm start's first page (530 KB at 100k files) went out in pieces as the client read them, and start-up work,
+  // 20 ms after the handler built it, ran between two pieces: the page came about 10 ms later.
+  const { clock, foreground } = foregroundAt();
+  foreground.arrived(); // the request
+  const waiting = foreground.turn(true);
+  const leave = foreground.enter();
+  leave(); // its answer is built...
+  foreground.answering(); // ...and starts going out
+  clock.advance(60);
+  assert.equal(await settledSoon(waiting), false, 'background ran while the answer was going out');
+  foreground.answered();
+  clock.advance(19);
+  assert.equal(await settledSoon(waiting), false, 'background ran before the client had 20 ms to ask again');
+  clock.advance(1);
+  await waiting;
+});
+
+test('Foreground: an answer that does not go out (a client that stops reading) holds background work back no longer than a steady load does', async () => {
+  const { clock, foreground } = foregroundAt();
+  foreground.answering();
+  const waiting = foreground.turn(true);
+  clock.advance(100);
+  assert.equal(await settledSoon(waiting), false);
+  clock.advance(10); // 110 ms since the last slice
+  await waiting;
+  // Out at last: the next slice waits only for the 20 ms in which the client may ask again; an end told twice
+  // (or with no start) changes nothing.
+  clock.advance(4);
+  foreground.answered();
+  foreground.answered();
+  const next = foreground.turn();
+  clock.advance(19);
+  assert.equal(await settledSoon(next), false);
+  clock.advance(1);
+  await next;
+});
+
 test('Foreground: under a steady load, background still gets a slice every 104 ms at most', async () => {
   const { clock, foreground } = foregroundAt();
   const waiting = foreground.turn(true);

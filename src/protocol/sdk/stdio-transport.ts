@@ -38,6 +38,8 @@ export interface StdioTransportOptions {
    * (src/protocol/answer-holds.ts).
    */
   onAnswered?: (id: string | number) => void;
+  /** Called as the answer to request `id` starts being written: onAnswered follows once it is out. */
+  onAnswering?: (id: string | number) => void;
   /** Sees every well-formed inbound message before the SDK does (the modern era's listen streams, src/app.ts). */
   /** An error returned is sent as the answer, and the message is not passed on (a listen over its bound). */
   onInbound?: (message: Record<string, unknown>, era: Era) => ErrorResponse | undefined | void;
@@ -121,6 +123,7 @@ export class StdioTransport implements Transport {
     try {
       // The JSON and its newline apart: `${json}\n` made a third copy of a large answer (the joined string, flattened).
       const json = answer === undefined ? JSON.stringify(out) : answerJson(out, answer);
+      if (answer !== undefined) this.options.onAnswering?.(answer);
       await this.write(json, '\n', answer === undefined ? undefined : () => this.options.onAnswered?.(answer));
     } finally {
       if (answer !== undefined) {
