@@ -58,6 +58,14 @@ const http2OnDemand = {
   },
 };
 
+/** The SDK's Node shim, with ajv evaluated on first use: scripts/sdk-shims-node.mjs says why. */
+const sdkShimsNode = {
+  name: 'sdk-shims-node',
+  setup(build) {
+    build.onResolve({ filter: /^@modelcontextprotocol\/server\/_shims$/ }, () => ({ path: resolve(ROOT, 'scripts/sdk-shims-node.mjs') }));
+  },
+};
+
 /**
  * zod's `locales` namespace (`z.locales`, `z.core.locales`): its index
  * imports all 63 of zod's locales, which the bundle evaluated at every start
@@ -99,7 +107,8 @@ const mimeTypesTable = {
  * Fails the build when a bundle imports an on-demand external or builtin
  * statically (ioredis did: about 300 ms of CPU a start), or bundles zod's
  * other locales again (a zod that imports them another way: zodEnglishOnly),
- * or mime-db (mime-types imported another way: mimeTypesTable).
+ * or mime-db (mime-types imported another way: mimeTypesTable), or the SDK's
+ * own Node shim with ajv (imported another way: sdkShimsNode).
  */
 function checkBundles(outdir) {
   for (const name of Object.keys(ENTRY_POINTS)) {
@@ -114,6 +123,8 @@ function checkBundles(outdir) {
     }
     const locale = /^\/\/ node_modules\/zod\/v4\/locales\/(?!en\.js$)(\S+)$/m.exec(code)?.[1];
     if (locale) throw new Error(`dist/${name}.js bundles zod's locale ${locale}: only English is meant to be (zodEnglishOnly)`);
+    const sdkShim = /^\/\/ node_modules\/@modelcontextprotocol\/server\/dist\/(shimsNode|ajvProvider-\w+)\.mjs$/m.exec(code)?.[1];
+    if (sdkShim) throw new Error(`dist/${name}.js bundles the SDK's ${sdkShim}.mjs, evaluated at every start: its shim is meant to be scripts/sdk-shims-node.mjs (sdkShimsNode)`);
     if (/^\/\/ node_modules\/mime-db\//m.test(code)) throw new Error(`dist/${name}.js bundles mime-db: its table is meant to be computed at build time (mimeTypesTable)`);
   }
 }
@@ -135,7 +146,7 @@ export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = tr
     // As tsc's maps did: file names and positions, not the sources (src/ is not in the package).
     sourcemap: sourcemap ? 'linked' : false,
     sourcesContent: false,
-    plugins: [http2OnDemand, zodEnglishOnly, mimeTypesTable],
+    plugins: [http2OnDemand, zodEnglishOnly, mimeTypesTable, sdkShimsNode],
     logLevel: 'warning',
   });
   writeFileSync(join(outdir, 'cli.js'), BIN);
