@@ -184,7 +184,10 @@ const LONG_BUSY_STARVE_MS = 20;
  * took 2.8 times what it takes on a settled server.
  *
  * Every inbound message says when it arrives, and every request when its
- * answer is built. Background work calls `turn()` between small pieces: it
+ * answer is built; on stdio every answer, the SDK's own (initialize's)
+ * included, also says when it starts out and when it is out, and background
+ * work waits in between (a 530 KB page goes out only as fast as the client
+ * reads it). Background work calls `turn()` between small pieces: it
  * returns at once while its slice is younger than BACKGROUND_SLICE_MS, else
  * waits until no message came and no answer went for FOREGROUND_QUIET_MS
  * (the gap between a client's answer and its next request), or until
