@@ -28,6 +28,13 @@ export const MIN_PREFIX_CHARS = 3;
 export const MAX_PREFIX_TERMS = 4;
 /** What unicode61 keeps as token characters; a term without any names no token and matches nothing. */
 const TOKEN_CHAR = /[\p{L}\p{N}\p{Co}]/u;
+/**
+ * The token a prefix term's `*` applies to: FTS5 splits a quoted term at every
+ * other character into a phrase whose last token alone is the prefix, so
+ * `the-a*` is the phrase `the`, then `a*` (one letter, and not from the
+ * prefix index: 132 ms a snippet on 20,000 files, each hit one).
+ */
+const LAST_TOKEN = /[\p{L}\p{N}\p{Co}]+$/u;
 
 export function parseSearchQuery(query: string): SearchExpression {
   if (query.length > MAX_QUERY_LENGTH) throw new SearchQueryError(`Query is longer than ${MAX_QUERY_LENGTH} characters`);
@@ -52,10 +59,10 @@ export function parseSearchQuery(query: string): SearchExpression {
   if (kept.length === 0) throw new SearchQueryError('Query has no words to search for (punctuation alone matches nothing)');
   if (kept.length > MAX_TERMS) throw new SearchQueryError(`Query has more than ${MAX_TERMS} terms`);
   const prefixes = kept.filter((p) => p.prefix);
-  const short = prefixes.find((p) => [...p.text].filter((c) => TOKEN_CHAR.test(c)).length < MIN_PREFIX_CHARS);
+  const short = prefixes.find((p) => [...(LAST_TOKEN.exec(p.text)?.[0] ?? '')].length < MIN_PREFIX_CHARS);
   if (short) {
     throw new SearchQueryError(
-      `Prefix search ${short.text}* is too short: a prefix needs at least ${MIN_PREFIX_CHARS} letters or digits before the * (or search the whole word)`,
+      `Prefix search ${short.text}* is too short: a prefix needs at least ${MIN_PREFIX_CHARS} letters or digits before the *, after any other character (or search the whole word)`,
     );
   }
   if (prefixes.length > MAX_PREFIX_TERMS) throw new SearchQueryError(`Query has more than ${MAX_PREFIX_TERMS} prefix (word*) terms`);

@@ -68,6 +68,20 @@ describe('parseSearchQuery', () => {
     assert.equal(parseSearchQuery('abc* def* ghi* jkl* plain words').terms.length, 6);
     assert.equal(parseSearchQuery('"é*"').terms[0], '"é*"', 'a star inside a phrase is text, not a prefix');
   });
+
+  test('a prefix is the token before the *: other characters split the word, and each part is a token of its own (a red-team finding)', () => {
+    // FTS5 reads "the-a"* as the phrase `the` then `a*`: a one-letter prefix, with four letters in the word.
+    for (const query of ['the-a*', 'of.s*', "don't*", 'x_y*', 'a/b/c*', 'abc-de*', 'the–a*']) {
+      assert.throws(() => parseSearchQuery(query), /is too short/, query);
+    }
+    for (const [query, match] of [
+      ['the-abc*', '"the-abc"*'],
+      ['über-straße*', '"über-straße"*'],
+      ['v1.2.345*', '"v1.2.345"*'],
+    ] as const) {
+      assert.equal(parseSearchQuery(query).match, match, query);
+    }
+  });
 });
 
 describe('locate', () => {
