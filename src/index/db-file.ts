@@ -3,7 +3,7 @@
 // destroys a file: the index is a cache the server deletes and rebuilds at
 // will, so it may only ever delete and rebuild a file that it made.
 import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, readSync, rmdirSync, statSync, unlinkSync, type Stats } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { describeError, isNoEntry } from '../errno.ts';
 import { isOurLock, readLock } from './lock.ts';
 import { chooseDriver, openDatabase, type Database, type SqliteDriverName } from '../sqlite.ts';
@@ -133,6 +133,50 @@ export function foreignFileBeside(path: string, ourIndex = false): string | null
   return null;
 }
 
+/** The names SQLite and the lock give an index's files: each must be the server's own user's. */
+const SIDE_FILES = ['', '-wal', '-shm', '-journal', '.lock'] as const;
+
+/**
+ * Whether other users could read an index at `path` (the text of every
+ * served file, and the cursor key) through a file they own: one of its files
+ * made by another user first (SQLite writes into an existing -wal as into
+ * its own, and the index is then made 0600 only where it is ours), or a
+ * folder every user may write, where one can make such a file at any time
+ * (`--db /tmp/idx.db`). Pure: `uid` is the server's user, `files` the
+ * index's files that exist, with their owners, and `folderMode` the mode of
+ * the folder they are in. Not asked on Windows, which has no uid.
+ */
+export function sharedPlaceProblem(uid: number, folder: { path: string; mode: number }, files: readonly { path: string; uid: number }[]): string | null {
+  const foreign = files.find((file) => file.uid !== uid);
+  if (foreign) return `${foreign.path} belongs to another user (uid ${foreign.uid}), who could read the index (the text of every served file) through it; remove it, or give another path`;
+  if ((folder.mode & 0o002) !== 0) {
+    return `its folder ${folder.path} can be written by every user, any of whom could make the index's -wal file there first and read the index (the text of every served file) through it; give a folder only you can write`;
+  }
+  return null;
+}
+
+/** sharedPlaceProblem on the disk as it is now (null on Windows, or where nothing can be looked at). */
+function sharedPlaceOf(path: string): string | null {
+  const uid = process.getuid?.();
+  if (uid === undefined) return null;
+  const folder = dirname(resolve(path));
+  let mode: number;
+  try {
+    mode = statSync(folder).mode;
+  } catch {
+    return null; // not there yet: made by the server, 0700
+  }
+  const files: { path: string; uid: number }[] = [];
+  for (const suffix of SIDE_FILES) {
+    try {
+      files.push({ path: `${path}${suffix}`, uid: lstatSync(`${path}${suffix}`).uid });
+    } catch {
+      // not there
+    }
+  }
+  return sharedPlaceProblem(uid, { path: folder, mode }, files);
+}
+
 /**
  * A rollback journal's first bytes: its magic, or (SQLite writes the header
  * with the magic zeroed until the journal is synced) eight zero bytes before
@@ -250,7 +294,9 @@ export function dbFileProblem(path: string, ownedLocation: boolean, driver: Sqli
       if (why !== null) return `${what} ${why}${ownedLocation ? '; give a writable place with --db PATH (or --db :memory:)' : ''}`;
       // Our own cache folder holds nothing but indexes and what comes with them.
       const beside = ownedLocation ? null : foreignFileBeside(path, found.kind === 'index');
-      return beside === null ? null : `${what}: ${beside}; refusing to overwrite it: give another path, or remove it yourself`;
+      if (beside !== null) return `${what}: ${beside}; refusing to overwrite it: give another path, or remove it yourself`;
+      const shared = sharedPlaceOf(path);
+      return shared === null ? null : `${what}: ${shared}`;
     }
     case 'refuse':
       // Our own cache folder: a file there that is no index of ours (corrupt, or an old format) is rebuilt.

@@ -2,10 +2,10 @@
 // a table over real files in a temp folder.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { dbFileProblem, inspectDbFile } from '../../src/index/db-file.ts';
+import { dbFileProblem, inspectDbFile, sharedPlaceProblem } from '../../src/index/db-file.ts';
 import { openDb } from '../../src/index/db.ts';
 import { silentLogger } from '../../src/log.ts';
 import { chooseDriver, openDatabase } from '../../src/sqlite.ts';
@@ -157,6 +157,45 @@ describe('inspectDbFile and dbFileProblem', () => {
     openDb(join(room, 'index.db'), silentLogger).db.close();
     writeFileSync(join(room, 'index.db.lock'), `${daemon.pid}`);
     assert.equal(dbFileProblem(join(room, 'index.db'), false), null);
+  });
+
+  test('a place other users could read the index through: a file of theirs among its names, or a folder every user may write (a red-team finding)', () => {
+    const folder = (mode: number) => ({ path: '/srv/team', mode: 0o40000 | mode });
+    const cases: [uid: number, mode: number, files: { path: string; uid: number }[], refused: RegExp | null][] = [
+      [1000, 0o700, [], null],
+      [1000, 0o755, [{ path: '/srv/team/idx.db', uid: 1000 }, { path: '/srv/team/idx.db-wal', uid: 1000 }], null],
+      // Group-writable folders are left to the group's trust (a user's private group is the common case).
+      [1000, 0o775, [], null],
+      // Another user made the file first: an empty index file, or only its -wal, that they can read.
+      [1000, 0o755, [{ path: '/srv/team/idx.db', uid: 65534 }], /idx\.db belongs to another user \(uid 65534\)/],
+      [1000, 0o700, [{ path: '/srv/team/idx.db', uid: 1000 }, { path: '/srv/team/idx.db-wal', uid: 0 }], /idx\.db-wal belongs to another user \(uid 0\)/],
+      [1000, 0o700, [{ path: '/srv/team/idx.db.lock', uid: 1001 }], /idx\.db\.lock belongs to another user/],
+      // /tmp: anyone may make idx.db-wal there at any time, sticky bit or not.
+      [1000, 0o1777, [], /its folder \/srv\/team can be written by every user/],
+      [1000, 0o777, [{ path: '/srv/team/idx.db', uid: 1000 }], /can be written by every user/],
+      [0, 0o1777, [], /can be written by every user/],
+    ];
+    for (const [uid, mode, files, refused] of cases) {
+      const problem = sharedPlaceProblem(uid, folder(mode), files);
+      const label = `uid ${uid}, folder ${mode.toString(8)}, ${JSON.stringify(files)}`;
+      if (refused === null) assert.equal(problem, null, label);
+      else assert.match(problem ?? '', refused, label);
+    }
+  });
+
+  test('--db in a folder every user may write, or beside a file of another user, is refused, and nothing is made', { skip: process.platform === 'win32' && 'no uid' }, (t) => {
+    const open = join(dir.path, 'open');
+    mkdirSync(open);
+    chmodSync(open, 0o1777);
+    assert.match(dbFileProblem(join(open, 'idx.db'), false) ?? '', /^--db .*idx\.db: its folder .*open can be written by every user/);
+    assert.match(dbFileProblem(join(open, 'idx.db'), true) ?? '', /can be written by every user/);
+    if (process.getuid?.() !== 0) return t.skip('making a file of another user needs root');
+    const team = join(dir.path, 'team');
+    mkdirSync(team);
+    writeFileSync(join(team, 'idx.db-wal'), '');
+    chownSync(join(team, 'idx.db-wal'), 65534, 65534);
+    assert.match(dbFileProblem(join(team, 'idx.db'), false) ?? '', /idx\.db-wal belongs to another user \(uid 65534\)/);
+    assert.equal(readFileSync(join(team, 'idx.db-wal'), 'utf8'), '');
   });
 
   test('a place that cannot be written is refused before anything is made there', () => {

@@ -39,6 +39,22 @@ describe('index location, by real paths', () => {
   }
   test(':memory: is never inside', () => assert.equal(isInsideRoots(':memory:', [root]), false));
 
+  test('another path to a root that its text does not show (a bind mount): inside, by the identity of a folder above the index', () => {
+    // /mnt/alias is /srv/served mounted again; /mnt/other is another folder. realpath shows neither.
+    const ids: Record<string, string> = { '/srv/served': '8:100', '/mnt/alias': '8:100', '/mnt/alias/sub': '8:101', '/mnt/other': '8:200', '/mnt': '8:2', '/': '8:1' };
+    const identity = (path: string) => ids[path] ?? null;
+    const realpath = (path: string) => {
+      if (!(path in ids)) throw new Error('ENOENT');
+      return path;
+    };
+    assert.equal(isInsideRoots('/mnt/alias/idx.db', ['/srv/served'], realpath, identity), true);
+    assert.equal(isInsideRoots('/mnt/alias/sub/deeper/idx.db', ['/srv/served'], realpath, identity), true);
+    assert.equal(isInsideRoots('/mnt/other/idx.db', ['/srv/served'], realpath, identity), false);
+    assert.equal(isInsideRoots('/mnt/idx.db', ['/srv/served'], realpath, identity), false);
+    // A root that cannot be looked at has no identity to match.
+    assert.equal(isInsideRoots('/mnt/other/idx.db', ['/gone'], realpath, identity), false);
+  });
+
   test('a relative XDG_CACHE_HOME is ignored, as the XDG spec asks (a literal ~/.cache made ./~/.cache)', () => {
     assert.equal(userCacheDir({ XDG_CACHE_HOME: '~/.cache' }, 'linux'), join(homedir(), '.cache'));
     assert.equal(userCacheDir({ XDG_CACHE_HOME: 'cache' }, 'darwin'), join(homedir(), 'Library', 'Caches'));
