@@ -19,6 +19,7 @@ export const SLOW = {
   'unit/scan-watch-redteam': "the scan's watches raced by thousands of directory changes",
   'unit/content-index-scale': "the content index's build over 11,000 and 1,500 files",
   'unit/filtering.budget': 'pathological patterns against the scan budget, over thousands of rows',
+  'unit/lock-race': 'four processes at a time racing for one stale index lock, six times',
   'e2e/fuzz.e2e': 'the model-based fuzzer: seeds of random operations on every watcher backend',
   'e2e/formats.e2e': 'every document format through the binary, bombs included',
   'e2e/search-formats.e2e': 'hostile documents in the content index',
