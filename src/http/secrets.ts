@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { UsageError, type Config } from '../config.ts';
 import { MIN_SECRET_CHARS } from './guard.ts';
 
@@ -33,11 +33,7 @@ export function loadSecrets(config: Pick<Config, 'tokenFile' | 'cursorKeyFile' |
 function secret(option: string, file: string | undefined, variable: string, env: NodeJS.ProcessEnv): string | undefined {
   let value: string | undefined;
   if (file !== undefined) {
-    try {
-      value = readFileSync(file, 'utf8').trim();
-    } catch (error) {
-      throw new UsageError(`cannot read ${option} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-    }
+    value = readSecretFile(option, file);
   } else {
     value = env[variable]?.trim() || undefined;
   }
@@ -45,4 +41,41 @@ function secret(option: string, file: string | undefined, variable: string, env:
     throw new UsageError(`${file !== undefined ? option : variable} must be at least ${MIN_SECRET_CHARS} characters`);
   }
   return value;
+}
+
+/** A secret file is a few dozen bytes; this many is far past any, and what `/dev/zero` given by mistake is cut to. */
+const MAX_SECRET_FILE_BYTES = 4096;
+
+/**
+ * The text of a secret file: a regular file of at most MAX_SECRET_FILE_BYTES.
+ * `/dev/zero` given by mistake had the server read until its memory ran out
+ * (4.4 GiB in 12 s, no message), and a FIFO no one writes held its start for
+ * good (red-team findings). Opened without blocking, looked at through the
+ * descriptor, read up to one byte past the limit.
+ */
+function readSecretFile(option: string, file: string): string {
+  const refuse = (why: string) => new UsageError(`cannot read ${option} ${file}: ${why}`);
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    throw refuse((error as NodeJS.ErrnoException).code ?? (error as Error).message);
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw refuse('not a regular file');
+    const buffer = Buffer.alloc(MAX_SECRET_FILE_BYTES + 1);
+    let length = 0;
+    for (;;) {
+      const n = length < buffer.length ? readSync(fd, buffer, length, buffer.length - length, null) : 0;
+      if (n === 0) break;
+      length += n;
+    }
+    if (length > MAX_SECRET_FILE_BYTES) throw refuse(`larger than ${MAX_SECRET_FILE_BYTES} bytes, which no secret is`);
+    return buffer.toString('utf8', 0, length).trim();
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw refuse((error as NodeJS.ErrnoException).code ?? (error as Error).message);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -1,5 +1,6 @@
 // The pure checks in front of the HTTP endpoint, as tables.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -129,6 +130,17 @@ test('loadSecrets: a file wins over the environment; short or unsendable secrets
     assert.throws(() => loadSecrets({ http }, { FOLDER_MCP_TOKEN: 'has spaces in the middle' }), /may only hold/);
     assert.throws(() => loadSecrets({}, { FOLDER_MCP_CURSOR_KEY: 'short' }), /at least 16/);
     assert.throws(() => loadSecrets({ http, tokenFile: join(dir.path, 'missing') }, {}), /cannot read --token-file/);
+    // Given by mistake (red-team findings): /dev/zero was read until memory ran out, a FIFO held the start for good.
+    assert.throws(() => loadSecrets({ http, tokenFile: dir.path }, {}), /cannot read --token-file .*: (not a regular file|EISDIR)/);
+    writeFileSync(join(dir.path, 'huge'), 'k'.repeat(5000));
+    assert.throws(() => loadSecrets({ cursorKeyFile: join(dir.path, 'huge') }, {}), /cannot read --cursor-key-file .*huge: larger than 4096 bytes/);
+    writeFileSync(join(dir.path, 'just'), `${'k'.repeat(4095)}\n`);
+    assert.equal(loadSecrets({ cursorKeyFile: join(dir.path, 'just') }, {}).cursorKey, 'k'.repeat(4095));
+    if (process.platform !== 'win32') {
+      assert.throws(() => loadSecrets({ http, tokenFile: '/dev/zero' }, {}), /cannot read --token-file \/dev\/zero: not a regular file/);
+      execFileSync('mkfifo', [join(dir.path, 'fifo')]);
+      assert.throws(() => loadSecrets({ http, tokenFile: join(dir.path, 'fifo') }, {}), /not a regular file/);
+    }
   } finally {
     dir.cleanup();
   }
