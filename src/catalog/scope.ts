@@ -3,7 +3,7 @@
 // become a ListQuery over canonical URIs, so the planner turns their literal
 // heads into key ranges exactly as for resources/list.
 import type { ListQuery } from '../query/filter.ts';
-import { compileGlob, GlobSyntaxError, mapGlobLiterals } from '../query/glob.ts';
+import { compileGlob, GlobSyntaxError, mapGlobLiterals, shownPattern } from '../query/glob.ts';
 import type { Root } from '../uri.ts';
 import { encodeRelative, escapeGlob, isUriText, prefixUris, relativeGlobs } from './paths.ts';
 import { ToolFailure } from './tool.ts';
@@ -63,6 +63,6 @@ function checkGlob(field: string, pattern: string): void {
     compileGlob(pattern);
   } catch (error) {
     if (!(error instanceof GlobSyntaxError)) throw error;
-    throw new ToolFailure(`Invalid pattern in ${field}: '${pattern}' — ${error.detail}`);
+    throw new ToolFailure(`Invalid pattern in ${field}: '${shownPattern(pattern)}' — ${error.detail}`);
   }
 }

@@ -3,7 +3,7 @@
 // turns FilterError into JSON-RPC -32602 with the message as it is.
 import { createHash } from 'node:crypto';
 import { canonicalUriText, parseFileUri, pathToUri } from '../uri.ts';
-import { compileGlob, GlobSyntaxError, mapGlobLiterals, MAX_PATTERN_LENGTH } from './glob.ts';
+import { compileGlob, GlobSyntaxError, mapGlobLiterals, MAX_PATTERN_LENGTH, shownPattern } from './glob.ts';
 import { Lru } from './lru.ts';
 
 export type ListMethod = 'resources/list' | 'resources/templates/list' | 'tools/list' | 'prompts/list';
@@ -138,7 +138,7 @@ function checkPattern(field: PatternField, pattern: string): string {
     }
     if (key !== undefined) patternVerdicts.set(key, verdict);
   }
-  if ('detail' in verdict) throw new FilterError(`Invalid pattern in ${field}: '${pattern}' — ${verdict.detail}`);
+  if ('detail' in verdict) throw new FilterError(`Invalid pattern in ${field}: '${shownPattern(pattern)}' — ${verdict.detail}`);
   return verdict.pattern;
 }
 

@@ -20,9 +20,18 @@ export class GlobSyntaxError extends Error {
     readonly pattern: string,
     readonly detail: string,
   ) {
-    super(`invalid glob '${pattern}': ${detail}`);
+    super(`invalid glob '${shownPattern(pattern)}': ${detail}`);
     this.name = 'GlobSyntaxError';
   }
+}
+
+/**
+ * A pattern as an error repeats it: its first MAX_PATTERN_LENGTH characters
+ * (a longer one is refused anyway), then its length. A 900 KB pattern was
+ * echoed whole, a 921,749-byte error (a red-team finding).
+ */
+export function shownPattern(pattern: string): string {
+  return pattern.length <= MAX_PATTERN_LENGTH ? pattern : `${pattern.slice(0, MAX_PATTERN_LENGTH)}… (${pattern.length} characters)`;
 }
 
 export interface CompiledGlob {

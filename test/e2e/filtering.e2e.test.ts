@@ -383,7 +383,7 @@ for (const era of ERAS) describe(`filtering over stdio (${era})`, () => {
       [{ filter: { namePatterns: many } }, 'Too many patterns: 101 exceeds maximum of 100'],
       [{ filter: { uriPatterns: many } }, 'Too many patterns: 101 exceeds maximum of 100'],
       [{ filters: { uri_paths: many } }, 'Too many uri_paths: 101 exceeds maximum of 100'],
-      [{ filter: { namePatterns: [p257] } }, `Invalid pattern in namePatterns: '${p257}' — pattern exceeds maximum length of 256 characters`],
+      [{ filter: { namePatterns: [p257] } }, `Invalid pattern in namePatterns: '${p257.slice(0, 256)}… (257 characters)' — pattern exceeds maximum length of 256 characters`],
       [{ filter: { namePatterns: ['a[b'] } }, "Invalid pattern in namePatterns: 'a[b' — unclosed '['"],
       [{ filter: { uriPatterns: ['{a,b'] } }, "Invalid pattern in uriPatterns: '{a,b' — unclosed '{'"],
       [{ filter: { uriPatterns: ['[z-a]'] } }, "Invalid pattern in uriPatterns: '[z-a]' — invalid range 'z-a' in '[...]'"],

@@ -25,7 +25,9 @@ const ERRORS: [string, unknown, ListMethod, string][] = [
   ['unclosed brace', { filter: { uriPatterns: ['file:///{a,b'] } }, 'resources/list', "Invalid pattern in uriPatterns: 'file:///{a,b' — unclosed '{'"],
   ['trailing backslash', { filter: { namePatterns: ['a\\'] } }, 'tools/list', "Invalid pattern in namePatterns: 'a\\' — trailing '\\' escapes nothing"],
   ['empty pattern', { filter: { namePatterns: [''] } }, 'prompts/list', "Invalid pattern in namePatterns: '' — empty pattern"],
-  ['pattern too long', { filter: { namePatterns: ['x'.repeat(257)] } }, 'resources/list', `Invalid pattern in namePatterns: '${'x'.repeat(257)}' — pattern exceeds maximum length of 256 characters`],
+  // Repeated up to the length a pattern may have, then its length: a 900 KB one was echoed whole (a red-team finding).
+  ['pattern too long', { filter: { namePatterns: ['x'.repeat(257)] } }, 'resources/list', `Invalid pattern in namePatterns: '${'x'.repeat(256)}… (257 characters)' — pattern exceeds maximum length of 256 characters`],
+  ['pattern far too long', { filter: { uriPatterns: ['y'.repeat(900_000)] } }, 'resources/list', `Invalid pattern in uriPatterns: '${'y'.repeat(256)}… (900000 characters)' — pattern exceeds maximum length of 256 characters`],
   ['too many alternatives', { filter: { namePatterns: ['{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}'] } }, 'resources/list', "Invalid pattern in namePatterns: '{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}' — brace expansion exceeds 64 alternatives"],
   ['too many namePatterns', { filter: { namePatterns: many(101) } }, 'resources/list', 'Too many patterns: 101 exceeds maximum of 100'],
   ['too many uriPatterns', { filter: { uriPatterns: many(150) } }, 'resources/list', 'Too many patterns: 150 exceeds maximum of 100'],
