@@ -18,6 +18,7 @@ import { ScanChangeRecord } from './watch/scan-changes.ts';
 import { superviseWatcher } from './watch/supervisor.ts';
 import type { Logger, RelayingLogger } from './log.ts';
 import { Connection } from './protocol/connection.ts';
+import { cursorKeyFor } from './protocol/cursor.ts';
 import { CATALOG_METHODS } from './protocol/handlers.ts';
 import type { ServerContext } from './protocol/context.ts';
 import { trackListens } from './protocol/listen.ts';
@@ -295,7 +296,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
     followSymlinks: config.followSymlinks,
     pager: createPager(index.db),
     // A shared key (replicas behind one load balancer) wins; else the index's own, always written with the schema.
-    cursorSecret: config.cursorKey ?? getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'),
+    cursorSecret: cursorKeyFor(config.cursorKey ?? getMeta(index.db, 'cursor_secret') ?? randomBytes(32).toString('hex'), roots.map((root) => root.path)),
     convert: convert.convert,
     readBudget: new ReadBudget(),
     largeAnswers: new TurnChain(),

@@ -1,4 +1,5 @@
 import type { TurnChain } from '../turns.ts';
+import type { CursorSecret } from './cursor.ts';
 import type { Alternative } from '../content/formats.ts';
 import type { FileContent } from '../content/read.ts';
 import type { PathLocks, SerialQueue } from '../content/path-locks.ts';
@@ -23,8 +24,8 @@ export interface ServerContext {
   followSymlinks: boolean;
   /** Keyset pages over the index (statements prepared once). */
   pager: Pager;
-  /** Signs cursors, so a tampered one is refused (persisted: cursors survive restarts). */
-  cursorSecret: string;
+  /** Signs cursors, so a tampered one is refused (persisted: cursors survive restarts; another set of folders, another key: cursorKeyFor). */
+  cursorSecret: CursorSecret;
   /**
    * `--write`: the write tools, the largest file they write (`--max-write-bytes`),
    * the one table of paths being changed, for every client (one writer per path),

@@ -31,6 +31,18 @@ export interface CursorState {
 /** `secret` is the index's `cursor_secret` (meta table): cursors die with the index. */
 export type CursorSecret = string | Uint8Array;
 
+/**
+ * The key cursors are signed with: `secret` (the index's, or the one
+ * replicas share) for this set of served folders, so that a cursor from
+ * another set is invalid. An index emptied for other folders kept its
+ * secret: an old cursor that sorted after the new folders' URIs gave a
+ * silent empty last page, and one before them pages of the wrong listing
+ * (a red-team finding). Replicas serving the same folders share the key.
+ */
+export function cursorKeyFor(secret: string, rootPaths: readonly string[]): Uint8Array {
+  return createHmac('sha256', secret).update(`${DOMAIN} roots\0${JSON.stringify(rootPaths)}`).digest();
+}
+
 export function encodeCursor(state: CursorState, secret: CursorSecret): string {
   const fp = Buffer.from(state.fingerprint, 'utf8');
   if (fp.length > 255) throw new RangeError('cursor fingerprint longer than 255 bytes');

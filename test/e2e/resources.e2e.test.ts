@@ -4,7 +4,8 @@ import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { CLI, connect, diskUris, ERAS, listAll, notFoundCode, rejectsWith, serveTree, tempDir, writeTree, type LooseResult } from '../helpers.ts';
+import { waitFor } from '../basics.ts';
+import { CLI, connect, connectInProcess, diskUris, ERAS, listAll, notFoundCode, rejectsWith, serveTree, tempDir, writeTree, type LooseResult } from '../helpers.ts';
 
 /** What an error's data repeats of a URI: at most 512 characters, then the length. */
 const echoed = (uri: string) => (uri.length <= 512 ? uri : `${uri.slice(0, 512)}… (${uri.length} characters)`);
@@ -238,6 +239,30 @@ describe('index reuse', () => {
     } finally {
       root.cleanup();
       state.cleanup();
+    }
+  });
+
+  test('a cursor outlives a restart on the same folders, and is invalid once the index serves other folders (a red-team finding)', async () => {
+    const [a, z, state] = [tempDir('folder-mcp-a-'), tempDir('folder-mcp-z-'), tempDir('folder-mcp-state-')];
+    try {
+      writeTree(a.path, Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`a${i}.txt`, 'a'])));
+      writeTree(z.path, Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`z${i}.txt`, 'z'])));
+      const db = join(state.path, 'index.db');
+      const first = await connectInProcess([a.path, '--db', db, '--page-size', '3']);
+      const cursor = (await first.request('resources/list', {})).nextCursor as string;
+      // Closed before its first scan is done, an index is scanned again from nothing, its cursors void.
+      await waitFor(() => /indexed \d+ entries/.test(first.stderr()), 30_000, 'the first scan');
+      await first.close();
+      assert.ok(cursor);
+      const again = await connectInProcess([a.path, '--db', db, '--page-size', '3']);
+      assert.equal(((await again.request('resources/list', { cursor })).resources as LooseResult[]).length, 3);
+      await again.close();
+      // The index is emptied for the other folder, its secret kept: the cursor named a place in a listing gone.
+      const other = await connectInProcess([z.path, '--db', db, '--page-size', '3']);
+      await rejectsWith(other.request('resources/list', { cursor }), -32602, 'Invalid cursor');
+      await other.close();
+    } finally {
+      for (const dir of [a, z, state]) dir.cleanup();
     }
   });
 
