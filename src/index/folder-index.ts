@@ -139,10 +139,15 @@ export class FolderIndex {
     return new Promise((resolve) => this.committedWaiters.push(resolve));
   }
 
+  /** One waiter a turn of the event loop: each may run a page again, and a client's other requests are read between two. */
   private wakeWaiters(): void {
     const waiters = this.committedWaiters;
     this.committedWaiters = [];
-    for (const wake of waiters) wake();
+    const wake = (i: number): void => {
+      waiters[i]!();
+      if (i + 1 < waiters.length) setImmediate(() => wake(i + 1));
+    };
+    if (waiters.length > 0) wake(0);
   }
 
   private async coldScan(rootsKey: string): Promise<void> {
