@@ -348,3 +348,16 @@ export class TurnChain {
     return turn;
   }
 }
+
+/**
+ * The items of `items`, one a turn of the event loop: after each is taken,
+ * the loop turns (I/O is read, timers run) before the next is asked for,
+ * however many are ready. An async iterator's items that are ready already
+ * come in microtasks, one after the other, with nothing else between them.
+ */
+export async function* oneEachTurn<T>(items: AsyncIterable<T>): AsyncGenerator<T> {
+  for await (const item of items) {
+    yield item;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}

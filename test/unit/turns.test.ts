@@ -4,7 +4,7 @@
 // I/O callback per ready socket in one poll phase).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ArrivalGate, Foreground, TurnBudget } from '../../src/turns.ts';
+import { ArrivalGate, Foreground, oneEachTurn, TurnBudget } from '../../src/turns.ts';
 import { TestClock } from '../test-clock.ts';
 
 /** CPU work of `ms` (a busy wait: what handling a request costs). */
@@ -290,4 +290,42 @@ test('Foreground: a request that waits for the background work (a held warm star
   assert.equal(await settledSoon(after), false, 'the urge over: it waits again');
   clock.advance(200);
   await after;
+});
+
+test('oneEachTurn: items that are all ready come one a turn of the event loop (the first scan\'s batches, its walk ahead)', async () => {
+  // A red-team finding: batches waiting to be taken were committed one after the other in microtasks, and a ping
+  // waited 0.6-0.9 s behind a second of them.
+  async function* ready() {
+    for (let i = 1; i <= 5; i++) yield i;
+  }
+  const turnsSeen: number[] = [];
+  let taken = 0;
+  let ticking = true;
+  const tick = () => {
+    turnsSeen.push(taken);
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  for await (const item of oneEachTurn(ready())) taken = item;
+  ticking = false;
+  for (let i = 1; i < 5; i++) assert.ok(turnsSeen.includes(i), `no turn after item ${i}: ${turnsSeen.join(',')}`);
+  // Without it, all five are taken before any turn.
+  const before = turnsSeen.length;
+  taken = 0;
+  ticking = true;
+  setImmediate(tick);
+  for await (const item of ready()) taken = item;
+  ticking = false;
+  assert.deepEqual(turnsSeen.slice(before).filter((n) => n > 0 && n < 5), []);
+  // A consumer that stops early ends the source.
+  let ended = false;
+  async function* source() {
+    try {
+      yield* ready();
+    } finally {
+      ended = true;
+    }
+  }
+  for await (const item of oneEachTurn(source())) if (item === 2) break;
+  assert.equal(ended, true);
 });
