@@ -165,9 +165,10 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
         status = meaning.status();
       }
       try {
-        // A provider the background embedding finds failing is not asked again here, where each ask waited up to
-        // its timeout (30 s by default) before the answer came from text: only a search by meaning alone tries it.
-        if (status.failing !== null && asked === 'hybrid') throw new EmbedError(status.failing, status.failing);
+        // A provider that failed moments ago is not asked again by a search that can do without it (each ask
+        // waited up to the timeout, 30 s by default, before the answer came from text); a search by meaning alone is.
+        const hold = asked === 'hybrid' ? meaning.queryHold() : null;
+        if (hold !== null) throw new EmbedError(hold, hold);
         vector = await meaning.embedQuery(args.query);
         if (status.embedded < status.docs) {
           note = `search by meaning covers ${status.embedded} of ${status.docs} files so far${status.failing !== null ? ` (the embedding model fails: ${status.failing})` : ''}; results by meaning are partial.`;

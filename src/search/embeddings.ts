@@ -21,6 +21,8 @@ const MAX_IN_FLIGHT = 2;
 const QUEUE_BATCH = 16;
 const RETRY_FIRST_MS = 500;
 const RETRY_MAX_MS = 60_000;
+/** A search that can do without the provider asks it again no sooner than this after a failure (or the back-off then, if longer). */
+const QUERY_RETRY_MIN_MS = 10_000;
 const PROGRESS_LOG_MS = 2000;
 /** What is embedded to ask a model its dimension again (no file text). */
 const PROBE_TEXT = 'folder-mcp dimension check';
@@ -57,6 +59,9 @@ export class Embeddings {
   private dimension: number | undefined;
   private failing: string | null = null;
   private retryMs = RETRY_FIRST_MS;
+  /** Until when a search that can do without the provider asks it nothing (see queryHold), and why. */
+  private queryRetryAt = 0;
+  private queryFailure: string | null = null;
   private readonly stmts;
   private idleWaiters: (() => void)[] = [];
   private isIdle = false;
@@ -140,18 +145,41 @@ export class Embeddings {
    * checks whether the model changed (then everything is embedded again).
    */
   async embedQuery(text: string): Promise<Float32Array> {
+    let vector: Float32Array;
     try {
-      const [vector] = await this.provider.embed([text], this.dimension);
+      [vector] = (await this.provider.embed([text], this.dimension)) as [Float32Array];
       // All zeros scores every passage 0: the ranking would be the scan's order, shown as hits (a red-team finding).
-      if (vector!.every((x) => x === 0)) throw new EmbedError("the query's vector is all zeros", 'an unusable vector');
-      return normalise(vector!);
+      if (vector.every((x) => x === 0)) throw new EmbedError("the query's vector is all zeros", 'an unusable vector');
     } catch (error) {
       if (error instanceof DimensionError && error.expected === this.dimension) {
+        // Another model under the name, maybe: checked and embedded again, not a failure to wait out.
         this.suspect = error.answered;
         this.changed();
-      }
+      } else if (error instanceof EmbedError) this.holdQueries(error.reason, QUERY_RETRY_MIN_MS);
       throw error;
     }
+    this.queryRetryAt = 0;
+    this.queryFailure = null;
+    return normalise(vector);
+  }
+
+  /**
+   * Why a search that can do without meaning (hybrid) should not ask the
+   * provider for its query's vector now, or null to ask it: not for 10 s (or
+   * the back-off then, if longer) after a document's or a query's failure.
+   * Each ask had waited up to the timeout (30 s by default) before the answer
+   * came from text (a red-team finding); asked again after, a provider back
+   * up is found by a search too, not only by a document to embed (there may
+   * be none).
+   */
+  queryHold(now = performance.now()): string | null {
+    if (now >= this.queryRetryAt) return null;
+    return this.failing ?? this.queryFailure;
+  }
+
+  private holdQueries(reason: string, ms: number): void {
+    this.queryFailure = reason;
+    this.queryRetryAt = performance.now() + ms;
   }
 
   /**
@@ -251,6 +279,7 @@ export class Embeddings {
           this.log.info(`embeddings: ${this.provider.origin} answers again`);
           this.failing = null;
           this.retryMs = RETRY_FIRST_MS;
+          this.queryRetryAt = 0;
         }
         if (performance.now() - lastLog >= PROGRESS_LOG_MS) {
           lastLog = performance.now();
@@ -316,6 +345,7 @@ export class Embeddings {
       );
     } else this.log.debug(`embeddings: still failing: ${message}`);
     this.failing = reason;
+    this.holdQueries(reason, Math.max(QUERY_RETRY_MIN_MS, this.retryMs));
   }
 
   private async waitToRetry(): Promise<void> {

@@ -393,6 +393,39 @@ describe('Embeddings: what a provider answers never stops the embedder nor corru
     }
   });
 
+  test('a failing provider is not asked by searches that can do without it for 10 s, then asked again, even with nothing left to embed', async () => {
+    // Held for good, a hybrid search stayed text only while the provider answered again (the document that failed
+    // deleted meanwhile: nothing left for the background to embed, so nothing to clear the failure; a review finding).
+    const { db } = openDb(':memory:', silentLogger);
+    db.prepare(`INSERT INTO search_docs (id, uri, mtime, size, text) VALUES (1, 'file:///d.txt', 1, 1, 1)`).run();
+    db.prepare(`INSERT INTO search_fts (rowid, body) VALUES (1, 'a document')`).run();
+    const provider = scripted(() => {
+      throw new EmbedError('HTTP 500: model crashed', 'HTTP 500');
+    });
+    const embeddings = new Embeddings(db, provider as unknown as EmbedProvider, silentLogger);
+    embeddings.start();
+    try {
+      await waitFor(() => embeddings.status().failing !== null, 10_000, 'the failure');
+      assert.equal(embeddings.queryHold(), 'HTTP 500', 'a search that can do without meaning does not ask it now');
+      db.prepare(`DELETE FROM search_docs WHERE id = 1`).run();
+      provider.answer = vectorsOf(4);
+      const later = performance.now() + 60_000 + 1;
+      assert.equal(embeddings.queryHold(later), null, 'past the hold (the back-off at most), it is asked again');
+      await embeddings.embedQuery('a question');
+      assert.equal(embeddings.queryHold(), null, 'answered: no hold');
+      // A query that fails holds the next ones for 10 s, with its reason.
+      provider.answer = () => {
+        throw new EmbedError('no answer within 100 ms', 'no answer in time');
+      };
+      await assert.rejects(embeddings.embedQuery('another'), EmbedError);
+      assert.ok(embeddings.queryHold() !== null);
+      assert.equal(embeddings.queryHold(performance.now() + 10_001), null);
+    } finally {
+      await embeddings.close();
+      db.close();
+    }
+  });
+
   test('a stored vector of another length than the index holds is embedded again, not reused by its text (it stayed unsearchable)', async () => {
     const { db } = openDb(':memory:', silentLogger);
     const body = 'one short document\n';
