@@ -3,9 +3,10 @@
 // first takes `<db>.lock` (`folder-mcp <pid>`, created exclusively) and a
 // second, while that process lives, keeps its index in memory instead. A lock
 // left by a process that died is taken over.
-import { closeSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { pidRuns } from '../errno.ts';
+import { isNoEntry, pidRuns } from '../errno.ts';
 
 /** Not acquired: held by `heldBy` (NaN: not known), or (`foreign`) the file of the lock's name is not a lock of ours. */
 export type LockResult = { acquired: true; release(): void } | { acquired: false; heldBy: number; foreign?: true };
@@ -36,10 +37,7 @@ export function acquireDbLock(
   const path = `${dbFile}.lock`;
   mkdirSync(dirname(dbFile), { recursive: true, mode: 0o700 });
   for (let attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
-    try {
-      const fd = openSync(path, 'wx', 0o600);
-      writeSync(fd, `${LOCK_MARK}${process.pid}`);
-      closeSync(fd);
+    if (publish(path, `${LOCK_MARK}${process.pid}`)) {
       return {
         acquired: true,
         release() {
@@ -50,8 +48,6 @@ export function acquireDbLock(
           }
         },
       };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     let text: string;
     try {
@@ -69,6 +65,47 @@ export function acquireDbLock(
     if (!removeStale(path, text, runs)) sleep(TAKEOVER_WAIT_MS);
   }
   return { acquired: false, heldBy: NaN };
+}
+
+/**
+ * Makes the file `path` holding `text`, unless there is one: false then.
+ * Whole at once, by a hard link to a file written beside it: made empty and
+ * written after, a lock could be read in between, judged stale (no pid) and
+ * removed by a server taking it over, and two servers held it (a review
+ * finding). Where a file system has no hard links, made and written.
+ */
+function publish(path: string, text: string): boolean {
+  const written = `${path}.${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    writeFileSync(written, text, { flag: 'wx', mode: 0o600 });
+  } catch {
+    return publishInPlace(path, text);
+  }
+  try {
+    linkSync(written, path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    return publishInPlace(path, text);
+  } finally {
+    unlinkSync(written);
+  }
+}
+
+function publishInPlace(path: string, text: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+  return true;
 }
 
 /** Tries to take the lock, or to take a stale one over, this often before the index is kept in memory. */
@@ -89,32 +126,36 @@ const GUARD_STALE_MS = 10_000;
  */
 function removeStale(path: string, staleText: string, runs: (pid: number) => boolean): boolean {
   const guard = `${path}.takeover`;
-  let fd: number;
-  try {
-    fd = openSync(guard, 'wx', 0o600);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  if (!publish(guard, `${LOCK_MARK}${process.pid}`)) {
     removeDeadGuard(guard, runs);
     return false;
   }
   try {
-    writeSync(fd, `${LOCK_MARK}${process.pid}`);
-    closeSync(fd);
-    let now: string | null = null;
-    try {
-      now = readFileSync(path, 'utf8');
-    } catch {
-      // gone: the caller makes its own
-    }
-    if (now === staleText) unlinkSync(path);
+    if (readOrNull(path) === staleText) unlinkSync(path);
+  } catch (error) {
+    // Gone meanwhile, or not ours to remove (a folder we may not write): the next attempt tells.
+    if (!isNoEntry(error) && (error as NodeJS.ErrnoException).code !== 'EACCES' && (error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
   } finally {
-    try {
-      unlinkSync(guard);
-    } catch {
-      // not there: nothing to do
-    }
+    removeIfThere(guard);
   }
   return true;
+}
+
+function readOrNull(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    if (isNoEntry(error)) return null;
+    throw error;
+  }
+}
+
+function removeIfThere(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (error) {
+    if (!isNoEntry(error)) throw error;
+  }
 }
 
 /**
@@ -126,10 +167,11 @@ function removeStale(path: string, staleText: string, runs: (pid: number) => boo
 function removeDeadGuard(guard: string, runs: (pid: number) => boolean): void {
   try {
     const holder = readLock(readFileSync(guard, 'utf8'))?.pid ?? 0;
-    const dead = holder > 0 && holder !== process.pid && !runs(holder);
+    // Our own pid in it: left by a process before this one that had it (pid 1 in a container started again).
+    const dead = holder > 0 && (holder === process.pid || !runs(holder));
     if (dead || Date.now() - statSync(guard).mtimeMs > GUARD_STALE_MS) unlinkSync(guard);
-  } catch {
-    // gone meanwhile
+  } catch (error) {
+    if (!isNoEntry(error)) throw error;
   }
 }
 

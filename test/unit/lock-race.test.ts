@@ -12,14 +12,20 @@ import { tempDir } from '../basics.ts';
 const LOCK_MODULE = new URL('../../src/index/lock.ts', import.meta.url).href;
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** A process that takes the lock at `at` (ms since the epoch), says whether it got it, and holds it until its stdin ends. */
-function taker(db: string, at: number): Promise<{ acquired: boolean; exit: () => Promise<void> }> {
+/**
+ * A process that, for each trial, takes the lock of `${dir}/i<trial>.db` at its time (`at` + trial * GAP_MS, ms
+ * since the epoch), holds every lock it got until its stdin ends, and says which trials it got.
+ */
+function taker(dir: string, at: number, trials: number): Promise<{ got: number[]; exit: () => Promise<void> }> {
   const script = `
     import { acquireDbLock } from ${JSON.stringify(LOCK_MODULE)};
     const runs = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
-    while (Date.now() < ${at});
-    const lock = acquireDbLock(${JSON.stringify(db)}, runs, runs);
-    process.stdout.write(JSON.stringify({ acquired: lock.acquired }) + '\\n');
+    const got = [];
+    for (let trial = 0; trial < ${trials}; trial++) {
+      while (Date.now() < ${at} + trial * ${GAP_MS});
+      if (acquireDbLock(${JSON.stringify(dir)} + '/i' + trial + '.db', runs, runs).acquired) got.push(trial);
+    }
+    process.stdout.write(JSON.stringify(got) + '\\n');
     process.stdin.resume();
     process.stdin.on('end', () => process.exit(0));
   `;
@@ -31,26 +37,28 @@ function taker(db: string, at: number): Promise<{ acquired: boolean; exit: () =>
     child.stdout.on('data', (chunk: string) => {
       out += chunk;
       if (!out.includes('\n')) return;
-      const { acquired } = JSON.parse(out) as { acquired: boolean };
-      resolve({ acquired, exit: () => (child.stdin.end(), exited) });
+      resolve({ got: JSON.parse(out) as number[], exit: () => (child.stdin.end(), exited) });
     });
     child.once('exit', (code) => reject(new Error(`the taker exited (${code}) before it answered`)));
   });
 }
 
+/** Between two trials: long enough for every process to have taken its turn at the last. */
+const GAP_MS = 25;
+const TRIALS = 120;
+
 test('servers taking a stale lock over at once: one holds it, the others are told it is held', { timeout: 120_000 }, async () => {
   const dir = tempDir('folder-mcp-lock-race-');
   try {
-    for (let trial = 0; trial < 6; trial++) {
-      const db = join(dir.path, `i${trial}.db`);
-      writeFileSync(`${db}.lock`, 'folder-mcp 999999999'); // its server died: no such process
-      // Far enough ahead for four processes to be up and spinning, on a loaded machine too.
-      const at = Date.now() + 3000;
-      const takers = await Promise.all([0, 1, 2, 3].map(() => taker(db, at)));
-      const holders = takers.filter((t) => t.acquired).length;
-      await Promise.all(takers.map((t) => t.exit()));
-      assert.equal(holders, 1, `trial ${trial}: ${holders} processes hold one lock`);
-    }
+    // Each trial's lock: its server died (no such process), or died before writing its pid (an empty lock).
+    for (let trial = 0; trial < TRIALS; trial++) writeFileSync(join(dir.path, `i${trial}.db.lock`), trial % 4 === 3 ? '' : 'folder-mcp 999999999');
+    // Far enough ahead for four processes to be up and spinning, on a loaded machine too.
+    const at = Date.now() + 4000;
+    const takers = await Promise.all([0, 1, 2, 3].map(() => taker(dir.path, at, TRIALS)));
+    await Promise.all(takers.map((t) => t.exit()));
+    const holders = Array.from({ length: TRIALS }, (_, trial) => takers.filter((t) => t.got.includes(trial)).length);
+    const wrong = holders.flatMap((count, trial) => (count === 1 ? [] : [`trial ${trial}: ${count} holders`]));
+    assert.deepEqual(wrong, []);
   } finally {
     dir.cleanup();
   }
