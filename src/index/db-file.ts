@@ -150,7 +150,7 @@ export function sharedPlaceProblem(uid: number, folder: { path: string; mode: nu
   const foreign = files.find((file) => file.uid !== uid);
   if (foreign) return `${foreign.path} belongs to another user (uid ${foreign.uid}), who could read the index (the text of every served file) through it; remove it, or give another path`;
   if ((folder.mode & 0o002) !== 0) {
-    return `its folder ${folder.path} can be written by every user, any of whom could make the index's -wal file there first and read the index (the text of every served file) through it; give a folder only you can write`;
+    return `its folder ${folder.path} can be written by every user, any of whom could make the index's -wal file there first and read the index (the text of every served file) through it; give a folder only you can write (a folder not there yet is made so: --db ${folder.path}/<a new folder>/index.db)`;
   }
   return null;
 }
