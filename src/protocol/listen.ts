@@ -20,6 +20,13 @@ export const MAX_LISTEN_URIS = 1000;
 const MODERN_REVISION = '2026-07-28';
 
 /**
+ * On stdio, MAX_LISTEN_URIS is also the most one connection's open listens
+ * may name together: the SDK matches each change against every stream's
+ * list, so K streams of 1,000 cost K times one, and one client's 40 held a
+ * ping 11.7 s after an `rm -rf` of the folder they named (100: 71.8 s; a
+ * red-team finding). Over HTTP each stream is its own client's
+ * (HttpListeners), bounded per stream.
+ *
  * The 2026-07-28 era's resource subscriptions, read off the wire. The SDK
  * answers `subscriptions/listen` itself and delivers `updated {uri}` to a
  * stream only when `uri` is, character for character, one its
@@ -44,6 +51,14 @@ export function trackListens(ctx: Pick<ServerContext, 'index' | 'roots'>, subscr
     const listen = listenRequest(message);
     if (listen && 'refused' in listen) return listen.refused;
     if (listen) {
+      const held = subscriptions.listened({ listen: listen.id });
+      if (held + listen.wanted.length > MAX_LISTEN_URIS) {
+        return errorResponse(
+          listen.id,
+          ErrorCode.InvalidParams,
+          `Too many resourceSubscriptions on this connection: ${held} named by its open listen streams and ${listen.wanted.length} asked exceeds maximum of ${MAX_LISTEN_URIS} (listen to a folder: it hears of everything beneath it)`,
+        );
+      }
       // An id used again replaces its stream's filter in the SDK: the URIs of the one it replaces go.
       subscriptions.release({ listen: listen.id });
       foldListen(canonical, subscriptions, listen, 0, listen.wanted.length);

@@ -61,6 +61,14 @@ export class Subscriptions {
     }
   }
 
+  /** URIs held by listen streams, each stream's counted (what the SDK matches every change against), but `except`'s. */
+  listened(except?: Holder): number {
+    const skip = except === undefined ? undefined : holderKey(except);
+    let count = 0;
+    for (const [key, held] of this.byHolder) if (key !== 'subscribe' && key !== skip) count += held.size;
+    return count;
+  }
+
   /** A listen stream ended: what only it asked for goes. Costs its own URIs, not everyone's. */
   release(holder: Holder): void {
     const key = holderKey(holder);

@@ -67,6 +67,25 @@ test('over the bound, both refuse the listen whole and keep nothing', async () =
   assert.equal(subscriptions.size, 0);
 });
 
+test('on stdio, one connection\'s open listens name 1,000 URIs at most together (a red-team finding: 40 of 1,000 held a ping 11.7 s)', () => {
+  const subscriptions = new Subscriptions();
+  const track = trackListens(ctx(), subscriptions);
+  const uris = (from: number, count: number) => Array.from({ length: count }, (_, i) => `file:///srv/r/f${from + i}`);
+  assert.equal(track(listen(1, uris(0, 600))), undefined);
+  assert.match(JSON.stringify(track(listen(2, uris(600, 401)))), /Too many resourceSubscriptions on this connection: 600 named by its open listen streams and 401 asked exceeds maximum of 1000/);
+  assert.equal(subscriptions.listened(), 600, 'nothing kept of the one refused');
+  assert.equal(track(listen(2, uris(600, 400))), undefined);
+  // The same id again replaces its stream: its own URIs do not count against it.
+  assert.equal(track(listen(1, uris(1000, 600))), undefined);
+  assert.equal(subscriptions.listened(), 1000);
+  // A stream cancelled gives its share back.
+  track({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2 } });
+  assert.equal(track(listen(3, uris(2000, 400))), undefined);
+  // resources/subscribe's URIs are counted by its own bound, not this one.
+  subscriptions.add('file:///srv/r/sub', 'sub');
+  assert.equal(subscriptions.listened(), 1000);
+});
+
 test('folding in turns lets other work run between slices: a listen costing 50 ms does not hold the loop for 50 ms', async () => {
   // 1,000 lookups of 0.05 ms each: 50 ms of folding, fifty times a turn's 1 ms.
   const fold = trackListensInTurns(ctx(0.05), new Subscriptions(), new TurnBudget(1))(listen(1, Array.from({ length: 1000 }, (_, i) => `file:///srv/r/f${i}`)));
