@@ -19,6 +19,8 @@ export class Connection {
   answerHolds: AnswerHolds | undefined;
   /** On stdio: while stdout is full, when it takes more (StdioTransport.whenWritable); notifications wait for it. */
   outputFull: (() => Promise<void> | null) | undefined;
+  /** Log lines not relayed while the output was full (src/protocol/logging.ts). */
+  logLinesDropped = 0;
   /** On stdio: a request's handler has ended, answered or not (StdioTransport.settled: a cancelled one frees its place then). */
   handlerSettled: ((id: string | number) => void) | undefined;
 

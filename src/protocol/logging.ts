@@ -37,6 +37,10 @@ const LOGGER_NAME = 'folder-mcp';
 export interface LoggedConnection {
   logLevel: McpLogLevel | undefined;
   readonly server: { sendLoggingMessage?: Server['sendLoggingMessage']; getNegotiatedProtocolVersion?: Server['getNegotiatedProtocolVersion'] } | undefined;
+  /** On stdio: while stdout is full, when it takes more; lines are not queued meanwhile, only counted. */
+  readonly outputFull?: (() => Promise<void> | null) | undefined;
+  /** Lines not sent while the output was full, told in one line once it takes more. */
+  logLinesDropped: number;
 }
 
 /** `logging/setLevel`: from now on this client hears lines at `level` or above. */
@@ -63,5 +67,19 @@ export function relayLogLine(connection: LoggedConnection, level: LogLevel, mess
   const mcpLevel = AS_MCP[level];
   const threshold = connection.logLevel ?? DEFAULT_CLIENT_LOG_LEVEL;
   if (MCP_LOG_LEVELS.indexOf(mcpLevel) < MCP_LOG_LEVELS.indexOf(threshold)) return;
+  // A client that does not read: each line waited in memory for stdout, without end (0.5 MiB/s of warnings
+  // about a folder flipping between readable and not, a red-team finding). Counted instead, and told once.
+  const full = connection.outputFull?.();
+  if (full) {
+    if (connection.logLinesDropped++ === 0) {
+      void full.then(() => {
+        const dropped = connection.logLinesDropped;
+        connection.logLinesDropped = 0;
+        const data = `${dropped} log line(s) not sent while this client did not read what the server wrote; stderr has them`;
+        send.call(server, { level: 'warning', logger: LOGGER_NAME, data }).catch(() => {});
+      });
+    }
+    return;
+  }
   send.call(server, { level: mcpLevel, logger: LOGGER_NAME, data: message }).catch(() => {});
 }

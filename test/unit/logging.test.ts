@@ -56,6 +56,25 @@ describe('relayLogLine', () => {
     }
   });
 
+  test('while the output is full, lines are counted, not queued; once it takes more, one line says how many (a red-team finding)', async () => {
+    const { connection, sent } = connectionAt('2025-11-25');
+    let drained!: () => void;
+    const full = new Promise<void>((resolve) => (drained = resolve));
+    let isFull = true;
+    connection.outputFull = () => (isFull ? full : null);
+    for (let i = 0; i < 1000; i++) relayLogLine(connection, 'warn', `cannot read directory ${i}`);
+    relayLogLine(connection, 'debug', 'below the level: not counted');
+    assert.deepEqual(sent, []);
+    isFull = false;
+    drained();
+    await full;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(sent, [{ level: 'warning', data: '1000 log line(s) not sent while this client did not read what the server wrote; stderr has them' }]);
+    relayLogLine(connection, 'error', 'after');
+    assert.deepEqual(sent.at(-1), { level: 'error', data: 'after' });
+    assert.equal(connection.logLinesDropped, 0);
+  });
+
   test('a failing send neither throws nor logs', async () => {
     const connection = new Connection();
     connection.server = {
