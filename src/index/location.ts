@@ -36,7 +36,8 @@ type Identity = (path: string) => string | null;
 function diskIdentity(path: string): string | null {
   try {
     const stats = statSync(path, { bigint: true });
-    return `${stats.dev}:${stats.ino}`;
+    // Some file systems (network drives, ReFS on Windows) give no inode number: no identity, rather than one for all.
+    return stats.ino === 0n ? null : `${stats.dev}:${stats.ino}`;
   } catch {
     return null;
   }
