@@ -358,6 +358,6 @@ export class TurnChain {
 export async function* oneEachTurn<T>(items: AsyncIterable<T>): AsyncGenerator<T> {
   for await (const item of items) {
     yield item;
-    await new Promise((resolve) => setImmediate(resolve));
+    await yieldToLoop();
   }
 }

@@ -143,8 +143,8 @@ const SIDE_FILES = ['', '-wal', '-shm', '-journal', '.lock'] as const;
  * its own, and the index is then made 0600 only where it is ours), or a
  * folder every user may write, where one can make such a file at any time
  * (`--db /tmp/idx.db`). Pure: `uid` is the server's user, `files` the
- * index's files that exist, with their owners, and `folderMode` the mode of
- * the folder they are in. Not asked on Windows, which has no uid.
+ * index's files that exist, with their owners, and `folder` the folder they
+ * are in, with its mode. Not asked on Windows, which has no uid.
  */
 export function sharedPlaceProblem(uid: number, folder: { path: string; mode: number }, files: readonly { path: string; uid: number }[]): string | null {
   const foreign = files.find((file) => file.uid !== uid);

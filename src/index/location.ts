@@ -52,10 +52,11 @@ function diskIdentity(path: string): string | null {
  */
 export function isInsideRoots(dbFile: string, rootRealPaths: readonly string[], realpath: Realpath = realpathSync.native, identity: Identity = diskIdentity): boolean {
   if (dbFile === ':memory:') return false;
-  const real = toSlashPath(realPathOf(dbFile, realpath));
+  const realNative = realPathOf(dbFile, realpath);
+  const real = toSlashPath(realNative);
   if (rootRealPaths.some((root) => isPathInside(root, real) || real === root)) return true;
   const roots = new Set(rootRealPaths.map(identity).filter((id) => id !== null));
-  for (let at = dirname(realPathOf(dbFile, realpath)); ; at = dirname(at)) {
+  for (let at = dirname(realNative); ; at = dirname(at)) {
     const id = identity(at);
     if (id !== null && roots.has(id)) return true;
     if (dirname(at) === at) return false;

@@ -108,8 +108,8 @@ type ListResult = {
  * during a 100k scan, and tripled the scan's time (a red-team finding). A
  * page that filled, or ran out of budget, covers keys that more rows can
  * only narrow: run again once they are all in. One that ran out of rows:
- * once the index holds a page, or twice as many rows, more than at its last run, or its
- * keys are all in. Either way, once the scan is over.
+ * once the index has doubled since its last run (or grown by a page, if
+ * that is more), or its keys are all in. Either way, once the scan is over.
  */
 function worthAnotherRun(ctx: ServerContext, plan: Plan, afterKey: string | null, page: PageResult, ranAt: number): boolean {
   if (ctx.index.readiness.state !== 'scanning' || pageSettled(ctx, plan, afterKey, page)) return true;
