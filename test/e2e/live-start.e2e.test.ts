@@ -71,6 +71,7 @@ describe('warm start, one server per request', () => {
     const args = ['--db', db, tree.root];
     const first = await connect(args);
     await first.request('resources/list', {});
+    await waitFor(() => /indexed \d+ entries/.test(first.stderr()), TIMEOUT, 'the cold scan to end');
     await first.close();
     for (const name of ['added-1.md', 'added-2.md']) {
       // As the Inspector CLI does: start, ask once as soon as initialized, stop.

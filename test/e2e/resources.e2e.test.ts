@@ -227,6 +227,9 @@ describe('index reuse', () => {
       const db = join(state.path, 'index.db');
       const first = await connect([root.path, '--db', db]);
       const before = (await listAll(first, 'resources/list', 'resources')).items;
+      // Pages answer as soon as their keys are in, before the scan's last word: closed then, the scan would be
+      // cut short and the index left cold (CI saw it once).
+      await waitFor(() => /indexed 4 entries/.test(first.stderr()), 30_000, 'the cold scan to end');
       await first.close();
       assert.ok(existsSync(db));
       const second = await connect([root.path, '--db', db]);

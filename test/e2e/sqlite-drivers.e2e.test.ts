@@ -42,7 +42,7 @@ describe('one index file, both drivers', { skip: OTHER_NODE ? false : 'FOLDER_MC
       firstUris = await uris(first);
       assert.deepEqual(await searchFinds(first, 'pelican'), ['docs/b.md']);
       firstDriver = driverOf(first);
-      assert.match(first.stderr(), /indexed \d+ entries/);
+      await waitFor(() => /indexed \d+ entries/.test(first.stderr()), 30_000, 'the cold scan to end');
     } finally {
       await first.close();
     }
