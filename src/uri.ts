@@ -187,7 +187,7 @@ export function isForbiddenWin32Segment(segment: string): boolean {
   return WIN32_DEVICE.test(segment.split('.')[0]!.trimEnd());
 }
 
-const WIN32_DEVICE = /^(?:CON|PRN|AUX|NUL|COM[0-9¹²³]|LPT[0-9¹²³]|CONIN\$|CONOUT\$)$/i;
+const WIN32_DEVICE = /^(?:CON|PRN|AUX|NUL|COM[0-9\u00B9\u00B2\u00B3]|LPT[0-9\u00B9\u00B2\u00B3]|CONIN\$|CONOUT\$)$/i;
 
 /**
  * Pure parse of a client-supplied URI. Returns null when it cannot name anything we serve:

@@ -151,7 +151,7 @@ function locateMatch(snippet: string, body: string): { line: number; text: strin
   if (start >= 0 && end > start) {
     // The text before the word places it; all of it can be a megabyte (boundSnippet), so its last PLACING_CHARS.
     // Not much fewer: sheets of one header, and separator rows FTS5 does not count as tokens, repeat a long way.
-    const before = snippet.slice(0, start).replace(/^…/, '').slice(-PLACING_CHARS);
+    const before = snippet.slice(0, start).replace(/^\u2026/, '').slice(-PLACING_CHARS);
     const word = snippet.slice(start + 1, end);
     const at = body.indexOf(before + word);
     offset = at >= 0 ? at + before.length : body.toLowerCase().indexOf(word.toLowerCase());
