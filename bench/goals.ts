@@ -182,7 +182,15 @@ function startupGoals(): Goal[] {
   const ratioOf = (a: Stat, b: Stat) => ({ value: a.p50 / b.p50, text: fmtRatio(a.p50 / b.p50) });
   return [
     { goal: '8. warm / cold spawn -> first page', target: '<= 0.5x', measure: each((r) => ratioOf(r.warmFirstPage, r.coldFirstPage), (v) => v <= 0.5) },
-    { goal: '8. cold spawn -> all pages / settled', target: '<= 1.3x', measure: each((r) => ratioOf(r.coldAllPages, r.settledAllPages), (v) => v <= 1.3) },
+    {
+      goal: '8. cold spawn -> all pages / settled',
+      target: '<= 1.3x',
+      // With the floor beside it: a cold listing cannot end before the tree has been walked once.
+      measure: each((r) => {
+        const { value, text } = ratioOf(r.coldAllPages, r.settledAllPages);
+        return { value, text: r.bareWalk ? `${text} (bare walk / settled: ${fmtRatio(r.bareWalk.p50 / r.settledAllPages.p50)})` : text };
+      }, (v) => v <= 1.3),
+    },
     { goal: '8. warm spawn -> all pages / settled', target: '<= 1.3x', measure: each((r) => ratioOf(r.warmAllPages, r.settledAllPages), (v) => v <= 1.3) },
     { goal: '8. bytes of a listed item', target: '<= 250', measure: each((r) => ({ value: r.bytesPerItem, text: String(r.bytesPerItem) }), (v) => v <= 250) },
     {
