@@ -34,6 +34,49 @@ describe('the index file', () => {
     }
   });
 
+  test("servers on one folder's default index: the next take the spare files, start warm from them, and the one past the last keeps its index in memory", async () => {
+    const env = { XDG_CACHE_HOME: join(tree.state, 'spare-cache') };
+    const args = [tree.root, '--watcher', 'none'];
+    const uris = async (conn: Connected) => ((await conn.request('resources/list', {})).resources as LooseResult[]).map((r) => r.uri).sort();
+    const scanned = (conn: Connected) => waitFor(() => /indexed \d+ entries/.test(conn.stderr()), 30_000, 'the cold scan to end');
+    const running: Connected[] = [];
+    const start = async () => {
+      const conn = await connect(args, { env });
+      running.push(conn);
+      return conn;
+    };
+    try {
+      const first = await start();
+      const listed = await uris(first);
+      await scanned(first);
+      const spares: Connected[] = [];
+      for (const n of [2, 3]) {
+        const conn = await start();
+        assert.deepEqual(await uris(conn), listed);
+        assert.match(conn.stderr(), new RegExp(`in use by another folder-mcp \\(pid ${first.pid}\\); this one uses \\S+-${n}\\.db`));
+        const found = (await conn.request('tools/call', { name: 'search', arguments: { query: 'beta' } })).structuredContent as { results: LooseResult[] };
+        assert.equal(found.results.length, 1);
+        await scanned(conn);
+        spares.push(conn);
+      }
+      const files = readdirSync(join(env.XDG_CACHE_HOME, 'folder-mcp'));
+      for (const n of [2, 3]) assert.ok(files.some((f) => f.endsWith(`-${n}.db`)), files.join(', '));
+      const past = await start();
+      assert.deepEqual(await uris(past), listed);
+      assert.match(past.stderr(), /this one keeps its index in memory/);
+      // The second stops; the next server takes its file, warm.
+      await spares[0]!.close();
+      running.splice(running.indexOf(spares[0]!), 1);
+      const again = await start();
+      assert.deepEqual(await uris(again), listed);
+      assert.match(again.stderr(), /this one uses \S+-2\.db/);
+      await waitFor(() => /index checked against the disk/.test(again.stderr()), 30_000, 'the catch-up');
+      assert.doesNotMatch(again.stderr(), /indexed \d+ entries/, 'warm: no cold scan');
+    } finally {
+      for (const conn of running) await conn.close();
+    }
+  });
+
   test('two servers on one --db: the second keeps its index in memory, and both follow changes', async () => {
     const db = join(tree.state, 'shared.db');
     const search = async (conn: Connected, word: string) =>
