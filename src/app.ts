@@ -9,8 +9,9 @@ import { PathLocks, SerialQueue } from './content/path-locks.ts';
 import { createConvert } from './content/formats.ts';
 import { getMeta } from './index/db.ts';
 import { FolderIndex } from './index/folder-index.ts';
-import { acquireDbLock, type LockResult } from './index/lock.ts';
-import { DEFAULT_INDEX_FILES, indexFolderExcludes, indexFolders, spareIndexPath } from './index/location.ts';
+import { acquireDbLock } from './index/lock.ts';
+import { takeSpareIndex } from './index/spare-index.ts';
+import { indexFolderExcludes, indexFolders } from './index/location.ts';
 import { HintBus } from './replicas/bus.ts';
 import { Live } from './sync/live.ts';
 import { notifyConnection } from './protocol/notify.ts';
@@ -27,8 +28,8 @@ import type { RequestObserver } from './protocol/observe.ts';
 import type { Era, ErrorResponse } from './protocol/wire.ts';
 import { createPager } from './query/page.ts';
 import { createServer, type HandlerServices, type ServerInfo } from './server.ts';
-import { chooseDriver, type SqliteDriverName } from './sqlite.ts';
-import { dbFileProblem, inspectDbFile } from './index/db-file.ts';
+import { chooseDriver } from './sqlite.ts';
+import { inspectDbFile } from './index/db-file.ts';
 import { Foreground, TurnChain } from './turns.ts';
 import type { Root } from './uri.ts';
 
@@ -249,7 +250,8 @@ export const WARM_WAIT_MAX_ENTRIES = 10_000;
 export const WARM_WAIT_MS = 2000;
 
 function startServices(config: Config, roots: readonly Root[], requestedDb: string, log: Logger, foreground: Foreground): Services & { close(): Promise<void> } {
-  // One server per index file: a second one (Claude Desktop and Claude Code on one folder) indexes in memory.
+  // One server per index file: a second one (Claude Desktop and Claude Code on one folder) takes a spare of the
+  // default place (src/index/spare-index.ts), or indexes in memory.
   // A pid alone in the lock, of a running program that is not folder-mcp: ours all the same in our own cache folder,
   // or beside an index of ours (a server before the lock's mark died, and its pid was reused).
   const barePidIsOurs = () => config.db === undefined || inspectDbFile(requestedDb, chooseDriver(config.sqliteDriver)).kind === 'index';
@@ -260,7 +262,7 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
       ? `${requestedDb}.lock is not a lock of folder-mcp's`
       : `the index ${requestedDb} is in use by another folder-mcp${Number.isNaN(lock.heldBy) ? '' : ` (pid ${lock.heldBy})`}`;
     // In the default place, the next index file free (a --db names one file: the user's, not ours to add to).
-    const spare = config.db === undefined && !lock.foreign ? takeSpareIndex(requestedDb, chooseDriver(config.sqliteDriver)) : null;
+    const spare = config.db === undefined && !lock.foreign ? takeSpareIndex(requestedDb, chooseDriver(config.sqliteDriver), log) : null;
     if (spare) {
       log.info(`${inUse}; this one uses ${spare.dbFile}`);
       ({ dbFile, lock } = spare);
@@ -366,21 +368,6 @@ function startServices(config: Config, roots: readonly Root[], requestedDb: stri
       if (lock?.acquired) lock.release();
     },
   };
-}
-
-/**
- * The next index file of the default place that no server holds (DEFAULT_INDEX_FILES), with its lock; null when
- * each is held, or one the start-up check would refuse is in the way.
- */
-function takeSpareIndex(first: string, driver: SqliteDriverName): { dbFile: string; lock: LockResult & { acquired: true } } | null {
-  for (let n = 2; n <= DEFAULT_INDEX_FILES; n++) {
-    const dbFile = spareIndexPath(first, n);
-    if (dbFileProblem(dbFile, true, driver) !== null) return null;
-    // Our own cache folder: a pid alone in its lock is a server of ours whose pid was reused.
-    const lock = acquireDbLock(dbFile, undefined, undefined, () => true);
-    if (lock.acquired) return { dbFile, lock };
-  }
-  return null;
 }
 
 /**

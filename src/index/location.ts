@@ -122,22 +122,6 @@ export function defaultDbPath(
 }
 
 /**
- * How many index files the default place has for one set of folders: a
- * server that finds the first in use by another (Claude Desktop and Claude
- * Code on one folder) takes the next free one, `<key>-2.db`, then
- * `<key>-3.db`, each with its lock; past the last it keeps its index in
- * memory. Kept between runs, as the first is: a second server starts warm
- * too, and its search runs on its own thread (one in memory searched on the
- * main thread, and held its whole index, text included, in its heap).
- */
-export const DEFAULT_INDEX_FILES = 3;
-
-/** The `n`th (from 2) index file of the default place whose first is `dbFile` (`<key>.db` -> `<key>-n.db`). */
-export function spareIndexPath(dbFile: string, n: number): string {
-  return dbFile.replace(/(\.db)?$/, `-${n}.db`);
-}
-
-/**
  * Where folder-mcp keeps index files by default: the user's cache folder's
  * `folder-mcp/`, and the private temp folder used when that is served.
  */

@@ -1,10 +1,11 @@
 // One server per index file. Two processes scanning into one database would
 // undo each other's work (a cold scan starts by emptying the table), so the
 // first takes `<db>.lock` (`folder-mcp <pid>`, created exclusively) and a
-// second, while that process lives, keeps its index in memory instead. A lock
-// left by a process that died is taken over.
+// second, while that process lives, takes a spare file of the default place
+// (spare-index.ts) or keeps its index in memory. A lock left by a process
+// that died is taken over.
 import { randomBytes } from 'node:crypto';
-import { closeSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, linkSync, mkdirSync, openSync, readFileSync, readSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isNoEntry, pidRuns } from '../errno.ts';
 
@@ -49,12 +50,14 @@ export function acquireDbLock(
         },
       };
     }
-    let text: string;
+    let text: string | null;
     try {
-      text = readFileSync(path, 'utf8');
+      text = readLockFile(path);
     } catch {
       continue; // released meanwhile: try again
     }
+    // A folder, a FIFO (whose read waited for a writer: the start hung), a device: no lock of ours.
+    if (text === null) return { acquired: false, heldBy: NaN, foreign: true };
     // Not a lock of ours (a project's Cargo.lock, for --db Cargo; a running program's pid file): never deleted. The
     // start-up check refuses such a path (db-file.ts); one that appears afterwards leaves this server's index in memory.
     const lock = readLock(text);
@@ -141,6 +144,26 @@ function removeStale(path: string, staleText: string, runs: (pid: number) => boo
   return true;
 }
 
+/** Longest text a lock of ours can hold (the mark and a pid); a longer file is no lock of ours. */
+const MAX_LOCK_BYTES = 64;
+
+/**
+ * The text of the lock file at `path`, or null when it is not a regular file
+ * of at most MAX_LOCK_BYTES. Opened without blocking and judged by what was
+ * opened: a FIFO put there held the start for good. Throws when there is none.
+ */
+function readLockFile(path: string): string | null {
+  const fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  try {
+    const file = fstatSync(fd);
+    if (!file.isFile() || file.size > MAX_LOCK_BYTES) return null;
+    const text = Buffer.alloc(MAX_LOCK_BYTES);
+    return text.subarray(0, readSync(fd, text, 0, MAX_LOCK_BYTES, 0)).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function readOrNull(path: string): string | null {
   try {
     return readFileSync(path, 'utf8');
@@ -166,7 +189,10 @@ function removeIfThere(path: string): void {
  */
 function removeDeadGuard(guard: string, runs: (pid: number) => boolean): void {
   try {
-    const holder = readLock(readFileSync(guard, 'utf8'))?.pid ?? 0;
+    const text = readLockFile(guard);
+    // Not a file: not ours to remove (the attempts run out, and the index is kept in memory).
+    if (text === null) return;
+    const holder = readLock(text)?.pid ?? 0;
     // Our own pid in it: left by a process before this one that had it (pid 1 in a container started again).
     const dead = holder > 0 && (holder === process.pid || !runs(holder));
     if (dead || Date.now() - statSync(guard).mtimeMs > GUARD_STALE_MS) unlinkSync(guard);
