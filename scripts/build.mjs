@@ -19,7 +19,7 @@
 //   node scripts/build.mjs [--outdir DIR] [--no-sourcemap]
 import { build } from 'esbuild';
 import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve, sep } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { mimeTypesModule } from './mime-types-table.mjs';
@@ -114,24 +114,29 @@ const mimeTypesTable = {
  * such character as two bytes a character, and Node decodes and hashes all of
  * it at every start (a `\uXXXX` escape says the same in a string or a regex).
  */
-function checkBundles(outdir, metafile) {
+function checkBundles(metafile) {
   for (const [file, output] of Object.entries(metafile.outputs)) {
     if (!file.endsWith('.js')) continue;
-    const name = `dist/${file.split('/').pop()}`;
-    for (const { path, kind } of output.imports) {
+    // The metafile's paths are relative to absWorkingDir (ROOT), wherever outdir is and however node_modules is reached.
+    const path = resolve(ROOT, file);
+    const name = relative(ROOT, path);
+    for (const { path: imported, kind } of output.imports) {
       if (kind === 'dynamic-import') continue;
-      const pkg = LOADED_ON_DEMAND.find((p) => path === p || path.startsWith(`${p}/`));
-      if (pkg) throw new Error(`${name} imports ${path} statically: load it with import() where it is used`);
-      if (ON_DEMAND_BUILTINS.includes(path)) throw new Error(`${name} imports ${path} statically: take it from process.getBuiltinModule where it is used`);
+      const pkg = LOADED_ON_DEMAND.find((p) => imported === p || imported.startsWith(`${p}/`));
+      if (pkg) throw new Error(`${name} imports ${imported} statically: load it with import() where it is used`);
+      // A require() of a builtin runs where it is called; an import statement, at every start (either spelling).
+      if (kind === 'import-statement' && ON_DEMAND_BUILTINS.includes(`node:${imported.replace(/^node:/, '')}`)) {
+        throw new Error(`${name} imports ${imported} statically: take it from process.getBuiltinModule where it is used`);
+      }
     }
     for (const input of Object.keys(output.inputs)) {
-      const locale = /^node_modules\/zod\/v4\/locales\/(?!en\.js$)(\S+)$/.exec(input)?.[1];
+      const locale = /(?:^|\/)node_modules\/zod\/v4\/locales\/(?!en\.js$)(\S+)$/.exec(input)?.[1];
       if (locale) throw new Error(`${name} bundles zod's locale ${locale}: only English is meant to be (zodEnglishOnly)`);
-      const sdkShim = /^node_modules\/@modelcontextprotocol\/server\/dist\/(shimsNode|ajvProvider-\w+)\.mjs$/.exec(input)?.[1];
+      const sdkShim = /(?:^|\/)node_modules\/@modelcontextprotocol\/server\/dist\/(shimsNode|ajvProvider-\w+)\.mjs$/.exec(input)?.[1];
       if (sdkShim) throw new Error(`${name} bundles the SDK's ${sdkShim}.mjs, evaluated at every start: its shim is meant to be scripts/sdk-shims-node.mjs (sdkShimsNode)`);
-      if (input.startsWith('node_modules/mime-db/')) throw new Error(`${name} bundles mime-db: its table is meant to be computed at build time (mimeTypesTable)`);
+      if (/(?:^|\/)node_modules\/mime-db\//.test(input)) throw new Error(`${name} bundles mime-db: its table is meant to be computed at build time (mimeTypesTable)`);
     }
-    const code = readFileSync(join(outdir, file.split('/').pop()), 'utf8');
+    const code = readFileSync(path, 'utf8');
     const wide = /[^\x00-\x7f]/.exec(code);
     if (wide) throw new Error(`${name} holds ${JSON.stringify(code.slice(Math.max(0, wide.index - 40), wide.index + 1))}: a character outside ASCII (write it as a \\u escape)`);
   }
@@ -164,7 +169,7 @@ export async function buildDist({ outdir = resolve(ROOT, 'dist'), sourcemap = tr
   });
   writeFileSync(join(outdir, 'cli.js'), BIN);
   chmodSync(join(outdir, 'cli.js'), 0o755);
-  checkBundles(outdir, metafile);
+  checkBundles(metafile);
 }
 
 /**

@@ -211,6 +211,8 @@ describe('cache invalidation across a restart on the same index', () => {
       try {
         const contents = (await conn.request('resources/read', { uri })).contents as Item[];
         assert.equal(contents[1]!.text, 'first\n');
+        // Closed before its scan ends, the index would start cold (its conversions cache emptied): no warm path tested.
+        await waitFor(() => /indexed \d+ entries/.test(conn.stderr()), 30_000, 'the cold scan to end');
       } finally {
         await conn.close();
       }
