@@ -1,7 +1,9 @@
 /**
  * Jobs for one worker (a thread or a child process) that does one at a
  * time: in order, at most `maxWaiting` waiting (each holds its input in
- * memory), the rest refused at once. The owner starts each job on its worker
+ * memory), the rest refused at once; a waiting job whose request is
+ * cancelled leaves the queue then (a client that cancelled its searches held
+ * their places, and its next search waited behind each of them). The owner starts each job on its worker
  * (`start`) and says how it ended (`finish`); everything about the worker
  * itself (starting it, its budgets, killing it) stays with the owner. The
  * conversion process (content/isolate.ts) and the search thread
@@ -15,8 +17,8 @@ export class JobQueue<Job, Output> {
   constructor(
     private readonly options: {
       maxWaiting: number;
-      /** The error a job is refused with: the queue is full, or closed. */
-      refused(reason: 'full' | 'closed'): Error;
+      /** The error a job is refused with: the queue is full, or closed, or the job's request was cancelled before it started. */
+      refused(reason: 'full' | 'closed' | 'cancelled'): Error;
       /** Starts `job` on the worker. A throw fails that job with what was thrown, and the next one starts. */
       start(job: Job): void;
       /** While true no job starts (the last worker is still dying); `pump()` once it turns false. */
@@ -31,11 +33,24 @@ export class JobQueue<Job, Output> {
     return this.running?.job;
   }
 
-  add(job: Job): Promise<Output> {
+  /** Queues `job`; `signal`: its request's, whose abort takes the job out while it waits (a running job is the owner's). */
+  add(job: Job, signal?: AbortSignal): Promise<Output> {
     if (this.closed) return Promise.reject(this.options.refused('closed'));
+    if (signal?.aborted) return Promise.reject(this.options.refused('cancelled'));
     if (this.waiting.length >= this.options.maxWaiting) return Promise.reject(this.options.refused('full'));
     return new Promise((resolve, reject) => {
-      this.waiting.push({ job, resolve, reject });
+      const pending: Pending<Job, Output> = { job, resolve, reject };
+      if (signal) {
+        const cancel = () => {
+          const at = this.waiting.indexOf(pending);
+          if (at < 0) return;
+          this.waiting.splice(at, 1);
+          reject(this.options.refused('cancelled'));
+        };
+        signal.addEventListener('abort', cancel, { once: true });
+        pending.forget = () => signal.removeEventListener('abort', cancel);
+      }
+      this.waiting.push(pending);
       this.pump();
     });
   }
@@ -55,6 +70,7 @@ export class JobQueue<Job, Output> {
   pump(): void {
     while (!this.running && !this.closed && this.waiting.length > 0 && !this.options.held?.()) {
       const next = this.waiting.shift()!;
+      next.forget?.();
       this.running = next;
       try {
         this.options.start(next.job);
@@ -69,7 +85,10 @@ export class JobQueue<Job, Output> {
   /** Refuses the waiting jobs; the running one is the owner's to finish (it stops its worker). */
   close(): void {
     this.closed = true;
-    for (const pending of this.waiting.splice(0)) pending.reject(this.options.refused('closed'));
+    for (const pending of this.waiting.splice(0)) {
+      pending.forget?.();
+      pending.reject(this.options.refused('closed'));
+    }
   }
 }
 
@@ -77,4 +96,6 @@ interface Pending<Job, Output> {
   job: Job;
   resolve(output: Output): void;
   reject(error: Error): void;
+  /** Stops hearing of its request's cancellation (it started, or the queue closed). */
+  forget?(): void;
 }

@@ -59,7 +59,8 @@ export function createServer(services: () => HandlerServices | Promise<HandlerSe
         const progress = progressSink(extra);
         const blobs = answerBlobsOf(request.http?.req);
         const holdAnswer = answerHolder(connection, request.mcpReq.id, request.mcpReq.signal);
-        const scope = { ctx, catalog, connection, ...(progress ? { progress } : {}), ...(blobs ? { blobs } : {}), ...(holdAnswer ? { holdAnswer } : {}) };
+        const signal = request.mcpReq.signal;
+        const scope = { ctx, catalog, connection, signal, ...(progress ? { progress } : {}), ...(blobs ? { blobs } : {}), ...(holdAnswer ? { holdAnswer } : {}) };
         const handle = () => handler.handle(scope, params as Record<string, unknown>);
         // The one place requests wait for the index (the table says what each needs): handlers and tools do not wait again.
         if (handler.waitsFor === 'nothing') return await handle();

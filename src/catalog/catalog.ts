@@ -21,7 +21,7 @@ import { WRITE_TOOLS } from './write-tools.ts';
 
 /** The protocol layer's CatalogHandlers, with the tool result typed. */
 export interface Catalog extends CatalogHandlers {
-  callTool(params: unknown, progress?: ProgressSink, holdAnswer?: HoldAnswer): Promise<ToolResult>;
+  callTool(params: unknown, progress?: ProgressSink, holdAnswer?: HoldAnswer, signal?: AbortSignal): Promise<ToolResult>;
 }
 
 /** What tools/list says about a tool. */
@@ -64,7 +64,7 @@ export function createCatalog(ctx: ServerContext, search: ContentSearch | null):
       return { tools: page.items, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
     },
 
-    async callTool(params, progress, holdAnswer) {
+    async callTool(params, progress, holdAnswer, signal) {
       const p = (params ?? {}) as { name?: unknown; arguments?: unknown };
       if (typeof p.name !== 'string') throw invalidParams('Invalid params: name must be a string');
       // SEP-1292: a tool is named by its name or its URI. An unknown tool is the client's mistake, a protocol error.
@@ -73,7 +73,7 @@ export function createCatalog(ctx: ServerContext, search: ContentSearch | null):
       const parsed = tool.input.safeParse(p.arguments ?? {});
       if (!parsed.success) return failure(`Invalid arguments for ${tool.name}:\n${z.prettifyError(parsed.error)}`);
       try {
-        return await tool.run({ ...tc, ...(progress ? { progress } : {}), ...(holdAnswer ? { holdAnswer } : {}) }, parsed.data);
+        return await tool.run({ ...tc, ...(progress ? { progress } : {}), ...(holdAnswer ? { holdAnswer } : {}), ...(signal ? { signal } : {}) }, parsed.data);
       } catch (error) {
         if (error instanceof ToolFailure) return failure(error.message);
         ctx.log.error(`tool ${tool.name} failed: ${(error as Error).stack ?? String(error)}`);

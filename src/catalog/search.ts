@@ -185,7 +185,7 @@ export const searchTool: ToolDefinition<z.infer<typeof input>> = {
     }
     let outcome;
     try {
-      outcome = await search.query(expression, query, exact, args.limit, undefined, vector);
+      outcome = await search.query(expression, query, exact, args.limit, undefined, vector, tc.signal);
     } catch (error) {
       if (error instanceof SearchBusyError) throw new ToolFailure(`Search is busy: ${error.message}`);
       throw error;

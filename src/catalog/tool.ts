@@ -21,6 +21,8 @@ export interface ToolContext {
   progress?: ProgressSink;
   /** On stdio: keeps a share of the read budget until the call's answer is written (HandlerScope.holdAnswer). */
   holdAnswer?: HoldAnswer;
+  /** Aborts when the client cancels the call (HandlerScope.signal). */
+  signal?: AbortSignal;
 }
 
 export type ContentBlock = Record<string, unknown> & { type: string };

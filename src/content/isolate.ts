@@ -94,7 +94,10 @@ export class ConversionWorker {
     this.memory = { ...DEFAULT_CHILD_MEMORY, ...memory };
     this.jobs = new JobQueue<WorkerJob, WorkerOutput>({
       maxWaiting: maxQueued,
-      refused: (reason) => new ConversionUnavailable(reason === 'closed' ? 'server is closing' : `${maxQueued} conversions are already waiting`),
+      refused: (reason) =>
+        new ConversionUnavailable(
+          reason === 'closed' ? 'server is closing' : reason === 'cancelled' ? 'the request was cancelled' : `${maxQueued} conversions are already waiting`,
+        ),
       start: (job) => this.start(job),
       // Nothing left to convert: stop the process after a while, so what it grew to goes back to the system.
       drained: () => {

@@ -25,7 +25,7 @@ export interface CatalogHandlers {
    * `progress`: the request's, when it sent a progress token (a tool that
    * waits says how far it got); `holdAnswer`: see HandlerScope.
    */
-  callTool(params: unknown, progress?: ProgressSink, holdAnswer?: HoldAnswer): Result;
+  callTool(params: unknown, progress?: ProgressSink, holdAnswer?: HoldAnswer, signal?: AbortSignal): Result;
   listPrompts(params: unknown): Result;
   getPrompt(params: unknown): Result;
   complete(params: unknown): Result;
@@ -54,6 +54,12 @@ export interface HandlerScope {
    * when the handler returns.
    */
   holdAnswer?: HoldAnswer;
+  /**
+   * Aborts when the client cancels the request (`notifications/cancelled`):
+   * its answer is dropped, and work still waiting its turn (a search queued
+   * for the search thread) is not started. Work under way runs to its bounds.
+   */
+  signal?: AbortSignal;
 }
 
 
@@ -84,7 +90,7 @@ export const REQUEST_HANDLERS: Readonly<Record<string, RequestHandler>> = {
   'resources/subscribe': handler('index', ({ ctx, connection }, p) => subscribeResource(ctx, connection.subscriptions, p)),
   'resources/unsubscribe': handler('nothing', ({ ctx, connection }, p) => unsubscribeResource(ctx, connection.subscriptions, p)),
   'tools/list': handler('nothing', ({ catalog }, p) => catalog.listTools(p)),
-  'tools/call': handler('index', ({ catalog, progress, holdAnswer }, p) => catalog.callTool(p, progress, holdAnswer)),
+  'tools/call': handler('index', ({ catalog, progress, holdAnswer, signal }, p) => catalog.callTool(p, progress, holdAnswer, signal)),
   'prompts/list': handler('nothing', ({ catalog }, p) => catalog.listPrompts(p)),
   'prompts/get': handler('index', ({ catalog }, p) => catalog.getPrompt(p)),
   'completion/complete': handler('nothing', ({ catalog }, p) => catalog.complete(p)),

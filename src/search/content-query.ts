@@ -42,7 +42,8 @@ export class ContentQuery {
    * Ranked hits within `query`'s scope, best first, within the budget: on the
    * search thread when there is one, else here, stopping between statements.
    * `exact` says the query has no glob residual. Throws SearchBusyError when
-   * too many searches wait.
+   * too many searches wait, or when `signal` (the request's) aborts before
+   * the search thread takes it.
    */
   async query(
     expression: SearchExpression | null,
@@ -51,10 +52,11 @@ export class ContentQuery {
     limit: number,
     budgetMs = this.budgetMs,
     vector: Float32Array | null = null,
+    signal?: AbortSignal,
   ): Promise<SearchOutcome> {
     if (this.thread) {
       try {
-        return await this.thread.run({ expression, vector, query, exact, limit, budgetMs });
+        return await this.thread.run({ expression, vector, query, exact, limit, budgetMs }, signal);
       } catch (error) {
         if (!(error instanceof SearchThreadError)) throw error;
         // The next search starts a fresh thread; this one is answered here, bounded between statements.

@@ -127,7 +127,10 @@ export class ContentSearch {
     return this.queries.search(expression, scope, limit);
   }
 
-  /** Ranked hits within `query`'s scope, best first, within the budget (ContentQuery.query). Throws SearchBusyError when too many searches wait. */
+  /**
+   * Ranked hits within `query`'s scope, best first, within the budget (ContentQuery.query). Throws SearchBusyError
+   * when too many searches wait, or when `signal` (the request's) aborts before the search starts.
+   */
   query(
     expression: SearchExpression | null,
     query: ListQuery,
@@ -135,8 +138,9 @@ export class ContentSearch {
     limit: number,
     budgetMs?: number,
     vector: Float32Array | null = null,
+    signal?: AbortSignal,
   ): Promise<SearchOutcome> {
-    return this.queries.query(expression, query, exact, limit, budgetMs, vector);
+    return this.queries.query(expression, query, exact, limit, budgetMs, vector, signal);
   }
 
   /** Bytes of the search tables, when SQLite's dbstat table is compiled in. */

@@ -39,7 +39,9 @@ export class SearchThread {
   private readonly jobs = new JobQueue<SearchJob, SearchOutcome>({
     maxWaiting: MAX_QUEUED,
     refused: (reason) =>
-      new SearchBusyError(reason === 'closed' ? 'server is closing' : `${MAX_QUEUED} searches are already waiting; try again in a moment`),
+      new SearchBusyError(
+        reason === 'closed' ? 'server is closing' : reason === 'cancelled' ? 'the request was cancelled' : `${MAX_QUEUED} searches are already waiting; try again in a moment`,
+      ),
     held: () => this.dying !== undefined,
     start: (job) => {
       const worker = this.ensureWorker();
@@ -54,8 +56,9 @@ export class SearchThread {
     private readonly workerUrl: URL,
   ) {}
 
-  run(job: Omit<SearchJob, 'id'>): Promise<SearchOutcome> {
-    return this.jobs.add({ ...job, id: this.nextId++ });
+  /** `signal`: the request's; cancelled while it waits, the search never runs (one running goes on to its budget). */
+  run(job: Omit<SearchJob, 'id'>, signal?: AbortSignal): Promise<SearchOutcome> {
+    return this.jobs.add({ ...job, id: this.nextId++ }, signal);
   }
 
   close(): void {

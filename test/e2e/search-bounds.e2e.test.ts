@@ -114,6 +114,41 @@ describe('the search thread', () => {
   });
 });
 
+describe('a cancelled search', () => {
+  test('never runs while it waits for the search thread, and frees its place: a client that cancels does not wait behind its own searches', { timeout: 60_000 }, async () => {
+    const dir = tempDir();
+    const state = tempDir('folder-mcp-state-');
+    try {
+      broadTree(dir.path, 20);
+      const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
+      const search = new ContentSearch(index, silentLogger);
+      index.readiness.catchUp(Promise.resolve());
+      search.start();
+      await search.idle();
+      const ask = (signal?: AbortSignal) => search.query(parseSearchQuery('needle1'), { method: 'resources/list' }, true, 50, undefined, null, signal);
+      // The first goes to the thread; the next eight fill the queue (SearchThread's MAX_QUEUED).
+      const running = ask();
+      const cancels = Array.from({ length: 8 }, () => new AbortController());
+      const waiting = cancels.map((c) => ask(c.signal));
+      await assert.rejects(ask(), /8 searches are already waiting/);
+      for (const c of cancels) c.abort();
+      for (const w of waiting) await assert.rejects(w, /the request was cancelled/);
+      // Their places are free at once, and the thread runs what is asked next.
+      const next = Array.from({ length: 8 }, () => ask());
+      assert.equal((await running).hits.length, 7);
+      for (const n of next) assert.equal((await n).hits.length, 7);
+      const aborted = new AbortController();
+      aborted.abort();
+      await assert.rejects(ask(aborted.signal), /the request was cancelled/, 'cancelled before it was asked');
+      await search.close();
+      index.close();
+    } finally {
+      dir.cleanup();
+      state.cleanup();
+    }
+  });
+});
+
 describe('a hostile search over stdio', () => {
   test('is bounded or cut short, and a resources/list sent after it is answered first', async () => {
     const dir = tempDir();

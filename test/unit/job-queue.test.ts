@@ -49,6 +49,33 @@ test('past maxWaiting a job is refused at once; a closed queue refuses the waiti
   await assert.rejects(running, /stopped/, 'the running job is the owner\'s to end');
 });
 
+test("a waiting job whose request is cancelled leaves the queue, and its place is free; a running one is the owner's", async () => {
+  const { q, started } = queue({ maxWaiting: 2 });
+  const first = new AbortController();
+  const second = new AbortController();
+  const running = q.add(1, first.signal);
+  const cancelled = q.add(2, second.signal);
+  const kept = q.add(3);
+  await assert.rejects(q.add(4), /^Error: full$/);
+  second.abort();
+  await assert.rejects(cancelled, /^Error: cancelled$/);
+  const later = q.add(5);
+  first.abort();
+  assert.equal(q.current, 1, 'the running job runs on: its owner ends it');
+  q.finish(undefined, 'one');
+  assert.equal(await running, 'one');
+  assert.deepEqual(started, [1, 3], 'the cancelled job never started');
+  q.finish(undefined, 'three');
+  assert.equal(await kept, 'three');
+  q.finish(undefined, 'five');
+  assert.equal(await later, 'five');
+  assert.deepEqual(started, [1, 3, 5]);
+  const gone = new AbortController();
+  gone.abort();
+  await assert.rejects(q.add(6, gone.signal), /^Error: cancelled$/, 'cancelled before it was queued');
+  assert.deepEqual(started, [1, 3, 5]);
+});
+
 test('a start that throws fails that job only; the next starts', async () => {
   const { q, started } = queue({ failStart: (job) => job === 1 });
   const a = q.add(1);
