@@ -82,6 +82,8 @@ function publish(path: string, text: string): boolean {
   try {
     writeFileSync(written, text, { flag: 'wx', mode: 0o600 });
   } catch {
+    // Made but not written (a full disk): not left behind.
+    removeQuietly(written);
     return publishInPlace(path, text);
   }
   try {
@@ -105,10 +107,22 @@ function publishInPlace(path: string, text: string): boolean {
   }
   try {
     writeSync(fd, text);
-  } finally {
+  } catch (error) {
+    // Ours, made empty: not left to look like a lock whose server died before writing its pid.
     closeSync(fd);
+    removeQuietly(path);
+    throw error;
   }
+  closeSync(fd);
   return true;
+}
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // gone, or not ours to remove
+  }
 }
 
 /** Tries to take the lock, or to take a stale one over, this often before the index is kept in memory. */
