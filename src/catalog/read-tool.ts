@@ -122,7 +122,7 @@ export const readTool: ToolDefinition<z.infer<typeof input>> = {
   async run(tc, args) {
     if (args.paths !== undefined) return readMany(tc, args.paths, args.length);
     const entry = await resolveOrFail(tc.ctx, (args.uri ?? args.path)!);
-    const read = await budgeted(tc, [entry], args.length, () => readOne(tc.ctx, entry, args.offset, args.length, READ_MAX_TOTAL_BYTES));
+    const read = await budgeted(tc, [entry], args.length, () => readOne(tc.ctx, entry, args.offset, args.length, READ_MAX_TOTAL_BYTES, tc.signal));
     return { content: read.blocks, structuredContent: read.result };
   },
 };
@@ -149,7 +149,7 @@ async function readMany(tc: ToolContext, paths: readonly string[], length: numbe
       try {
         const entry = found[i];
         if (entry instanceof Error) throw entry;
-        const read = await readOne(ctx, entry as EntryRow, 0, Math.min(length, budget), budget);
+        const read = await readOne(ctx, entry as EntryRow, 0, Math.min(length, budget), budget, tc.signal);
         budget -= read.bytes;
         results.push(read.result);
         content.push(...read.blocks);
@@ -209,7 +209,7 @@ async function resolveOrFail(ctx: ServerContext, given: string): Promise<EntryRo
 }
 
 /** One file or folder: an image whole when it is one (and `imageBudget` allows), else a window. Throws ToolFailure. */
-async function readOne(ctx: ServerContext, entry: EntryRow, offset: number, length: number, imageBudget: number): Promise<FileRead> {
+async function readOne(ctx: ServerContext, entry: EntryRow, offset: number, length: number, imageBudget: number, signal?: AbortSignal): Promise<FileRead> {
   const resource = toResource(entry, ctx.roots);
   // The path as every tool prints it (with several folders, the folder's label first), not the resource's title.
   const shown = displayPath(entry, ctx.roots);
@@ -228,7 +228,7 @@ async function readOne(ctx: ServerContext, entry: EntryRow, offset: number, leng
       };
     }
   }
-  const window = await readWindow(ctx, entry, offset, length);
+  const window = await readWindow(ctx, entry, offset, length, signal);
   const end = window.offset + window.length;
   const nextOffset = entry.kind === EntryKind.document && end < window.size ? end : undefined;
   const body = window.text !== undefined ? { text: window.text } : { blob: window.blob! };
@@ -287,8 +287,8 @@ async function imageOf(ctx: ServerContext, entry: EntryRow, limit: number): Prom
 }
 
 /** A window of a document, or a collection's listing; shared with the explain prompt. */
-export async function readWindow(ctx: ServerContext, entry: EntryRow, offset: number, length: number): Promise<Window> {
-  return entry.kind === EntryKind.collection ? collectionWindow(ctx, entry) : documentWindow(ctx, entry, offset, length);
+export async function readWindow(ctx: ServerContext, entry: EntryRow, offset: number, length: number, signal?: AbortSignal): Promise<Window> {
+  return entry.kind === EntryKind.collection ? collectionWindow(ctx, entry) : documentWindow(ctx, entry, offset, length, signal);
 }
 
 function collectionWindow(ctx: ServerContext, entry: EntryRow): Window {
@@ -300,7 +300,7 @@ function collectionWindow(ctx: ServerContext, entry: EntryRow): Window {
   return { mimeType: entry.mime, text, size, offset: 0, length: size };
 }
 
-async function documentWindow(ctx: ServerContext, entry: EntryRow, offset: number, length: number): Promise<Window> {
+async function documentWindow(ctx: ServerContext, entry: EntryRow, offset: number, length: number, signal?: AbortSignal): Promise<Window> {
   let file: OpenedFile;
   try {
     // Security: openVerified, as every read: no folder that became a symlink, no FIFO, socket or device.
@@ -343,7 +343,7 @@ async function documentWindow(ctx: ServerContext, entry: EntryRow, offset: numbe
     await file.handle.close();
   }
   if (content.text !== undefined && !converted) return textWindow(entry.mime, Buffer.from(content.text, 'utf8'), offset, length);
-  const alternatives = await ctx.convert(entry, content).catch(() => []);
+  const alternatives = await ctx.convert(entry, content, signal).catch(() => []);
   for (const alt of alternatives) {
     if ('text' in alt) return textWindow(alt.mimeType, Buffer.from(alt.text, 'utf8'), offset, length);
   }

@@ -135,6 +135,13 @@ export type SearchText = (LocatedText & { mimeType: string }) | { skipped: strin
  * budget is left out with one warning (per file version), and the primary
  * content is served regardless.
  */
+/** One conversion that concurrent reads of a file share: how many of them still want it (Infinity: one that cannot be cancelled). */
+interface SharedConversion {
+  result: Promise<Alternative | undefined>;
+  wanted: number;
+  controller: AbortController;
+}
+
 export class Formats {
   readonly cache: ConversionCache;
   readonly limits: ConversionLimits;
@@ -143,7 +150,7 @@ export class Formats {
   private readonly worker: ConversionWorker | undefined;
   private readonly backgroundWorker: ConversionWorker | undefined;
   /** Conversions under way, so that concurrent reads of one file convert it once. */
-  private readonly running = new Map<string, Promise<Alternative | undefined>>();
+  private readonly running = new Map<string, SharedConversion>();
 
   constructor(options: FormatsOptions) {
     this.cache = new ConversionCache(options.db);
@@ -198,11 +205,17 @@ export class Formats {
   };
 
   /** The alternatives of a document just read, in registry order. */
-  readonly convert = async (entry: EntryRow, content: FileContent): Promise<Alternative[]> => {
+  /**
+   * The document's format alternatives. `signal`: the read's request; a
+   * conversion still waiting for the conversion process is dropped once every
+   * read that wants it is cancelled (one under way runs to its limits), and
+   * nothing is cached of it.
+   */
+  readonly convert = async (entry: EntryRow, content: FileContent, signal?: AbortSignal): Promise<Alternative[]> => {
     const converters = convertersFor(entry, content.bytes, this.converters);
     if (converters.length === 0) return [];
     const file: FileVersion = { uri: entry.uri, mtime: content.mtimeMs, size: content.bytes.length };
-    const results = await Promise.all(converters.map((c) => this.alternative(entry, file, content, c)));
+    const results = await Promise.all(converters.map((c) => this.alternative(entry, file, content, c, signal)));
     return results.filter((a): a is Alternative => a !== undefined);
   };
 
@@ -223,14 +236,39 @@ export class Formats {
     file: FileVersion,
     content: FileContent,
     converter: Converter,
+    signal: AbortSignal | undefined,
   ): Promise<Alternative | undefined> {
     const key = `${file.uri}\0${converter.id}\0${file.mtime}\0${file.size}`;
-    let pending = this.running.get(key);
-    if (!pending) {
-      pending = this.cachedOrConvert(entry, file, content, converter).finally(() => this.running.delete(key));
-      this.running.set(key, pending);
+    let shared = this.running.get(key);
+    if (!shared) {
+      const controller = new AbortController();
+      const made: SharedConversion = { wanted: 0, controller, result: Promise.resolve(undefined) };
+      made.result = this.cachedOrConvert(entry, file, content, converter, controller.signal).finally(() => {
+        if (this.running.get(key) === made) this.running.delete(key);
+      });
+      this.running.set(key, (shared = made));
     }
-    return pending;
+    // Stopped only once every read that wants it is cancelled: a read without a signal wants it to the end.
+    const joined = shared;
+    if (signal === undefined) joined.wanted = Infinity;
+    else if (!signal.aborted) {
+      joined.wanted++;
+      signal.addEventListener(
+        'abort',
+        () => {
+          if (--joined.wanted > 0) return;
+          joined.controller.abort();
+          // A read after this one converts afresh rather than joining a conversion that was dropped.
+          if (this.running.get(key) === joined) this.running.delete(key);
+        },
+        { once: true },
+      );
+    }
+    if (joined.wanted === 0) {
+      joined.controller.abort();
+      if (this.running.get(key) === joined) this.running.delete(key);
+    }
+    return joined.result;
   }
 
   private async cachedOrConvert(
@@ -238,6 +276,7 @@ export class Formats {
     file: FileVersion,
     content: FileContent,
     converter: Converter,
+    signal: AbortSignal,
   ): Promise<Alternative | undefined> {
     let cached: CachedConversion | undefined;
     try {
@@ -247,7 +286,7 @@ export class Formats {
     }
     if (cached) return 'alternative' in cached ? cached.alternative : undefined;
 
-    const { outcome, bytes } = await this.run(entry, content, converter);
+    const { outcome, bytes } = await this.run(entry, content, converter, signal);
     if (!outcome) return undefined; // did not happen this time; nothing to remember
     if ('error' in outcome) {
       this.log.warn(`${converter.produces} alternative of ${entry.uri} left out: ${outcome.error}`);
@@ -265,6 +304,7 @@ export class Formats {
     entry: EntryRow,
     content: FileContent,
     converter: Converter,
+    signal: AbortSignal,
   ): Promise<{ outcome?: CachedConversion; bytes?: Uint8Array }> {
     const limits = this.limits;
     if (content.bytes.length > limits.inputBytes) {
@@ -275,7 +315,7 @@ export class Formats {
       const input = { name: entry.name, bytes: content.bytes, text: content.text, limits };
       output =
         this.worker && CONVERTERS.includes(converter)
-          ? await this.worker.run(converter.id, input)
+          ? await this.worker.run(converter.id, input, signal)
           : await runInline(converter, input);
     } catch (error) {
       if (error instanceof ConversionUnavailable) {

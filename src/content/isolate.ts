@@ -113,8 +113,9 @@ export class ConversionWorker {
     return this.child?.pid;
   }
 
-  run(converter: string, input: { name: string; bytes: Uint8Array; text: string | undefined; limits: ConversionLimits }): Promise<string | Uint8Array> {
-    return this.enqueue(converter, input) as Promise<string | Uint8Array>;
+  /** `signal`: a job still waiting when it aborts leaves the queue (ConversionUnavailable); one under way runs to its limits. */
+  run(converter: string, input: { name: string; bytes: Uint8Array; text: string | undefined; limits: ConversionLimits }, signal?: AbortSignal): Promise<string | Uint8Array> {
+    return this.enqueue(converter, input, signal) as Promise<string | Uint8Array>;
   }
 
   /** The converter's text with its places when it has them (Converter.convertLocated), else its plain output. */
@@ -122,8 +123,8 @@ export class ConversionWorker {
     return this.enqueue(converter, { ...input, located: true });
   }
 
-  private enqueue(converter: string, input: Omit<WorkerJob, 'id' | 'converter'>): Promise<WorkerOutput> {
-    return this.jobs.add({ id: this.nextId++, converter, ...input });
+  private enqueue(converter: string, input: Omit<WorkerJob, 'id' | 'converter'>, signal?: AbortSignal): Promise<WorkerOutput> {
+    return this.jobs.add({ id: this.nextId++, converter, ...input }, signal);
   }
 
   close(): void {

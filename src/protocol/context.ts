@@ -39,7 +39,8 @@ export interface ServerContext {
    */
   refresh(paths: readonly string[]): Promise<void>;
   /** Format alternatives of a document, after its primary content. */
-  convert(entry: EntryRow, content: FileContent): Promise<Alternative[]>;
+  /** `signal`: the read's request (Formats.convert: a conversion still waiting is dropped once every read of it is cancelled). */
+  convert(entry: EntryRow, content: FileContent, signal?: AbortSignal): Promise<Alternative[]>;
   /** The bytes of files being read at once, for every client together (src/content/read-budget.ts). */
   readBudget: ReadBudget;
   /** Large answers of reads, a turn of the event loop each, one after another (src/protocol/read.ts). */

@@ -57,7 +57,8 @@ export interface HandlerScope {
   /**
    * Aborts when the client cancels the request (`notifications/cancelled`):
    * its answer is dropped, and work still waiting its turn (a search queued
-   * for the search thread) is not started. Work under way runs to its bounds.
+   * for the search thread, a conversion queued for the conversion process)
+   * is not started. Work under way runs to its bounds.
    */
   signal?: AbortSignal;
 }
@@ -81,8 +82,8 @@ export const REQUEST_HANDLERS: Readonly<Record<string, RequestHandler>> = {
   'resources/list': handler('keys', ({ ctx }, p) => listResources(ctx, p)),
   'resources/templates/list': handler('nothing', async ({ ctx }, p) => listResourceTemplates(ctx, p)),
   // Reserved mcp: URIs are dispatched first: never a file.
-  'resources/read': handler('index', ({ ctx, catalog, blobs, holdAnswer }, p) =>
-    isReservedUri(p.uri) ? catalog.readReserved(p.uri) : readResource(ctx, p, blobs, holdAnswer),
+  'resources/read': handler('index', ({ ctx, catalog, blobs, holdAnswer, signal }, p) =>
+    isReservedUri(p.uri) ? catalog.readReserved(p.uri) : readResource(ctx, p, blobs, holdAnswer, signal),
   ),
   'resources/metadata': handler('index', ({ ctx, catalog }, p) =>
     isReservedUri(p.uri) ? catalog.reservedMetadata(p.uri) : resourceMetadata(ctx, p),

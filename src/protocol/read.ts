@@ -37,7 +37,7 @@ export async function resourceMetadata(ctx: ServerContext, params: unknown): Pro
  * `resources/read`: a document with its format alternatives, or a collection (docs/resources.md, Reading).
  * `holdAnswer` (stdio): the answer keeps its share of the read budget until it is written.
  */
-export async function readResource(ctx: ServerContext, params: unknown, blobs?: AnswerBlobs, holdAnswer?: HoldAnswer): Promise<{ contents: ContentItem[] }> {
+export async function readResource(ctx: ServerContext, params: unknown, blobs?: AnswerBlobs, holdAnswer?: HoldAnswer, signal?: AbortSignal): Promise<{ contents: ContentItem[] }> {
   const uri = uriParam(params);
   const entry = await findEntry(ctx, uri);
   // The answer's bytes on the wire, within the process's read budget: base64's until read, then exactly.
@@ -45,7 +45,7 @@ export async function readResource(ctx: ServerContext, params: unknown, blobs?: 
   try {
     return await ctx.readBudget.run(bytes, async (share) => {
       if (holdAnswer) holdAnswer(share.hold());
-      const contents = entry.kind === EntryKind.collection ? await readCollection(ctx, entry) : await readDocument(ctx, entry, blobs, share);
+      const contents = entry.kind === EntryKind.collection ? await readCollection(ctx, entry) : await readDocument(ctx, entry, blobs, share, signal);
       share.grow(contentsWireBytes(contents));
       return { contents };
     });
@@ -82,7 +82,7 @@ function contentsWireBytes(contents: readonly ContentItem[]): number {
 }
 
 /** `share`: the read's share of the budget, kept by a deferred blob until it is written. */
-async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerBlobs, share?: ReadShare): Promise<ContentItem[]> {
+async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerBlobs, share?: ReadShare, signal?: AbortSignal): Promise<ContentItem[]> {
   const resource = toResource(entry, ctx.roots);
   let content;
   try {
@@ -97,7 +97,7 @@ async function readDocument(ctx: ServerContext, entry: EntryRow, blobs?: AnswerB
   if (!deferred && content.bytes.length > LARGE_ANSWER_BYTES) await ctx.largeAnswers.next();
   // Converted first: a deferred content's share of the read budget is let go when its answer is not taken within a
   // few seconds of the defer (answer-blobs.ts), and a conversion's time is not its client's.
-  const alternatives = await ctx.convert(entry, content);
+  const alternatives = await ctx.convert(entry, content, signal);
   const primary: ContentItem =
     content.text !== undefined
       ? { ...resource, size: representationSize(content), text: content.text }

@@ -23,7 +23,7 @@ import { docxParts, makeDocx, makeFlateBombPdf, makeNotebook, makePdf, makePptx,
 import { pptxConverter } from '../../src/content/converters/pptx.ts';
 import { columnOf, excelDate, isBuiltInDateFormat, isDateFormat, unescapeXstring, xlsxConverter } from '../../src/content/converters/xlsx.ts';
 import { tableCell } from '../../src/content/converters/ooxml.ts';
-import { ConversionCache, Formats, truncateUtf8, truncationMarker } from '../../src/content/formats.ts';
+import { ConversionCache, Formats, truncateUtf8, truncationMarker, type Alternative } from '../../src/content/formats.ts';
 import {
   childCommand,
   ConversionWorker,
@@ -707,6 +707,41 @@ describe('Formats: budgets and cache', () => {
 });
 
 describe('conversion process', () => {
+  test('a conversion waiting for the process is dropped once every read that wants it is cancelled, and nothing of it is cached', () => {
+    const dir = tempDir('folder-mcp-formats-');
+    const { db } = openDb(join(dir.path, 'index.db'), silentLogger);
+    const worker = new ConversionWorker(WORKER);
+    const formats = new Formats({ db, log: silentLogger, worker });
+    const notebook = (name: string, source: string) => {
+      const text = makeNotebook([{ cell_type: 'markdown', source }]);
+      return { row: entry(name, 'application/x-ipynb+json'), content: { bytes: Buffer.from(text), text, mtimeMs: 1000 } };
+    };
+    const [a, b, c] = [notebook('a.ipynb', 'first'), notebook('b.ipynb', 'shared'), notebook('c.ipynb', 'dropped')];
+    const texts = (alternatives: readonly Alternative[]) => alternatives.map((alt) => ('text' in alt ? alt.text : ''));
+    return (async () => {
+      try {
+        // a runs (the process takes one job at a time); b and c wait behind it, each wanted by two reads.
+        const running = formats.convert(a.row, a.content);
+        const [b1, b2, c1, c2] = [new AbortController(), new AbortController(), new AbortController(), new AbortController()];
+        const readsOfB = [formats.convert(b.row, b.content, b1.signal), formats.convert(b.row, b.content, b2.signal)];
+        const readsOfC = [formats.convert(c.row, c.content, c1.signal), formats.convert(c.row, c.content, c2.signal)];
+        b1.abort(); // b is still wanted by its second read
+        c1.abort();
+        c2.abort(); // no read of c is left: dropped before it ran
+        assert.deepEqual(texts(await running), ['first\n']);
+        for (const read of readsOfB) assert.deepEqual(texts(await read), ['shared\n']);
+        for (const read of readsOfC) assert.deepEqual(await read, []);
+        assert.equal(new ConversionCache(db).get({ uri: c.row.uri, mtime: 1000, size: c.content.bytes.length }, notebookConverter.id), undefined, 'a dropped conversion is not remembered');
+        // The next read converts it afresh, rather than joining the one dropped.
+        assert.deepEqual(texts(await formats.convert(c.row, c.content)), ['dropped\n']);
+      } finally {
+        worker.close();
+        db.close();
+        dir.cleanup();
+      }
+    })();
+  });
+
   test('the time budget is CPU time: a conversion that waits for the CPU past its budget is not abandoned', { skip: process.platform !== 'linux' && 'CPU time is read from /proc' }, async () => {
     const worker = new ConversionWorker(WORKER);
     try {
