@@ -140,6 +140,8 @@ async function readMany(tc: ToolContext, paths: readonly string[], length: numbe
     let budget = READ_MAX_TOTAL_BYTES;
     // One at a time: at most one file's window is held beyond what is already answered.
     for (const [i, path] of paths.entries()) {
+      // Cancelled: its answer is dropped, so the files left are not read (nor converted).
+      if (tc.signal?.aborted) break;
       if (budget <= 0) {
         const error = `left out: this call already returns ${formatSize(READ_MAX_TOTAL_BYTES)}; read it in another call`;
         results.push({ path, error });

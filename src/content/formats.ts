@@ -151,6 +151,8 @@ export class Formats {
   private readonly backgroundWorker: ConversionWorker | undefined;
   /** Conversions under way, so that concurrent reads of one file convert it once. */
   private readonly running = new Map<string, SharedConversion>();
+  /** Conversions no read wanted any more, until they settle (a job already under way runs to its end). */
+  private readonly dropped = new Map<string, Promise<void>>();
 
   constructor(options: FormatsOptions) {
     this.cache = new ConversionCache(options.db);
@@ -240,10 +242,16 @@ export class Formats {
   ): Promise<Alternative | undefined> {
     const key = `${file.uri}\0${converter.id}\0${file.mtime}\0${file.size}`;
     let shared = this.running.get(key);
+    // A read cancelled already starts nothing: on an idle process its job would have started before any abort was seen.
+    if (!shared && signal?.aborted) return Promise.resolve(this.cachedOnly(file, converter));
     if (!shared) {
       const controller = new AbortController();
       const made: SharedConversion = { wanted: 0, controller, result: Promise.resolve(undefined) };
-      made.result = this.cachedOrConvert(entry, file, content, converter, controller.signal).finally(() => {
+      // After a dropped conversion of the same version, if any: one already under way runs to its end and is cached,
+      // and this one finds it there rather than converting again beside it.
+      const dropped = this.dropped.get(key);
+      const convert = () => this.cachedOrConvert(entry, file, content, converter, controller.signal);
+      made.result = (dropped ? dropped.then(convert) : convert()).finally(() => {
         if (this.running.get(key) === made) this.running.delete(key);
       });
       this.running.set(key, (shared = made));
@@ -253,22 +261,40 @@ export class Formats {
     if (signal === undefined) joined.wanted = Infinity;
     else if (!signal.aborted) {
       joined.wanted++;
-      signal.addEventListener(
-        'abort',
-        () => {
-          if (--joined.wanted > 0) return;
-          joined.controller.abort();
-          // A read after this one converts afresh rather than joining a conversion that was dropped.
-          if (this.running.get(key) === joined) this.running.delete(key);
-        },
-        { once: true },
-      );
-    }
-    if (joined.wanted === 0) {
-      joined.controller.abort();
-      if (this.running.get(key) === joined) this.running.delete(key);
+      const cancelled = () => {
+        if (--joined.wanted === 0) this.drop(key, joined);
+      };
+      signal.addEventListener('abort', cancelled, { once: true });
+      // Not held past the conversion: the listener would keep its result (up to the output budget) for the request's life.
+      const forget = () => signal.removeEventListener('abort', cancelled);
+      joined.result.then(forget, forget);
     }
     return joined.result;
+  }
+
+  /** No read wants the conversion any more: a job still waiting leaves the process's queue, and later reads start afresh. */
+  private drop(key: string, shared: SharedConversion): void {
+    shared.controller.abort();
+    if (this.running.get(key) === shared) this.running.delete(key);
+    const settled = shared.result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.dropped.set(key, settled);
+    void settled.then(() => {
+      if (this.dropped.get(key) === settled) this.dropped.delete(key);
+    });
+  }
+
+  /** What the cache holds of this version, converting nothing. */
+  private cachedOnly(file: FileVersion, converter: Converter): Alternative | undefined {
+    try {
+      const cached = this.cache.get(file, converter.id);
+      return cached && 'alternative' in cached ? cached.alternative : undefined;
+    } catch (error) {
+      this.log.debug(`conversion cache: ${(error as Error).message}`);
+      return undefined;
+    }
   }
 
   private async cachedOrConvert(

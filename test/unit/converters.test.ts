@@ -734,6 +734,21 @@ describe('conversion process', () => {
         assert.equal(new ConversionCache(db).get({ uri: c.row.uri, mtime: 1000, size: c.content.bytes.length }, notebookConverter.id), undefined, 'a dropped conversion is not remembered');
         // The next read converts it afresh, rather than joining the one dropped.
         assert.deepEqual(texts(await formats.convert(c.row, c.content)), ['dropped\n']);
+        // A read cancelled before it asks starts nothing, even on an idle process; what is cached it still gets.
+        const d = notebook('d.ipynb', 'never');
+        const gone = new AbortController();
+        gone.abort();
+        assert.deepEqual(await formats.convert(d.row, d.content, gone.signal), []);
+        assert.equal(new ConversionCache(db).get({ uri: d.row.uri, mtime: 1000, size: d.content.bytes.length }, notebookConverter.id), undefined, 'never converted');
+        assert.deepEqual(texts(await formats.convert(c.row, c.content, gone.signal)), ['dropped\n'], 'from the cache');
+        // Dropped while under way (the process took it at once): it runs to its end and is cached, and a read that
+        // comes meanwhile waits for it rather than converting the same version again beside it.
+        const e = notebook('e.ipynb', 'once');
+        const first = new AbortController();
+        const started = formats.convert(e.row, e.content, first.signal);
+        first.abort();
+        assert.deepEqual(texts(await formats.convert(e.row, e.content)), ['once\n']);
+        assert.deepEqual(await started.then(texts), ['once\n']);
       } finally {
         worker.close();
         db.close();
