@@ -710,7 +710,14 @@ describe('conversion process', () => {
   test('a conversion waiting for the process is dropped once every read that wants it is cancelled, and nothing of it is cached', () => {
     const dir = tempDir('folder-mcp-formats-');
     const { db } = openDb(join(dir.path, 'index.db'), silentLogger);
-    const worker = new ConversionWorker(WORKER);
+    // The real process, counting the jobs handed to it.
+    let jobs = 0;
+    const worker = new (class extends ConversionWorker {
+      override run(...args: Parameters<ConversionWorker['run']>) {
+        jobs++;
+        return super.run(...args);
+      }
+    })(WORKER);
     const formats = new Formats({ db, log: silentLogger, worker });
     const notebook = (name: string, source: string) => {
       const text = makeNotebook([{ cell_type: 'markdown', source }]);
@@ -738,17 +745,21 @@ describe('conversion process', () => {
         const d = notebook('d.ipynb', 'never');
         const gone = new AbortController();
         gone.abort();
+        const handed = jobs;
         assert.deepEqual(await formats.convert(d.row, d.content, gone.signal), []);
+        assert.equal(jobs, handed, 'no job handed to the process');
         assert.equal(new ConversionCache(db).get({ uri: d.row.uri, mtime: 1000, size: d.content.bytes.length }, notebookConverter.id), undefined, 'never converted');
         assert.deepEqual(texts(await formats.convert(c.row, c.content, gone.signal)), ['dropped\n'], 'from the cache');
         // Dropped while under way (the process took it at once): it runs to its end and is cached, and a read that
         // comes meanwhile waits for it rather than converting the same version again beside it.
         const e = notebook('e.ipynb', 'once');
         const first = new AbortController();
+        const before = jobs;
         const started = formats.convert(e.row, e.content, first.signal);
         first.abort();
         assert.deepEqual(texts(await formats.convert(e.row, e.content)), ['once\n']);
         assert.deepEqual(await started.then(texts), ['once\n']);
+        assert.equal(jobs - before, 1, 'one conversion of that version, not a second beside the dropped one');
       } finally {
         worker.close();
         db.close();
