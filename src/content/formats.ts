@@ -129,12 +129,11 @@ export interface FormatsOptions {
 /** What searchText makes of a document: its text and places, or why there is none. */
 export type SearchText = (LocatedText & { mimeType: string }) | { skipped: string };
 
-/**
- * Produces a document's format alternatives (SEP-2093) within budgets, through
- * the cache. Never throws: a conversion that fails, times out or is over a
- * budget is left out with one warning (per file version), and the primary
- * content is served regardless.
- */
+/** The alternative a conversion made, if it made one (not the error it was left out for). */
+function alternativeOf(conversion: CachedConversion | undefined): Alternative | undefined {
+  return conversion && 'alternative' in conversion ? conversion.alternative : undefined;
+}
+
 /** One conversion that concurrent reads of a file share: how many of them still want it (Infinity: one that cannot be cancelled). */
 interface SharedConversion {
   result: Promise<Alternative | undefined>;
@@ -142,6 +141,12 @@ interface SharedConversion {
   controller: AbortController;
 }
 
+/**
+ * Produces a document's format alternatives (SEP-2093) within budgets, through
+ * the cache. Never throws: a conversion that fails, times out or is over a
+ * budget is left out with one warning (per file version), and the primary
+ * content is served regardless.
+ */
 export class Formats {
   readonly cache: ConversionCache;
   readonly limits: ConversionLimits;
@@ -206,9 +211,8 @@ export class Formats {
     return { text, places: located.places.filter((p) => p.offset < text.length), mimeType: converter.produces };
   };
 
-  /** The alternatives of a document just read, in registry order. */
   /**
-   * The document's format alternatives. `signal`: the read's request; a
+   * The alternatives of a document just read, in registry order. `signal`: the read's request; a
    * conversion still waiting for the conversion process is dropped once every
    * read that wants it is cancelled (one under way runs to its limits), and
    * nothing is cached of it.
@@ -243,7 +247,7 @@ export class Formats {
     const key = `${file.uri}\0${converter.id}\0${file.mtime}\0${file.size}`;
     let shared = this.running.get(key);
     // A read cancelled already starts nothing: on an idle process its job would have started before any abort was seen.
-    if (!shared && signal?.aborted) return Promise.resolve(this.cachedOnly(file, converter));
+    if (!shared && signal?.aborted) return Promise.resolve(alternativeOf(this.cached(file, converter)));
     if (!shared) {
       const controller = new AbortController();
       const made: SharedConversion = { wanted: 0, controller, result: Promise.resolve(undefined) };
@@ -286,11 +290,10 @@ export class Formats {
     });
   }
 
-  /** What the cache holds of this version, converting nothing. */
-  private cachedOnly(file: FileVersion, converter: Converter): Alternative | undefined {
+  /** What the cache holds of this version (an alternative, or the error it was left out for), converting nothing. */
+  private cached(file: FileVersion, converter: Converter): CachedConversion | undefined {
     try {
-      const cached = this.cache.get(file, converter.id);
-      return cached && 'alternative' in cached ? cached.alternative : undefined;
+      return this.cache.get(file, converter.id);
     } catch (error) {
       this.log.debug(`conversion cache: ${(error as Error).message}`);
       return undefined;
@@ -304,13 +307,8 @@ export class Formats {
     converter: Converter,
     signal: AbortSignal,
   ): Promise<Alternative | undefined> {
-    let cached: CachedConversion | undefined;
-    try {
-      cached = this.cache.get(file, converter.id);
-    } catch (error) {
-      this.log.debug(`conversion cache: ${(error as Error).message}`);
-    }
-    if (cached) return 'alternative' in cached ? cached.alternative : undefined;
+    const cached = this.cached(file, converter);
+    if (cached) return alternativeOf(cached);
 
     const { outcome, bytes } = await this.run(entry, content, converter, signal);
     if (!outcome) return undefined; // did not happen this time; nothing to remember
@@ -322,7 +320,7 @@ export class Formats {
     } catch (error) {
       this.log.debug(`conversion cache: ${(error as Error).message}`);
     }
-    return 'alternative' in outcome ? outcome.alternative : undefined;
+    return alternativeOf(outcome);
   }
 
   /** One conversion within the budgets; failures become an outcome, never an exception. */
