@@ -43,7 +43,8 @@ export function acquireDbLock(
         acquired: true,
         release() {
           try {
-            if (readLock(readFileSync(path, 'utf8'))?.pid === process.pid) unlinkSync(path);
+            const text = readLockFile(path);
+            if (text !== null && readLock(text)?.pid === process.pid) unlinkSync(path);
           } catch {
             // already gone
           }
@@ -148,7 +149,7 @@ function removeStale(path: string, staleText: string, runs: (pid: number) => boo
     return false;
   }
   try {
-    if (readOrNull(path) === staleText) unlinkSync(path);
+    if (readLockFile(path) === staleText) unlinkSync(path);
   } catch (error) {
     // Gone meanwhile, or not ours to remove (a folder we may not write): the next attempt tells.
     if (!isNoEntry(error) && (error as NodeJS.ErrnoException).code !== 'EACCES' && (error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
@@ -175,15 +176,6 @@ function readLockFile(path: string): string | null {
     return text.subarray(0, readSync(fd, text, 0, MAX_LOCK_BYTES, 0)).toString('utf8');
   } finally {
     closeSync(fd);
-  }
-}
-
-function readOrNull(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    if (isNoEntry(error)) return null;
-    throw error;
   }
 }
 
