@@ -19,7 +19,7 @@
 //   node scripts/build.mjs [--outdir DIR] [--no-sourcemap]
 import { build } from 'esbuild';
 import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, relative, resolve, sep } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { mimeTypesModule } from './mime-types-table.mjs';
@@ -118,8 +118,7 @@ function checkBundles(metafile) {
   for (const [file, output] of Object.entries(metafile.outputs)) {
     if (!file.endsWith('.js')) continue;
     // The metafile's paths are relative to absWorkingDir (ROOT), wherever outdir is and however node_modules is reached.
-    const path = resolve(ROOT, file);
-    const name = relative(ROOT, path);
+    const name = file;
     for (const { path: imported, kind } of output.imports) {
       if (kind === 'dynamic-import') continue;
       const pkg = LOADED_ON_DEMAND.find((p) => imported === p || imported.startsWith(`${p}/`));
@@ -136,7 +135,7 @@ function checkBundles(metafile) {
       if (sdkShim) throw new Error(`${name} bundles the SDK's ${sdkShim}.mjs, evaluated at every start: its shim is meant to be scripts/sdk-shims-node.mjs (sdkShimsNode)`);
       if (/(?:^|\/)node_modules\/mime-db\//.test(input)) throw new Error(`${name} bundles mime-db: its table is meant to be computed at build time (mimeTypesTable)`);
     }
-    const code = readFileSync(path, 'utf8');
+    const code = readFileSync(resolve(ROOT, file), 'utf8');
     const wide = /[^\x00-\x7f]/.exec(code);
     if (wide) throw new Error(`${name} holds ${JSON.stringify(code.slice(Math.max(0, wide.index - 40), wide.index + 1))}: a character outside ASCII (write it as a \\u escape)`);
   }
