@@ -1,11 +1,11 @@
 // src/index/spare-index.ts: the spare index files of the default place. Real files in a temp folder, real locks.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { acquireDbLock } from '../../src/index/lock.ts';
 import { spareIndexPath, takeSpareIndex } from '../../src/index/spare-index.ts';
 import { chooseDriver } from '../../src/sqlite.ts';
 
@@ -54,14 +54,17 @@ test('the next free spare is taken; a symlink, or a folder where its lock would 
   }
 });
 
-test('a lock that is a FIFO is no lock of ours, at once (its read waited for a writer: the start hung)', { skip: process.platform === 'win32' }, async () => {
-  const { execFileSync } = await import('node:child_process');
+test('a lock that is a FIFO is no lock of ours, at once (its read waited for a writer: the start hung)', { skip: process.platform === 'win32' }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'folder-mcp-spare-'));
   try {
     const db = join(dir, 'key.db');
     execFileSync('mkfifo', [`${db}.lock`]);
-    const lock = acquireDbLock(db);
-    assert.deepEqual(lock, { acquired: false, heldBy: NaN, foreign: true });
+    // In a process of its own, with a deadline: a read that blocks would block this one's test runner for good.
+    const lockModule = new URL('../../src/index/lock.ts', import.meta.url).href;
+    const script = `const { acquireDbLock } = await import(${JSON.stringify(lockModule)}); console.log(JSON.stringify(acquireDbLock(${JSON.stringify(db)})));`;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8', timeout: 30_000 });
+    assert.equal(run.signal, null, 'the lock was read without blocking');
+    assert.deepEqual(JSON.parse(run.stdout), { acquired: false, heldBy: null, foreign: true }, run.stderr);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
