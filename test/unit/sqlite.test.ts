@@ -7,6 +7,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { openDb, PAGE_SIZE, setMeta } from '../../src/index/db.ts';
+import { silentLogger } from '../../src/log.ts';
 import { chooseDriver, isSqliteError, nodeSqliteAvailable, openDatabase, SqliteDriverError, type Database, type SqliteDriverName } from '../../src/sqlite.ts';
 import { tempDir } from '../basics.ts';
 
@@ -166,6 +168,28 @@ for (const driver of ['node', 'better-sqlite3'] as const) {
         },
         (error) => isSqliteError(error) && /not a database/.test(error.message),
       );
+    });
+
+    test('a new index file has PAGE_SIZE pages; an index written with 4 KiB pages opens warm and keeps them', () => {
+      const pageSize = (db: Database) => db.pragma('page_size') as number;
+      const made = openDb(join(dir.path, `new${n++}.db`), silentLogger, false, driver);
+      assert.equal(made.warm, false);
+      assert.equal(pageSize(made.db), PAGE_SIZE);
+      made.db.close();
+      // An index from before PAGE_SIZE: SQLite's default, fixed by its first table.
+      const file = join(dir.path, `old${n++}.db`);
+      const before = openDatabase(file, driver);
+      before.pragma('page_size = 4096');
+      before.exec('CREATE TABLE x (a); DROP TABLE x');
+      before.close();
+      const first = openDb(file, silentLogger, false, driver);
+      assert.equal(pageSize(first.db), 4096);
+      setMeta(first.db, 'scan_completed', new Date().toISOString());
+      first.db.close();
+      const again = openDb(file, silentLogger, false, driver);
+      assert.equal(again.warm, true, 'an index of 4 KiB pages was rebuilt');
+      assert.equal(pageSize(again.db), 4096);
+      again.db.close();
     });
 
     test('close is idempotent and says so', () => {
