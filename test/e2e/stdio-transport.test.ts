@@ -323,6 +323,25 @@ describe('the stdio wire', () => {
     }
   });
 
+  test('2026-07-28 has no ping (SEP-2575 removed it): -32601, and the next request is served', async () => {
+    const server = new RawServer(args());
+    try {
+      const meta = {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientCapabilities': {},
+        'io.modelcontextprotocol/clientInfo': { name: 't', version: '0' },
+      };
+      server.send({ jsonrpc: '2.0', id: 1, method: 'resources/list', params: { _meta: meta } });
+      assert.ok((await server.answer(1)).result, 'the envelope opened the 2026 era');
+      server.send({ jsonrpc: '2.0', id: 2, method: 'ping', params: { _meta: meta } });
+      assert.equal((await server.answer(2)).error?.code, -32601);
+      server.send({ jsonrpc: '2.0', id: 3, method: 'server/discover', params: { _meta: meta } });
+      assert.ok((await server.answer(3)).result, 'server/discover, what a 2026 client checks a server with, is answered');
+    } finally {
+      server.kill();
+    }
+  });
+
   test('a line over the limit is answered with its id and skipped, memory stays bounded, the next line is served', async () => {
     const server = new RawServer(args());
     try {
