@@ -248,6 +248,12 @@ class RawServer {
 }
 
 describe('the stdio wire', () => {
+  /** The `_meta` envelope of a 2026-07-28 request. */
+  const modern = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': {},
+    'io.modelcontextprotocol/clientInfo': { name: 't', version: '0' },
+  };
   let root: ReturnType<typeof tempDir>;
   const args = () => [root.path, '--db', ':memory:', '--watcher', 'none'];
   before(() => {
@@ -309,14 +315,9 @@ describe('the stdio wire', () => {
     }
     const server = new RawServer(args());
     try {
-      const meta = {
-        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-        'io.modelcontextprotocol/clientCapabilities': {},
-        'io.modelcontextprotocol/clientInfo': { name: 't', version: '0' },
-      };
-      server.send({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: meta } });
+      server.send({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: modern } });
       assert.ok((await server.answer(1)).result, 'discover answered');
-      server.send({ jsonrpc: '2.0', id: 2, method: 'resources/read', params: { uri, _meta: meta } });
+      server.send({ jsonrpc: '2.0', id: 2, method: 'resources/read', params: { uri, _meta: modern } });
       assert.deepEqual((await server.answer(2)).error, { code: -32602, message: 'Resource not found', data: { uri } });
     } finally {
       server.kill();
@@ -326,16 +327,11 @@ describe('the stdio wire', () => {
   test('2026-07-28 has no ping (SEP-2575 removed it): -32601, and the next request is served', async () => {
     const server = new RawServer(args());
     try {
-      const meta = {
-        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-        'io.modelcontextprotocol/clientCapabilities': {},
-        'io.modelcontextprotocol/clientInfo': { name: 't', version: '0' },
-      };
-      server.send({ jsonrpc: '2.0', id: 1, method: 'resources/list', params: { _meta: meta } });
+      server.send({ jsonrpc: '2.0', id: 1, method: 'resources/list', params: { _meta: modern } });
       assert.ok((await server.answer(1)).result, 'the envelope opened the 2026 era');
-      server.send({ jsonrpc: '2.0', id: 2, method: 'ping', params: { _meta: meta } });
+      server.send({ jsonrpc: '2.0', id: 2, method: 'ping', params: { _meta: modern } });
       assert.equal((await server.answer(2)).error?.code, -32601);
-      server.send({ jsonrpc: '2.0', id: 3, method: 'server/discover', params: { _meta: meta } });
+      server.send({ jsonrpc: '2.0', id: 3, method: 'server/discover', params: { _meta: modern } });
       assert.ok((await server.answer(3)).result, 'server/discover, what a 2026 client checks a server with, is answered');
     } finally {
       server.kill();
