@@ -92,6 +92,11 @@ export class JobQueue<Job, Output> {
   }
 }
 
+/** Why a job was refused, in words; `full`: the owner's (what waits, and how many). */
+export function refusalText(reason: 'full' | 'closed' | 'cancelled', full: string): string {
+  return reason === 'closed' ? 'server is closing' : reason === 'cancelled' ? 'the request was cancelled' : full;
+}
+
 interface Pending<Job, Output> {
   job: Job;
   resolve(output: Output): void;

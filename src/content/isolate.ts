@@ -4,7 +4,7 @@ import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConversionError, ConversionUnavailable, type ConversionLimits } from './converters/types.ts';
 import type { WorkerJob, WorkerOutput, WorkerReply } from './worker.ts';
-import { JobQueue } from '../job-queue.ts';
+import { JobQueue, refusalText } from '../job-queue.ts';
 
 /**
  * Memory budgets of the conversion process. Its resident set is what counts:
@@ -94,10 +94,7 @@ export class ConversionWorker {
     this.memory = { ...DEFAULT_CHILD_MEMORY, ...memory };
     this.jobs = new JobQueue<WorkerJob, WorkerOutput>({
       maxWaiting: maxQueued,
-      refused: (reason) =>
-        new ConversionUnavailable(
-          reason === 'closed' ? 'server is closing' : reason === 'cancelled' ? 'the request was cancelled' : `${maxQueued} conversions are already waiting`,
-        ),
+      refused: (reason) => new ConversionUnavailable(refusalText(reason, `${maxQueued} conversions are already waiting`)),
       start: (job) => this.start(job),
       // Nothing left to convert: stop the process after a while, so what it grew to goes back to the system.
       drained: () => {

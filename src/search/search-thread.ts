@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { SearchOutcome } from './search-reader.ts';
 import type { SearchJob, SearchReply } from './search-worker.ts';
-import { JobQueue } from '../job-queue.ts';
+import { JobQueue, refusalText } from '../job-queue.ts';
 import type { SqliteDriverName } from '../sqlite.ts';
 
 /** Searches waiting for the thread; past it a search is refused (SearchBusyError). */
@@ -38,10 +38,7 @@ export class SearchThread {
   private nextId = 1;
   private readonly jobs = new JobQueue<SearchJob, SearchOutcome>({
     maxWaiting: MAX_QUEUED,
-    refused: (reason) =>
-      new SearchBusyError(
-        reason === 'closed' ? 'server is closing' : reason === 'cancelled' ? 'the request was cancelled' : `${MAX_QUEUED} searches are already waiting; try again in a moment`,
-      ),
+    refused: (reason) => new SearchBusyError(refusalText(reason, `${MAX_QUEUED} searches are already waiting; try again in a moment`)),
     held: () => this.dying !== undefined,
     start: (job) => {
       const worker = this.ensureWorker();
