@@ -118,26 +118,25 @@ function checkBundles(metafile) {
   for (const [file, output] of Object.entries(metafile.outputs)) {
     if (!file.endsWith('.js')) continue;
     // The metafile's paths are relative to absWorkingDir (ROOT), wherever outdir is and however node_modules is reached.
-    const name = file;
     for (const { path: imported, kind } of output.imports) {
       if (kind === 'dynamic-import') continue;
       const pkg = LOADED_ON_DEMAND.find((p) => imported === p || imported.startsWith(`${p}/`));
-      if (pkg) throw new Error(`${name} imports ${imported} statically: load it with import() where it is used`);
+      if (pkg) throw new Error(`${file} imports ${imported} statically: load it with import() where it is used`);
       // A require() of a builtin runs where it is called; an import statement, at every start (either spelling).
       if (kind === 'import-statement' && ON_DEMAND_BUILTINS.includes(`node:${imported.replace(/^node:/, '')}`)) {
-        throw new Error(`${name} imports ${imported} statically: take it from process.getBuiltinModule where it is used`);
+        throw new Error(`${file} imports ${imported} statically: take it from process.getBuiltinModule where it is used`);
       }
     }
     for (const input of Object.keys(output.inputs)) {
       const locale = /(?:^|\/)node_modules\/zod\/v4\/locales\/(?!en\.js$)(\S+)$/.exec(input)?.[1];
-      if (locale) throw new Error(`${name} bundles zod's locale ${locale}: only English is meant to be (zodEnglishOnly)`);
+      if (locale) throw new Error(`${file} bundles zod's locale ${locale}: only English is meant to be (zodEnglishOnly)`);
       const sdkShim = /(?:^|\/)node_modules\/@modelcontextprotocol\/server\/dist\/(shimsNode|ajvProvider-\w+)\.mjs$/.exec(input)?.[1];
-      if (sdkShim) throw new Error(`${name} bundles the SDK's ${sdkShim}.mjs, evaluated at every start: its shim is meant to be scripts/sdk-shims-node.mjs (sdkShimsNode)`);
-      if (/(?:^|\/)node_modules\/mime-db\//.test(input)) throw new Error(`${name} bundles mime-db: its table is meant to be computed at build time (mimeTypesTable)`);
+      if (sdkShim) throw new Error(`${file} bundles the SDK's ${sdkShim}.mjs, evaluated at every start: its shim is meant to be scripts/sdk-shims-node.mjs (sdkShimsNode)`);
+      if (/(?:^|\/)node_modules\/mime-db\//.test(input)) throw new Error(`${file} bundles mime-db: its table is meant to be computed at build time (mimeTypesTable)`);
     }
     const code = readFileSync(resolve(ROOT, file), 'utf8');
     const wide = /[^\x00-\x7f]/.exec(code);
-    if (wide) throw new Error(`${name} holds ${JSON.stringify(code.slice(Math.max(0, wide.index - 40), wide.index + 1))}: a character outside ASCII (write it as a \\u escape)`);
+    if (wide) throw new Error(`${file} holds ${JSON.stringify(code.slice(Math.max(0, wide.index - 40), wide.index + 1))}: a character outside ASCII (write it as a \\u escape)`);
   }
 }
 

@@ -58,8 +58,8 @@ export function createServer(services: () => HandlerServices | Promise<HandlerSe
         };
         const progress = progressSink(extra);
         const blobs = answerBlobsOf(request.http?.req);
-        const holdAnswer = answerHolder(connection, request.mcpReq.id, request.mcpReq.signal);
         const signal = request.mcpReq.signal;
+        const holdAnswer = answerHolder(connection, request.mcpReq.id, signal);
         const scope = { ctx, catalog, connection, signal, ...(progress ? { progress } : {}), ...(blobs ? { blobs } : {}), ...(holdAnswer ? { holdAnswer } : {}) };
         const handle = () => handler.handle(scope, params as Record<string, unknown>);
         // The one place requests wait for the index (the table says what each needs): handlers and tools do not wait again.
