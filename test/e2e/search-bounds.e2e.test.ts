@@ -118,10 +118,10 @@ describe('a cancelled search', () => {
   test('never runs while it waits for the search thread, and frees its place: a client that cancels does not wait behind its own searches', { timeout: 60_000 }, async () => {
     const dir = tempDir();
     const state = tempDir('folder-mcp-state-');
+    broadTree(dir.path, 20);
+    const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
+    const search = new ContentSearch(index, silentLogger);
     try {
-      broadTree(dir.path, 20);
-      const index = new FolderIndex({ roots: [makeRoot(dir.path)], dbFile: join(state.path, 'i.db'), log: silentLogger, gitignore: true, exclude: [] });
-      const search = new ContentSearch(index, silentLogger);
       index.readiness.catchUp(Promise.resolve());
       search.start();
       await search.idle();
@@ -140,9 +140,10 @@ describe('a cancelled search', () => {
       const aborted = new AbortController();
       aborted.abort();
       await assert.rejects(ask(aborted.signal), /the request was cancelled/, 'cancelled before it was asked');
+    } finally {
+      // Closed whatever failed: a search thread left running would hold the test process open.
       await search.close();
       index.close();
-    } finally {
       dir.cleanup();
       state.cleanup();
     }

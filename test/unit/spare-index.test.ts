@@ -1,13 +1,13 @@
 // src/index/spare-index.ts: the spare index files of the default place. Real files in a temp folder, real locks.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { spareIndexPath, takeSpareIndex } from '../../src/index/spare-index.ts';
 import { chooseDriver } from '../../src/sqlite.ts';
+import { tempDir } from '../basics.ts';
 
 test('spare paths: <key>.db -> <key>-n.db; a path without .db gets the suffix after it', () => {
   const cases: [string, number, string][] = [
@@ -20,8 +20,8 @@ test('spare paths: <key>.db -> <key>-n.db; a path without .db gets the suffix af
   for (const [first, n, spare] of cases) assert.equal(spareIndexPath(first, n), spare, `${first} ${n}`);
 });
 
-test('the next free spare is taken; a symlink, or a folder where its lock would be, is passed over with a warning; none left: null', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'folder-mcp-spare-'));
+test('the next free spare is taken; a symlink, or a folder where its lock would be, is passed over with a warning; none left: null', () => {
+  const { path: dir, cleanup } = tempDir('folder-mcp-spare-');
   const warnings: string[] = [];
   const log = { debug() {}, info() {}, warn: (m: string) => warnings.push(m), error() {} };
   const driver = chooseDriver();
@@ -50,12 +50,12 @@ test('the next free spare is taken; a symlink, or a folder where its lock would 
     second!.lock.release();
   } finally {
     other.kill();
-    rmSync(dir, { recursive: true, force: true });
+    cleanup();
   }
 });
 
 test('a lock that is a FIFO is no lock of ours, at once (its read waited for a writer: the start hung)', { skip: process.platform === 'win32' }, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'folder-mcp-spare-'));
+  const { path: dir, cleanup } = tempDir('folder-mcp-spare-');
   try {
     const db = join(dir, 'key.db');
     execFileSync('mkfifo', [`${db}.lock`]);
@@ -66,6 +66,6 @@ test('a lock that is a FIFO is no lock of ours, at once (its read waited for a w
     assert.equal(run.signal, null, 'the lock was read without blocking');
     assert.deepEqual(JSON.parse(run.stdout), { acquired: false, heldBy: null, foreign: true }, run.stderr);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    cleanup();
   }
 });
